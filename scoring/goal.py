@@ -1,0 +1,110 @@
+"""Was the goal reached? Decided on the store's state, never on what the replies claim.
+
+A goal's success is three kinds of check, all of which must hold:
+- record matches: a record (by id, or any record) holds the expected fields;
+- SQL: DuckDB queries over two tables built from the store, each returning true:
+    records(id VARCHAR, type VARCHAR, data JSON)
+    events(id VARCHAR, turn INTEGER, operation VARCHAR, record VARCHAR, status VARCHAR,
+           offer VARCHAR, reason VARCHAR, arguments JSON)
+- answered questions: the question was asked, not answered 'unavailable', and the reply
+  carries the value the store held at that turn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import duckdb
+
+from scoring.evidence import MISSING, lookup
+from scoring.progress import _same, resolve_question_record
+from scoring.transcript import Transcript
+from simulator.dataset import Goal
+
+SCHEMA = """
+CREATE TABLE records (id VARCHAR, type VARCHAR, data JSON);
+CREATE TABLE events (id VARCHAR, turn INTEGER, operation VARCHAR, record VARCHAR,
+                     status VARCHAR, offer VARCHAR, reason VARCHAR, arguments JSON);
+"""
+_local = threading.local()
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = duckdb.connect(":memory:")
+        con.execute(SCHEMA)
+        _local.con = con
+    return con
+
+
+def check_goal_sql(query: str) -> str | None:
+    """Why a success query cannot run against the store schema, or None if it can."""
+    con = _connection()
+    con.execute("DELETE FROM records; DELETE FROM events;")
+    try:
+        rows = con.execute(query).fetchall()
+    except duckdb.Error as exc:
+        first = str(exc).splitlines()[0]
+        return f"success query does not run on the store schema (records, events): {first}"
+    if len(rows) != 1 or len(rows[0]) != 1:
+        return "a success query must return exactly one value (true when the goal is reached)"
+    return None
+
+
+def _sql_holds(query: str, state: dict) -> bool:
+    con = _connection()
+    con.execute("DELETE FROM records; DELETE FROM events;")
+    records = [(rid, rec.get("type"), json.dumps(rec)) for rid, rec in (state.get("records") or {}).items()]
+    if records:
+        con.executemany("INSERT INTO records VALUES (?, ?, ?)", records)
+    events = [(e.get("id"), e.get("turn"), e.get("operation"), e.get("record"), e.get("status"),
+               e.get("offer"), e.get("reason"), json.dumps(e.get("arguments")))
+              for e in state.get("events") or []]
+    if events:
+        con.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+    row = con.execute(query).fetchone()
+    return bool(row and row[0])
+
+
+def _record_holds(goal: Goal, check, records: dict) -> bool:
+    expected = {path: goal.resolve(value) for path, value in check.match.items()}
+    candidates = [records.get(check.id)] if check.id else list(records.values())
+    return any(rec is not None and all(_same(lookup(rec, p), v) for p, v in expected.items())
+               for rec in candidates)
+
+
+def _answered(goal: Goal, qid: str, transcript: Transcript) -> bool:
+    question = next(q for q in goal.questions if q.id == qid)
+    for turn in transcript.turns:
+        if turn.result is None or not re.search(question.match, turn.user.text or "", re.I):
+            continue
+        if turn.result.get("answer") == "unavailable" or turn.state is None:
+            continue
+        record = resolve_question_record(goal, question, turn.state)
+        value = lookup(record, question.field) if record else MISSING
+        if value is not MISSING and str(value) in str(turn.result.get("reply", "")):
+            return True
+    return False
+
+
+def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple[bool | None, str]:
+    """(reached, why). reached is None when the store gives no state to check."""
+    if state is None or not isinstance(state.get("records"), dict):
+        return None, "UNVERIFIABLE: the runtime exposes no store state"
+    records = state["records"]
+    for i, check in enumerate(goal.success.records):
+        if not _record_holds(goal, check, records):
+            return False, f"success.records[{i}] does not hold: {check.match}"
+    for qid in goal.success.answered:
+        if not _answered(goal, qid, transcript):
+            return False, f"question {qid!r} was not answered from the store"
+    for i, query in enumerate(goal.success.sql):
+        try:
+            if not _sql_holds(query, state):
+                return False, f"success.sql[{i}] is false"
+        except duckdb.Error as exc:
+            return None, f"UNVERIFIABLE: success.sql[{i}] failed: {str(exc).splitlines()[0]}"
+    return True, "every success check holds"

@@ -1,0 +1,36 @@
+"""Scoring one conversation: every class and guarantee of CLASSES.md, as pure functions.
+
+No I/O, no model calls: the same transcript always gives the same scorecard, which is what
+lets a stored run be rescored later and compared across scorer versions.
+"""
+
+from __future__ import annotations
+
+from scoring.goal import goal_status
+from scoring.guarantees import GUARANTEE_CHECKS
+from scoring.progress import PROGRESS_CHECKS
+from scoring.simulated_user import simulator_error
+from scoring.transcript import CheckResult, Scorecard, Transcript
+from simulator.dataset import Goal, Persona
+
+# Bump when a check's meaning changes: runs scored by different versions are not compared.
+SCORER_VERSION = "1"
+PROGRESS_CLASSES = (*PROGRESS_CHECKS, "simulator_error")
+GUARANTEES = tuple(GUARANTEE_CHECKS)
+ALL_CLASSES = (*PROGRESS_CLASSES, *GUARANTEES)
+
+
+def score(transcript: Transcript, goal: Goal, persona: Persona) -> Scorecard:
+    reached, why = goal_status(goal, transcript, transcript.final_state)
+    checks: dict[str, CheckResult] = {}
+    for name, check in {**PROGRESS_CHECKS, **GUARANTEE_CHECKS}.items():
+        checks[name] = check(transcript, goal, persona)
+    checks["simulator_error"] = simulator_error(transcript, goal, persona, reached)
+    return Scorecard(goal_reached=reached, goal_detail=why, turns=len(transcript.turns),
+                     end=transcript.end, checks=checks)
+
+
+def kind_of(cls: str) -> str:
+    if cls == "simulator_error":
+        return "simulator"
+    return "guarantee" if cls in GUARANTEE_CHECKS else "progress"

@@ -1,0 +1,114 @@
+"""simulator_error: the simulated user broke its brief. Kept apart from the runtime's faults.
+
+`user_turn_fault` runs in the conversation loop on every user turn (a broken user ends the
+conversation at once, as `simulator_error`, before it costs more); `simulator_error` rescans a
+whole transcript for the scorer, so that a stored run rescored later finds the same faults.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+
+from scoring.progress import Tally
+from scoring.transcript import CheckResult, Transcript, UserTurn
+from simulator.dataset import Goal, Persona
+
+ROLE_LEAKS = [
+    re.compile(r"^\s*(assistant|system|ai|bot)\s*:", re.I),
+    re.compile(r"\bas an ai\b", re.I),
+    re.compile(r"\bas a (large )?language model\b", re.I),
+    re.compile(r"\bi('m| am) (an ai|a language model|a chatbot|an assistant)\b", re.I),
+    re.compile(r"\bhow (can|may) i (help|assist) you\b", re.I),
+]
+_MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
+_FULL_DATE = [
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), "ymd"),
+    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(" + "|".join(_MONTHS) + r"),?\s+(\d{4})\b", re.I), "dMy"),
+    (re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", re.I), "Mdy"),
+]
+# This many consecutive words of the brief, repeated, is a leak. Shorter runs are how anyone
+# would ask for the same thing ("open a trip for Bruno Lima to Madrid").
+INSTRUCTION_WINDOW = 12
+
+
+def full_dates(text: str) -> list[dt.date]:
+    found = []
+    for pattern, order in _FULL_DATE:
+        for m in pattern.finditer(text):
+            g = dict(zip(order, m.groups()))
+            month = int(g["m"]) if "m" in g else _MONTHS[g["M"].lower()]
+            try:
+                found.append(dt.date(int(g["y"]), month, int(g["d"])))
+            except ValueError:
+                pass
+    return found
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona) -> str | None:
+    """What is wrong with one user message, or None."""
+    if turn.kind != "message":
+        return None
+    text = turn.text or ""
+    if not text.strip():
+        return "empty message"
+    if len(text) > persona.max_message_chars:
+        return f"message of {len(text)} characters, over the persona's {persona.max_message_chars}"
+    for pattern in ROLE_LEAKS:
+        if pattern.search(text):
+            return f"role leakage: {pattern.search(text).group(0)!r}"
+    brief, said = _words(goal.instructions), " ".join(_words(text))
+    for i in range(len(brief) - INSTRUCTION_WINDOW + 1):
+        if " ".join(brief[i:i + INSTRUCTION_WINDOW]) in said:
+            return "leaked instructions: repeats the goal's brief word for word"
+    return None
+
+
+def _fact_dates(goal: Goal) -> set[dt.date]:
+    dates = set()
+    for value in goal.facts.values():
+        if isinstance(value, dt.date):
+            dates.add(value)
+        elif isinstance(value, str):
+            dates.update(full_dates(value))
+    for step in goal.steps:
+        for value in step.wrong_first.values():
+            if isinstance(value, dt.date):
+                dates.add(value)
+    return dates
+
+
+def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
+                    goal_reached: bool | None) -> CheckResult:
+    tally = Tally("simulator_error")
+    messages = [t for t in transcript.turns if t.user.kind == "message"]
+    for turn in transcript.turns:
+        fault = user_turn_fault(turn.user, goal, persona)
+        if fault:
+            tally.found(turn.index, fault, message=turn.user.text)
+        else:
+            tally.ok()
+    # Facts that contradict the goal: a full date that is none of the goal's, never corrected.
+    facts = _fact_dates(goal)
+    if facts:
+        for n, turn in enumerate(messages):
+            strays = [d for d in full_dates(turn.user.text or "") if d not in facts]
+            later = " ".join(t.user.text or "" for t in messages[n + 1:]).lower()
+            corrected = any(f"{f.day}" in later and calendar.month_name[f.month].lower() in later
+                            or f.isoformat() in later for f in facts)
+            if strays and not corrected:
+                tally.found(turn.index, f"gives {strays[0].isoformat()}, a date that contradicts the goal's facts",
+                            message=turn.user.text)
+    stop = transcript.stop
+    if stop is not None:
+        if not transcript.turns:
+            tally.found(None, "stopped before trying anything", stop_reason=stop.stop_reason)
+        elif stop.stop_reason == "done" and goal_reached is False:
+            tally.found(None, "claimed the goal was done while the store says it is not",
+                        stop_reason=stop.stop_reason)
+    return tally.result()

@@ -1,0 +1,107 @@
+"""The evidence a conversation leaves, and the findings the scorer draws from it.
+
+A `Transcript` holds what the user sent, every turn result exactly as the runtime returned it
+(a plain dict: a field the runtime left out stays absent, which is how checks know to answer
+UNVERIFIABLE rather than pass), the store after every turn, and the audit stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+END_REASONS = ("goal_reached", "user_stopped", "turn_cap", "runtime_error", "simulator_error",
+               "provider_error", "budget_cut")
+# Conversations that ended for reasons that are not the runtime's doing are kept out of its rates.
+NOT_THE_RUNTIME = frozenset({"simulator_error", "provider_error", "budget_cut"})
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    kind: str                           # message | click | stop
+    text: str | None = None
+    offer: str | None = None            # the clicked offer id
+    stop_reason: str | None = None      # done | gave_up
+    meta: dict[str, Any] = field(default_factory=dict)   # how the simulator made it (never sent)
+
+    def payload(self) -> dict[str, Any]:
+        if self.kind == "click":
+            return {"action": {"offer": self.offer}}
+        return {"message": self.text or ""}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "offer": self.offer,
+                "stop_reason": self.stop_reason, "meta": self.meta}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "UserTurn":
+        return cls(data["kind"], data.get("text"), data.get("offer"), data.get("stop_reason"),
+                   data.get("meta") or {})
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    index: int                          # 1-based, the order of turn calls in the session
+    user: UserTurn
+    result: dict[str, Any] | None       # the turn result as received; None if the turn failed
+    state: dict[str, Any] | None        # the store after the turn; None if the runtime has none
+    latency_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Transcript:
+    persona: str
+    goal: str
+    seed: int
+    repetition: int
+    turns: tuple[TurnRecord, ...]
+    end: str
+    initial_state: dict[str, Any] | None = None
+    final_state: dict[str, Any] | None = None
+    audit: list[dict[str, Any]] | None = None   # None: the runtime has no audit stream
+    stop: UserTurn | None = None                 # the user's stop, when it stopped
+    error: dict[str, Any] | None = None          # evidence of a runtime/simulator/provider error
+
+    def state_before(self, index: int) -> dict[str, Any] | None:
+        return self.initial_state if index <= 1 else self.turns[index - 2].state
+
+
+@dataclass(frozen=True)
+class Finding:
+    cls: str
+    turn: int | None
+    detail: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One class checked over one conversation."""
+
+    cls: str
+    findings: tuple[Finding, ...] = ()
+    checked_turns: int = 0          # turns where the evidence was there
+    unverifiable_turns: int = 0     # turns where it was missing
+
+    @property
+    def status(self) -> str:
+        if self.findings:
+            return "fired"
+        return "unverifiable" if self.unverifiable_turns else "clean"
+
+
+@dataclass(frozen=True)
+class Scorecard:
+    goal_reached: bool | None       # None: UNVERIFIABLE (no state, or a check could not run)
+    goal_detail: str
+    turns: int
+    end: str
+    checks: dict[str, CheckResult]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for check in self.checks.values() for f in check.findings]
+
+    @property
+    def counts_for_runtime(self) -> bool:
+        return self.end not in NOT_THE_RUNTIME

@@ -1,0 +1,108 @@
+"""The python transport: a runtime object in this process, `module:Class` or `file.py:Class`.
+
+Its methods take and return the same JSON objects as the HTTP operations; each may be sync or
+async. A method the runtime lacks (`state`, `audit`) makes the checks that need it
+UNVERIFIABLE, as a 404 would over HTTP.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from simulator.adapters.base import as_json, check_health, check_turn_result
+from simulator.errors import RuntimeFault, RuntimeUnavailable
+
+
+def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
+    """Instantiate `module:Class` (or `path/to/file.py:Class`) with `options` as keyword arguments."""
+    module_name, _, attr = target.partition(":")
+    if not attr:
+        raise RuntimeUnavailable(f"runtime target {target!r} must look like 'module:Class'")
+    try:
+        if module_name.endswith(".py"):
+            path = Path(module_name)
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or not path.exists():
+                raise RuntimeUnavailable(f"runtime target {target!r}: no such file {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise RuntimeUnavailable(f"runtime target {target!r}: cannot import {module_name}: {exc}") from None
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise RuntimeUnavailable(f"runtime target {target!r}: {module_name} has no {attr}")
+    try:
+        return factory(**(options or {}))
+    except TypeError as exc:
+        raise RuntimeUnavailable(f"runtime target {target!r}: bad runtime options: {exc}") from None
+
+
+async def _call(fn, *args):
+    value = fn(*args)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+class PythonRuntime:
+    def __init__(self, runtime: Any) -> None:
+        self.runtime = runtime
+        self.description = f"python:{type(runtime).__module__}.{type(runtime).__name__}"
+
+    @classmethod
+    def from_target(cls, target: str, options: dict[str, Any] | None = None) -> "PythonRuntime":
+        return cls(load_target(target, options))
+
+    async def health(self) -> dict[str, Any]:
+        if not hasattr(self.runtime, "health"):
+            raise RuntimeUnavailable(f"{self.description}: the runtime has no health() method")
+        return check_health(await _call(self.runtime.health), self.description)
+
+    async def _guarded(self, what: str, fn, *args) -> Any:
+        started = time.perf_counter()
+        try:
+            return await _call(fn, *args)
+        except Exception as exc:
+            tail = "".join(traceback.format_exception(exc)[-3:])
+            raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: {exc}",
+                               traceback=tail[-2000:],
+                               elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
+
+    async def start(self, request: dict[str, Any]) -> str:
+        reply = as_json(await self._guarded("start", self.runtime.start, as_json(request, "start")), "start")
+        if not isinstance(reply, dict) or not isinstance(reply.get("session"), str):
+            raise RuntimeFault("malformed", "start did not return {\"session\": \"...\"}", body=repr(reply)[:500])
+        return reply["session"]
+
+    async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return check_turn_result(await self._guarded("turn", self.runtime.turn, session, payload))
+
+    async def state(self, session: str) -> dict[str, Any] | None:
+        if not hasattr(self.runtime, "state"):
+            return None
+        return as_json(await self._guarded("state", self.runtime.state, session), "state")
+
+    async def audit(self, session: str) -> list[dict[str, Any]] | None:
+        if not hasattr(self.runtime, "audit"):
+            return None
+        reply = as_json(await self._guarded("audit", self.runtime.audit, session), "audit")
+        if not isinstance(reply, dict) or not isinstance(reply.get("turns"), list):
+            raise RuntimeFault("malformed", "audit did not return {\"turns\": [...]}", body=repr(reply)[:500])
+        return reply["turns"]
+
+    async def close(self, session: str) -> None:
+        if hasattr(self.runtime, "close"):
+            await self._guarded("close", self.runtime.close, session)
+
+    async def aclose(self) -> None:
+        return None

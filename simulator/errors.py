@@ -1,0 +1,51 @@
+"""simrun's one error hierarchy. Every message says what is wrong, where, and how to fix it.
+
+    SimrunError                  a user error: the CLI prints the message, no traceback, exit 2
+     ├── ConfigError             bad input found before anything runs (file, line, field)
+     │    └── BudgetSyntaxError  a --budget value that is not an amount of US dollars
+     ├── RuntimeUnavailable      the runtime cannot be started or does not speak protocol 1
+     └── StoreError              the DuckDB file cannot be used (wrong schema version, no such run)
+
+Failures *during* a run (a runtime crash, a simulator fault) are not exceptions that escape:
+they are recorded as the conversation's end reason, with their evidence, and the run goes on.
+`RuntimeFault` is how an adapter hands such a failure to the conversation loop.
+"""
+
+from __future__ import annotations
+
+
+class SimrunError(Exception):
+    """A problem the user can fix; its message says how."""
+
+
+class ConfigError(SimrunError):
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.path, self.line, self.field = path, line, field
+        where = path or ""
+        if line is not None:
+            where += f":{line}"
+        if field:
+            where += f" ({field})" if where else field
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class BudgetSyntaxError(ConfigError):
+    pass
+
+
+class RuntimeUnavailable(SimrunError):
+    pass
+
+
+class StoreError(SimrunError):
+    pass
+
+
+class RuntimeFault(Exception):
+    """The runtime failed mid-conversation. Recorded as `runtime_error` with this evidence."""
+
+    def __init__(self, kind: str, message: str, **evidence: object) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.evidence = {"kind": kind, "message": message, **evidence}

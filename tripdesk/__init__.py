@@ -1,0 +1,11 @@
+"""TripDesk, simrun's reference runtime: trips, travelers, bags and flight segments.
+
+It keeps every guarantee of the Turnframe record and can break any one of them on purpose
+(`TripDesk(faults={"loop": 0.2})`), so that simrun's scorer is proven against known faults.
+"""
+
+__version__ = "1.0.0"
+
+from tripdesk.runtime import TripDesk  # noqa: E402
+
+__all__ = ["TripDesk", "__version__"]
