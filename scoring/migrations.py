@@ -1,0 +1,120 @@
+"""The DuckDB schema, as numbered migrations recorded in the database itself.
+
+A migration is never edited once released: a change to the schema is a new migration. A file
+written by a newer simrun (a version this code does not know) is refused, not guessed at.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial", """
+CREATE TABLE runs (
+    run_id VARCHAR PRIMARY KEY,
+    started_at TIMESTAMP NOT NULL,
+    finished_at TIMESTAMP,
+    status VARCHAR NOT NULL,                -- running | finished | interrupted
+    config JSON NOT NULL,                   -- what was run; never secrets
+    dataset_hash VARCHAR NOT NULL,
+    dataset JSON NOT NULL,                  -- item -> content hash
+    scorer_version VARCHAR NOT NULL,
+    simrun_version VARCHAR NOT NULL,
+    user_backend VARCHAR NOT NULL,
+    runtime VARCHAR NOT NULL,
+    seed BIGINT NOT NULL,
+    repetitions INTEGER NOT NULL,
+    budget_usd DECIMAL(18, 8) NOT NULL,
+    spent_usd DECIMAL(18, 8) NOT NULL DEFAULT 0
+);
+CREATE TABLE conversations (
+    run_id VARCHAR NOT NULL,
+    conversation_id VARCHAR NOT NULL,       -- persona/goal/repetition
+    persona VARCHAR NOT NULL,
+    goal VARCHAR NOT NULL,
+    repetition INTEGER NOT NULL,
+    seed BIGINT NOT NULL,
+    end_reason VARCHAR NOT NULL,
+    goal_reached BOOLEAN,                   -- NULL: UNVERIFIABLE
+    goal_detail VARCHAR NOT NULL,
+    turns INTEGER NOT NULL,
+    cost_usd DECIMAL(18, 8) NOT NULL DEFAULT 0,
+    duration_ms DOUBLE NOT NULL,
+    started_at TIMESTAMP NOT NULL,
+    initial_state JSON,
+    final_state JSON,
+    audit JSON,
+    stop JSON,
+    error JSON,
+    PRIMARY KEY (run_id, conversation_id)
+);
+CREATE TABLE turns (
+    run_id VARCHAR NOT NULL,
+    conversation_id VARCHAR NOT NULL,
+    turn INTEGER NOT NULL,
+    user_turn JSON NOT NULL,
+    result JSON,                            -- the turn result as received
+    state JSON,                             -- the store after the turn
+    latency_ms DOUBLE NOT NULL,
+    PRIMARY KEY (run_id, conversation_id, turn)
+);
+CREATE TABLE findings (
+    run_id VARCHAR NOT NULL,
+    conversation_id VARCHAR NOT NULL,
+    turn INTEGER,                           -- NULL: about the whole conversation
+    class VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,                  -- progress | guarantee | simulator
+    detail VARCHAR NOT NULL,
+    evidence JSON NOT NULL
+);
+CREATE TABLE checks (
+    run_id VARCHAR NOT NULL,
+    conversation_id VARCHAR NOT NULL,
+    class VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,                -- fired | clean | unverifiable
+    occurrences INTEGER NOT NULL,
+    checked_turns INTEGER NOT NULL,
+    unverifiable_turns INTEGER NOT NULL,
+    PRIMARY KEY (run_id, conversation_id, class)
+);
+CREATE TABLE model_calls (
+    run_id VARCHAR NOT NULL,
+    conversation_id VARCHAR NOT NULL,
+    turn INTEGER,
+    backend VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    input_tokens BIGINT NOT NULL,
+    cached_input_tokens BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    cost_usd DECIMAL(18, 8) NOT NULL,
+    latency_ms DOUBLE NOT NULL,
+    cache_status VARCHAR NOT NULL,
+    request_hash VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+"""),
+]
+
+
+def migrate(con) -> int:
+    """Apply every migration the database lacks; return the schema version."""
+    con.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    applied = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    newest = max(v for v, _, _ in MIGRATIONS)
+    if applied and max(applied) > newest:
+        from simulator.errors import StoreError
+
+        raise StoreError(f"this database has schema version {max(applied)}, written by a newer simrun; "
+                         f"this simrun knows up to {newest}. Upgrade simrun, or use another --db.")
+    for version, name, sql in MIGRATIONS:
+        if version in applied:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(sql)
+            con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    return newest

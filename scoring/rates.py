@@ -1,0 +1,167 @@
+"""Rates with intervals, computed in SQL over the store.
+
+A class rate is `conversations with at least one occurrence / scored conversations`, with a
+95% Wilson interval (scipy). A conversation whose evidence for a class was missing is counted
+as UNVERIFIABLE for it and left out of that class's denominator: never a pass.
+
+Progress classes and goal-reached are the runtime's rates, so conversations that ended for a
+reason that is not the runtime's (simulator_error, provider_error, budget_cut) are left out.
+Guarantee violations are counted in every conversation: a phantom receipt is one whatever the
+simulated user did. simulator_error is reported over all conversations, on its own line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scipy.stats import binomtest
+
+from scoring.scorer import ALL_CLASSES, GUARANTEES, kind_of
+from scoring.store import Store
+from scoring.transcript import NOT_THE_RUNTIME
+
+_EXCLUDED = ", ".join(f"'{r}'" for r in sorted(NOT_THE_RUNTIME))
+
+
+def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float | None, float | None]:
+    if n == 0:
+        return None, None
+    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+@dataclass(frozen=True)
+class Rate:
+    cls: str
+    kind: str                   # progress | guarantee | simulator | outcome
+    occurrences: int            # conversations with at least one
+    scored: int                 # conversations where the class could be decided
+    unverifiable: int           # conversations where it could not
+    turn_occurrences: int
+    turn_checked: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.occurrences / self.scored if self.scored else None
+
+    @property
+    def interval(self) -> tuple[float | None, float | None]:
+        return wilson(self.occurrences, self.scored)
+
+    @property
+    def turn_rate(self) -> float | None:
+        return self.turn_occurrences / self.turn_checked if self.turn_checked else None
+
+
+def class_rates(store: Store, run_id: str) -> list[Rate]:
+    rows = store.con.execute(f"""
+        SELECT k.class,
+               count(*) FILTER (WHERE k.status = 'fired') AS fired,
+               count(*) FILTER (WHERE k.status = 'clean') AS clean,
+               count(*) FILTER (WHERE k.status = 'unverifiable') AS unverifiable,
+               sum(k.occurrences) AS turn_occ,
+               sum(k.checked_turns) AS turn_checked
+        FROM checks k JOIN conversations c USING (run_id, conversation_id)
+        WHERE k.run_id = ?
+          AND (k.kind <> 'progress' OR c.end_reason NOT IN ({_EXCLUDED}))
+        GROUP BY k.class""", [run_id]).fetchall()
+    by_class = {r[0]: r for r in rows}
+    rates = []
+    for cls in ALL_CLASSES:
+        _, fired, clean, unver, occ, checked = by_class.get(cls, (cls, 0, 0, 0, 0, 0))
+        rates.append(Rate(cls, kind_of(cls), int(fired), int(fired + clean), int(unver),
+                          int(occ or 0), int(checked or 0)))
+    return rates
+
+
+@dataclass(frozen=True)
+class Outcome:
+    conversations: int
+    counted: int                # conversations that count for the runtime
+    ends: dict[str, int]
+    goal_reached: int
+    goal_scored: int
+    goal_unverifiable: int
+    runtime_errors: int
+    mean_turns: float | None
+    mean_turns_to_goal: float | None
+    cost_usd: float
+
+    @property
+    def goal_rate(self) -> float | None:
+        return self.goal_reached / self.goal_scored if self.goal_scored else None
+
+    @property
+    def goal_interval(self):
+        return wilson(self.goal_reached, self.goal_scored)
+
+    @property
+    def runtime_error_rate(self) -> Rate:
+        return Rate("runtime_error", "outcome", self.runtime_errors, self.counted, 0, 0, 0)
+
+
+def outcome(store: Store, run_id: str) -> Outcome:
+    ends = dict(store.con.execute(
+        "SELECT end_reason, count(*) FROM conversations WHERE run_id = ? GROUP BY 1 ORDER BY 2 DESC",
+        [run_id]).fetchall())
+    row = store.con.execute(f"""
+        SELECT count(*),
+               count(*) FILTER (WHERE goal_reached),
+               count(*) FILTER (WHERE goal_reached IS NOT NULL),
+               count(*) FILTER (WHERE goal_reached IS NULL),
+               count(*) FILTER (WHERE end_reason = 'runtime_error'),
+               avg(turns),
+               avg(turns) FILTER (WHERE goal_reached)
+        FROM conversations WHERE run_id = ? AND end_reason NOT IN ({_EXCLUDED})""", [run_id]).fetchone()
+    cost = store.con.execute("SELECT coalesce(sum(cost_usd), 0) FROM conversations WHERE run_id = ?",
+                             [run_id]).fetchone()[0]
+    counted, reached, scored, unver, rt_err, mean_turns, mean_goal = row
+    return Outcome(sum(ends.values()), counted, ends, reached, scored, unver, rt_err, mean_turns,
+                   mean_goal, float(cost))
+
+
+def guarantee_violations(rates: list[Rate]) -> dict[str, int]:
+    return {r.cls: r.turn_occurrences for r in rates if r.cls in GUARANTEES and r.turn_occurrences}
+
+
+def cells(store: Store, run_id: str) -> list[dict]:
+    """Persona x goal: conversations, goal reached, and conversations with each class."""
+    cur = store.con.execute(f"""
+        SELECT c.persona, c.goal, count(DISTINCT c.conversation_id) AS n,
+               count(DISTINCT c.conversation_id) FILTER (WHERE c.goal_reached) AS reached,
+               count(DISTINCT c.conversation_id) FILTER (WHERE c.end_reason IN ({_EXCLUDED})) AS excluded,
+               list(DISTINCT k.class) FILTER (WHERE k.status = 'fired') AS classes
+        FROM conversations c LEFT JOIN checks k USING (run_id, conversation_id)
+        WHERE c.run_id = ? GROUP BY ALL ORDER BY c.persona, c.goal""", [run_id])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+SEVERITY = ("Conversations are ranked by: guarantee violations (most first); then goal not "
+            "reached (a runtime error counts as not reached); then the number of progress "
+            "findings (most first); then turns taken (most first).")
+
+
+def worst(store: Store, run_id: str, limit: int = 20) -> list[dict]:
+    cur = store.con.execute("""
+        SELECT c.conversation_id, c.persona, c.goal, c.end_reason, c.goal_reached, c.turns,
+               count(f.class) FILTER (WHERE f.kind = 'guarantee') AS guarantee_findings,
+               count(f.class) FILTER (WHERE f.kind = 'progress') AS progress_findings,
+               count(f.class) FILTER (WHERE f.kind = 'simulator') AS simulator_findings,
+               list(DISTINCT f.class) FILTER (WHERE f.class IS NOT NULL) AS classes
+        FROM conversations c LEFT JOIN findings f USING (run_id, conversation_id)
+        WHERE c.run_id = ?
+        GROUP BY c.conversation_id, c.persona, c.goal, c.end_reason, c.goal_reached, c.turns
+        HAVING guarantee_findings > 0 OR progress_findings > 0 OR simulator_findings > 0
+               OR NOT coalesce(c.goal_reached, false)
+        ORDER BY guarantee_findings DESC, coalesce(c.goal_reached, false) ASC,
+                 progress_findings DESC, c.turns DESC, c.conversation_id
+        LIMIT ?""", [run_id, limit])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def conversations_with(store: Store, run_id: str, cls: str) -> list[str]:
+    return [r[0] for r in store.con.execute(
+        "SELECT conversation_id FROM checks WHERE run_id = ? AND class = ? AND status = 'fired' "
+        "ORDER BY conversation_id", [run_id, cls]).fetchall()]

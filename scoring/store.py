@@ -1,0 +1,172 @@
+"""The DuckDB store: every run, conversation, turn, finding, check and model call.
+
+Each finished conversation is written in one transaction, so a run cut short keeps exactly the
+conversations it finished. Transcripts can be read back whole, which is what `rescore`, `show`
+and the report's worst transcripts stand on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from scoring.migrations import migrate
+from scoring.scorer import kind_of
+from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
+from simulator.errors import StoreError
+
+DEFAULT_DB = "simrun.duckdb"
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, default=str)
+
+
+def _load(value: Any) -> Any:
+    return None if value is None else json.loads(value)
+
+
+class Store:
+    def __init__(self, path: str | Path = DEFAULT_DB) -> None:
+        self.path = str(path)
+        try:
+            self.con = duckdb.connect(self.path)
+        except duckdb.IOException as exc:
+            raise StoreError(f"{self.path}: cannot open the database ({str(exc).splitlines()[0]}). "
+                             "Is another simrun writing to it? Wait for it, or pass another --db.") from None
+        migrate(self.con)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def create_run(self, run_id: str, *, config: dict, dataset_hash: str, dataset: dict,
+                   scorer_version: str, simrun_version: str, user_backend: str, runtime: str,
+                   seed: int, repetitions: int, budget_usd: Decimal) -> None:
+        self.con.execute(
+            "INSERT INTO runs (run_id, started_at, status, config, dataset_hash, dataset, scorer_version,"
+            " simrun_version, user_backend, runtime, seed, repetitions, budget_usd)"
+            " VALUES (?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, _json(config), dataset_hash, _json(dataset), scorer_version, simrun_version,
+             user_backend, runtime, seed, repetitions, budget_usd])
+
+    def finish_run(self, run_id: str, *, status: str, spent_usd: Decimal) -> None:
+        self.con.execute("UPDATE runs SET status = ?, finished_at = now(), spent_usd = ? WHERE run_id = ?",
+                         [status, spent_usd, run_id])
+
+    def record(self, run_id: str, conversation_id: str, transcript: Transcript, scorecard: Scorecard, *,
+               started_at: float, duration_s: float, cost_usd: Decimal | float = 0) -> None:
+        """Write one finished conversation, all of it or nothing."""
+        t = transcript
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(
+                "INSERT INTO conversations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, conversation_id, t.persona, t.goal, t.repetition, t.seed, t.end,
+                 scorecard.goal_reached, scorecard.goal_detail, len(t.turns), Decimal(str(cost_usd)),
+                 duration_s * 1000, dt.datetime.fromtimestamp(started_at, dt.timezone.utc).replace(tzinfo=None),
+                 _json(t.initial_state), _json(t.final_state), _json(t.audit),
+                 _json(t.stop.to_json() if t.stop else None), _json(t.error)])
+            if t.turns:
+                con.executemany("INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?)", [
+                    [run_id, conversation_id, turn.index, _json(turn.user.to_json()), _json(turn.result),
+                     _json(turn.state), turn.latency_ms] for turn in t.turns])
+            self._write_score(run_id, conversation_id, scorecard)
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+
+    def _write_score(self, run_id: str, conversation_id: str, scorecard: Scorecard) -> None:
+        self.con.executemany("INSERT INTO checks VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+            [run_id, conversation_id, cls, kind_of(cls), check.status, len(check.findings),
+             check.checked_turns, check.unverifiable_turns] for cls, check in scorecard.checks.items()])
+        findings = scorecard.findings
+        if findings:
+            self.con.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?)", [
+                [run_id, conversation_id, f.turn, f.cls, kind_of(f.cls), f.detail, _json(f.evidence)]
+                for f in findings])
+
+    def replace_score(self, run_id: str, conversation_id: str, scorecard: Scorecard) -> None:
+        """Rescoring: swap a conversation's findings and checks for new ones, atomically."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for table in ("checks", "findings"):
+                self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND conversation_id = ?",
+                                 [run_id, conversation_id])
+            self.con.execute("UPDATE conversations SET goal_reached = ?, goal_detail = ? "
+                             "WHERE run_id = ? AND conversation_id = ?",
+                             [scorecard.goal_reached, scorecard.goal_detail, run_id, conversation_id])
+            self._write_score(run_id, conversation_id, scorecard)
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def run(self, run_id: str | None = None) -> dict[str, Any]:
+        """One run as a dict; the newest when run_id is None or 'latest'."""
+        if run_id in (None, "latest"):
+            row = self.con.execute("SELECT * FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
+        else:
+            row = self.con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if row is None:
+            known = [r[0] for r in self.con.execute(
+                "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 5").fetchall()]
+            hint = f"recent runs: {', '.join(known)}" if known else "this database holds no run yet"
+            raise StoreError(f"{self.path}: no run {run_id!r}; {hint}")
+        names = [d[0] for d in self.con.description]
+        run = dict(zip(names, row))
+        run["config"], run["dataset"] = _load(run["config"]), _load(run["dataset"])
+        return run
+
+    def runs(self) -> list[dict[str, Any]]:
+        cur = self.con.execute(
+            "SELECT r.run_id, r.started_at, r.status, r.user_backend, r.dataset_hash, r.spent_usd, "
+            "count(c.conversation_id) AS conversations, "
+            "avg(CASE WHEN c.goal_reached THEN 1.0 WHEN c.goal_reached IS NOT NULL THEN 0.0 END) AS goal_rate "
+            "FROM runs r LEFT JOIN conversations c USING (run_id) GROUP BY ALL ORDER BY r.started_at DESC")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def conversation_ids(self, run_id: str) -> list[str]:
+        return [r[0] for r in self.con.execute(
+            "SELECT conversation_id FROM conversations WHERE run_id = ? ORDER BY conversation_id",
+            [run_id]).fetchall()]
+
+    def transcript(self, run_id: str, conversation_id: str) -> Transcript:
+        row = self.con.execute(
+            "SELECT persona, goal, seed, repetition, end_reason, initial_state, final_state, audit, stop, error "
+            "FROM conversations WHERE run_id = ? AND conversation_id = ?", [run_id, conversation_id]).fetchone()
+        if row is None:
+            raise StoreError(f"run {run_id} has no conversation {conversation_id!r}; "
+                             "`simrun show RUN` lists them")
+        persona, goal, seed, rep, end, initial, final, audit, stop, error = row
+        turns = tuple(
+            TurnRecord(index, UserTurn.from_json(_load(user)), _load(result), _load(state), latency)
+            for index, user, result, state, latency in self.con.execute(
+                "SELECT turn, user_turn, result, state, latency_ms FROM turns "
+                "WHERE run_id = ? AND conversation_id = ? ORDER BY turn", [run_id, conversation_id]).fetchall())
+        return Transcript(persona, goal, seed, rep, turns, end, _load(initial), _load(final), _load(audit),
+                          UserTurn.from_json(_load(stop)) if stop else None, _load(error))
+
+    def findings(self, run_id: str, conversation_id: str) -> list[dict[str, Any]]:
+        cur = self.con.execute("SELECT turn, class, kind, detail, evidence FROM findings "
+                               "WHERE run_id = ? AND conversation_id = ? ORDER BY turn NULLS LAST, class",
+                               [run_id, conversation_id])
+        return [{"turn": t, "class": c, "kind": k, "detail": d, "evidence": _load(e)}
+                for t, c, k, d, e in cur.fetchall()]

@@ -1,0 +1,219 @@
+"""The `simrun` command: a thin shell over `simulator.project` and `scoring`.
+
+Exit status: 0 when the run kept every guarantee, 1 when a guarantee was broken (a failed run),
+2 on a user error (bad input, unknown run), which is printed as one line with no traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scoring import rates as R
+from scoring.report import build_report
+from scoring.store import Store
+from simulator import __version__
+from simulator.errors import SimrunError
+from simulator.money import usd
+from simulator.project import load_plan, runtime_for
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
+                  pretty_exceptions_show_locals=False,
+                  help="Evaluate a conversational runtime with simulated users, and gate releases on the rates.")
+out = Console()
+if not out.is_terminal:
+    out = Console(width=120)   # CI logs: keep class names whole
+err = Console(stderr=True)
+
+
+def _fail(exc: SimrunError) -> None:
+    err.print(f"error: {exc}", style="bold red", markup=False, highlight=False)
+    raise typer.Exit(2)
+
+
+CONFIG = typer.Option("simrun.toml", "--config", help="Project file (what to run, and against which runtime).")
+BUDGETS = typer.Option("budgets.toml", "--budgets", help="Prices, default budget and gate thresholds.")
+DB = typer.Option(None, "--db", help="DuckDB file (default: simrun.duckdb in the project).")
+
+
+def run_command(
+    ctx: typer.Context,
+    budget: Optional[str] = typer.Option(None, "--budget", help="Most the run may spend, e.g. 5usd, $5, '5 USD'."),
+    config: str = CONFIG,
+    budgets: str = BUDGETS,
+    db: Optional[str] = DB,
+    personas: Optional[str] = typer.Option(None, "--personas", help="Folder of persona YAML files."),
+    goals: Optional[str] = typer.Option(None, "--goals", help="Folder of goal YAML files."),
+    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", help="Conversations per persona x goal cell."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Run seed; each cell derives its own from it."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Conversations in flight at once."),
+    user: Optional[str] = typer.Option(None, "--user", help="scripted (default), openai:<model> or anthropic:<model>."),
+    reports: Optional[str] = typer.Option(None, "--reports", help="Folder for the HTML report."),
+    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+) -> None:
+    """Run the persona x goal matrix, store it, print the rates and write the report."""
+    if ctx.invoked_subcommand:
+        return
+    if version:
+        out.print(f"simrun {__version__}")
+        raise typer.Exit(0)
+    try:
+        plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
+                         repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, db=db,
+                         reports=reports)
+        runtime = runtime_for(plan)
+        asyncio.run(runtime.health())
+    except SimrunError as exc:
+        _fail(exc)
+    out.print(f"simrun {__version__}: {len(plan.dataset.personas)} personas x {len(plan.dataset.goals)} goals x "
+              f"{plan.repetitions} repetitions = {plan.conversations} conversations; user {plan.user}; "
+              f"runtime {runtime.description}; budget {usd(plan.budget)}", highlight=False)
+    from simulator.project import execute
+
+    try:
+        with Store(plan.db) as store:
+            result = asyncio.run(execute(plan, store, runtime=runtime))
+            code = _summary(store, result.run_id)
+            path = build_report(store, result.run_id, plan.reports)
+    except SimrunError as exc:
+        _fail(exc)
+    paid = "" if plan.user != "scripted" else " (the scripted user is free)"
+    out.print(f"spent {usd(result.spent_usd)} of {usd(result.budget_usd)}{paid}; "
+              f"{usd(result.budget_usd - result.spent_usd)} left", highlight=False)
+    out.print(f"database: {plan.db}   run: {result.run_id}", highlight=False)
+    out.print(f"report: {path}", highlight=False)
+    raise typer.Exit(code)
+
+
+app.callback(invoke_without_command=True)(run_command)
+app.command("run", help="Same as plain `simrun`.")(run_command)
+
+
+def _summary(store: Store, run_id: str) -> int:
+    rates = R.class_rates(store, run_id)
+    outcome = R.outcome(store, run_id)
+    table = Table(title=f"run {run_id}", title_justify="left")
+    for col in ("class", "kind", "rate", "95% interval", "conversations", "UNVERIFIABLE"):
+        table.add_column(col, justify="left" if col in ("class", "kind") else "right")
+    pct = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    for r in [*rates, outcome.runtime_error_rate]:
+        low, high = r.interval
+        style = "bold red" if r.occurrences and r.kind == "guarantee" else ("yellow" if r.occurrences else None)
+        table.add_row(r.cls, r.kind, pct(r.rate), f"{pct(low)} – {pct(high)}", f"{r.occurrences}/{r.scored}",
+                      str(r.unverifiable), style=style)
+    out.print(table)
+    low, high = outcome.goal_interval
+    ends = ", ".join(f"{k} {v}" for k, v in outcome.ends.items())
+    out.print(f"goal reached: {pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, "
+              f"95% {pct(low)} – {pct(high)}); ends: {ends}", highlight=False)
+    violations = R.guarantee_violations(rates)
+    if violations:
+        out.print("FAILED: guarantees broken: " + ", ".join(f"{k} x{v}" for k, v in violations.items()),
+                  style="bold red", highlight=False)
+        return 1
+    out.print("every guarantee held", style="green")
+    return 0
+
+
+@app.command()
+def validate(config: str = CONFIG, budgets: str = BUDGETS) -> None:
+    """Check personas, goals, simrun.toml and budgets.toml, and that the runtime answers."""
+    try:
+        plan = load_plan(config=config, budgets=budgets)
+        runtime = runtime_for(plan)
+        health = asyncio.run(runtime.health())
+    except SimrunError as exc:
+        _fail(exc)
+    out.print(f"ok: {len(plan.dataset.personas)} personas, {len(plan.dataset.goals)} goals "
+              f"(dataset {plan.dataset.hash}); budgets.toml ok; runtime {health.get('runtime')} "
+              f"{health.get('version')} speaks protocol {health['protocol']}", highlight=False)
+
+
+@app.command()
+def runs(db: Optional[str] = DB) -> None:
+    """List the runs in the database, newest first."""
+    try:
+        with Store(db or "simrun.duckdb") as store:
+            rows = store.runs()
+    except SimrunError as exc:
+        _fail(exc)
+    table = Table()
+    for col in ("run", "started", "status", "user", "dataset", "conversations", "goal reached", "spent"):
+        table.add_column(col)
+    for r in rows:
+        rate = "–" if r["goal_rate"] is None else f"{100 * r['goal_rate']:.1f}%"
+        table.add_row(r["run_id"], str(r["started_at"])[:19], r["status"], r["user_backend"], r["dataset_hash"],
+                      str(r["conversations"]), rate, usd(r["spent_usd"]))
+    out.print(table)
+
+
+@app.command()
+def report(run: str = typer.Argument("latest", help="Run id, or 'latest'."), db: Optional[str] = DB,
+           reports: str = typer.Option("reports", "--reports", help="Output folder.")) -> None:
+    """Write (again) the HTML report of a stored run."""
+    try:
+        with Store(db or "simrun.duckdb") as store:
+            path = build_report(store, run, reports)
+    except SimrunError as exc:
+        _fail(exc)
+    out.print(f"report: {path}", highlight=False)
+
+
+@app.command()
+def show(run: str = typer.Argument(..., help="Run id, or 'latest'."),
+         conversation: Optional[str] = typer.Argument(None, help="persona/goal/repetition; omit to list them."),
+         db: Optional[str] = DB, as_json: bool = typer.Option(False, "--json", help="Print the raw transcript.")) -> None:
+    """Print one stored conversation turn by turn (or list a run's conversations)."""
+    try:
+        with Store(db or "simrun.duckdb") as store:
+            run_id = store.run(run)["run_id"]
+            if conversation is None:
+                for cid in store.conversation_ids(run_id):
+                    out.print(cid, highlight=False)
+                return
+            t = store.transcript(run_id, conversation)
+            findings = store.findings(run_id, conversation)
+    except SimrunError as exc:
+        _fail(exc)
+    if as_json:
+        from dataclasses import asdict
+
+        sys.stdout.write(json.dumps(asdict(t), indent=2, default=str) + "\n")
+        return
+    out.print(f"{conversation}: end {t.end}, {len(t.turns)} turns, seed {t.seed}", highlight=False)
+    for turn in t.turns:
+        said = f"clicks {turn.user.offer}" if turn.user.kind == "click" else turn.user.text
+        out.print(f"#{turn.index} user:    {said}", highlight=False, markup=False)
+        if turn.result:
+            out.print(f"   runtime: {turn.result.get('reply')}", highlight=False, markup=False)
+        for f in findings:
+            if f["turn"] == turn.index:
+                out.print(f"   ! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
+    for f in findings:
+        if f["turn"] is None:
+            out.print(f"! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
+    if t.error:
+        out.print(f"error: {t.error.get('message')}", style="red", highlight=False, markup=False)
+
+
+@app.command()
+def schema(out_dir: str = typer.Option("schemas", "--out", help="Folder to write the JSON Schemas to.")) -> None:
+    """Write the JSON Schemas of persona and goal files, for editors."""
+    from simulator.dataset import json_schemas
+
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, body in json_schemas().items():
+        (folder / f"{name}.schema.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+        out.print(f"wrote {folder / f'{name}.schema.json'}", highlight=False)
+
+
+def main() -> None:
+    app()

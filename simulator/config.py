@@ -1,0 +1,130 @@
+"""The two configuration files, validated at the boundary with file, line and field in every error.
+
+- `simrun.toml`: what to run (personas, goals, repetitions, seed, user backend) and the runtime
+  to run it against. Optional: without it the bundled demo defaults apply.
+- `budgets.toml`: money and judgement (the default budget, model prices, gate thresholds).
+  Optional too; a file that exists must be right.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from simulator.errors import ConfigError
+from simulator.money import parse_usd
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BudgetSection(_Model):
+    default: str = Field("5usd", description="Budget of a run when --budget is not given.")
+    per_conversation: str | None = Field(None, description="Most one conversation may spend.")
+
+    @field_validator("default", "per_conversation")
+    @classmethod
+    def _amount(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_usd(value, where="budget")
+            except ConfigError as exc:
+                raise ValueError(str(exc).split(": ", 1)[-1]) from None
+        return value
+
+
+class Price(_Model):
+    input_per_mtok: Decimal = Field(ge=0, description="USD per million input tokens.")
+    cached_input_per_mtok: Decimal | None = Field(None, ge=0, description="USD per million cached input tokens.")
+    output_per_mtok: Decimal = Field(ge=0, description="USD per million output tokens.")
+
+
+class GateSection(_Model):
+    alpha: float = Field(0.05, gt=0, lt=1, description="One-sided significance level per class.")
+    min_effect: float = Field(0.05, ge=0, lt=1, description="Smallest rise of a class rate worth failing on.")
+    correction: Literal["holm", "bonferroni"] = Field("holm", description="Correction for testing many classes.")
+
+
+class Budgets(_Model):
+    budget: BudgetSection = BudgetSection()
+    prices: dict[str, Price] = Field(default_factory=dict, description="Backend spec -> price.")
+    gate: GateSection = GateSection()
+
+
+class RunSection(_Model):
+    personas: str = "personas"
+    goals: str = "goals"
+    repetitions: int = Field(5, ge=1, le=10_000)
+    seed: int = 1
+    concurrency: int = Field(8, ge=1, le=4096)
+    user: str = "scripted"
+    db: str = "simrun.duckdb"
+    reports: str = "reports"
+
+
+class RuntimeSection(_Model):
+    transport: Literal["python"] = "python"
+    target: str = Field("tripdesk:TripDesk", description="module:Class (or file.py:Class) for python.")
+    options: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for the runtime.")
+
+
+class Project(_Model):
+    run: RunSection = RunSection()
+    runtime: RuntimeSection = RuntimeSection()
+
+
+def _header_path(header: str) -> list[str]:
+    return [p.strip().strip('"').strip("'") for p in re.findall(r'"[^"]*"|\'[^\']*\'|[^.]+', header)]
+
+
+def _toml_line(text: str, loc: tuple[Any, ...]) -> int | None:
+    """The line of the key at `loc` in a TOML text (tables by header, keys by `key =`)."""
+    table: list[str] = []
+    header_line = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        m = re.match(r"^\[\s*([^\]]+?)\s*\]$", stripped)
+        if m:
+            table = _header_path(m.group(1))
+            if [str(p) for p in loc] == table:
+                header_line = number
+            continue
+        m = re.match(r'^("?[^"=]+"?)\s*=', stripped)
+        if m and table + [m.group(1).strip().strip('"')] == [str(p) for p in loc[:len(table) + 1]]:
+            return number
+    return header_line
+
+
+def load_toml_model(path: Path, model: type[_Model]) -> _Model:
+    if not path.exists():
+        return model()
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path), line=int(m.group(1)) if m else None) from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = f"unknown setting {loc[-1]!r}; check its spelling (see README, 'Configuration')"
+        raise ConfigError(message, path=str(path), line=_toml_line(text, loc),
+                          field=".".join(map(str, loc))) from None
+
+
+def load_budgets(path: Path | str = "budgets.toml") -> Budgets:
+    return load_toml_model(Path(path), Budgets)
+
+
+def load_project(path: Path | str = "simrun.toml") -> Project:
+    return load_toml_model(Path(path), Project)
