@@ -101,7 +101,8 @@ def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
             later = " ".join(t.user.text or "" for t in messages[n + 1:]).lower()
             corrected = any(f"{f.day}" in later and calendar.month_name[f.month].lower() in later
                             or f.isoformat() in later for f in facts)
-            if strays and not corrected:
+            # Only a mistake the user had the chance to correct, and did not, contradicts.
+            if strays and n + 1 < len(messages) and not corrected:
                 tally.found(turn.index, f"gives {strays[0].isoformat()}, a date that contradicts the goal's facts",
                             message=turn.user.text)
     stop = transcript.stop

@@ -60,10 +60,11 @@ def parse_faults(spec: dict[str, float] | str | None) -> dict[str, float]:
 
 @dataclass
 class FaultLog:
-    """Ground truth: which conversations could show each fault, and which did."""
+    """Ground truth: which conversations drew each fault, could show it, and did."""
 
     eligible: dict[str, list[dict]] = field(default_factory=dict)
     planted: dict[str, list[dict]] = field(default_factory=dict)
+    drawn: dict[str, list[dict]] = field(default_factory=dict)
 
     def keys(self, fault: str, which: str = "planted") -> set[tuple[str, str, int]]:
         rows = getattr(self, which).get(fault, [])
@@ -88,6 +89,9 @@ class SessionFaults:
             name for name, rate in self.rates.items()
             if random.Random(f"{self.seed}:{self.session_seed}:{name}").random() < rate
         }
+        for name in self.drawn:
+            self.log.drawn.setdefault(name, []).append(
+                {"persona": self.persona, "goal": self.goal, "seed": self.session_seed, "turn": None})
 
     def fires(self, name: str, turn: int) -> bool:
         """Called where `name` could show at this turn; True means act on it now."""

@@ -106,9 +106,13 @@ class Session:
         return self._finish(out)
 
     def _message(self, message: str, out: Out) -> None:
-        if self.faults.fires("not_understood", self.turn):
-            return self._stub(out)
         r = read(message)
+        if self.faults.fires("not_understood", self.turn):
+            # Even a stub turn runs the safety check (ADR-0039): it refuses what it must.
+            if r.question == "refused" and not self.faults.fires("drop_refusal", self.turn):
+                out.lines.append("I can't share passport or identity document details.")
+                out.refusal = True
+            return self._stub(out)
         if r.correction and self._correct(r, out):
             return
         if self.card and r.intent not in REQUIRED and r.intent != "question":
@@ -236,10 +240,10 @@ class Session:
         label = self.store.label(args["trip"])
         if op == "rebook":
             old = self.store.records[args["trip"]]["segments"][args["segment"]]["date"]
-            out.lines.append(f"Rebook the {args['segment']} of {label} from {old} to "
-                             f"{args['date'].isoformat()}? Please confirm on the card.")
+            out.lines.append(f"Please confirm on the card: rebook the {args['segment']} of {label} "
+                             f"from {old} to {args['date'].isoformat()}?")
         else:
-            out.lines.append(f"Cancel {label}? Please confirm on the card.")
+            out.lines.append(f"Please confirm on the card: cancel {label}?")
         out.card = self._card_json()
         out.show_steps = False
 

@@ -69,6 +69,7 @@ class ScriptedSession:
         self.corrected: set[int] = set()
         self.seen_offers: list[str] = []     # offers shown before the last turn
         self._current_offers: set[str] = set()
+        self.seen_kinds: dict[str, tuple] = {}  # offer id -> (operation, record)
         self._streams: dict[str, random.Random] = {}
         self.faults_drawn = {
             name for name, rate in backend.faults.items()
@@ -112,6 +113,7 @@ class ScriptedSession:
             turn = self._simulator_fault(turn)
         if last is not None and last.result is not None:
             self.seen_offers.extend(o for o in _offer_ids(last.result) if o not in self.seen_offers)
+            self.seen_kinds.update(_offer_kinds(last.result))
         return turn
 
     def _simulator_fault(self, turn: UserTurn) -> UserTurn:
@@ -172,6 +174,7 @@ class ScriptedSession:
             return self._message(self.rng("say").choice(step.say), self._facts(), meta)
         result = last.result if last is not None else None
         self._current_offers = set(_offer_ids(result or {}))
+        self.seen_kinds.update(_offer_kinds(result or {}))
         args = {k: self.goal.resolve(v) for k, v in step.arguments.items()}
         card = get(result, "card")
         if isinstance(card, dict) and _relates(card.get("operation"), step.operation) and (
@@ -198,8 +201,11 @@ class ScriptedSession:
         """Take up an offer: click it, or say it. A stale clicker may press an old one instead."""
         if offer_id is not None and self.rng("clicks").random() < self.persona.clicks:
             stale = [o for o in self.seen_offers if o not in self._current_offers]
+            # The button people press by mistake is the same one, on an older message.
+            alike = [o for o in stale if self.seen_kinds.get(o) == self.seen_kinds.get(offer_id) is not None]
             if stale and self.draw("stale_clicks"):
-                return UserTurn("click", offer=self.rng("stale").choice(stale), meta={**meta, "stale": True})
+                return UserTurn("click", offer=self.rng("stale").choice(alike or stale),
+                                meta={**meta, "stale": True})
             return UserTurn("click", offer=offer_id, meta=meta)
         if words is not None:
             return self._finish(words, meta)
@@ -299,3 +305,13 @@ def _offer_ids(result: dict) -> list[str]:
     if isinstance(card, dict):
         ids += [a["id"] for a in card.get("actions") or [] if isinstance(a, dict) and "id" in a]
     return ids
+
+
+def _offer_kinds(result: dict) -> dict[str, tuple]:
+    kinds = {o["id"]: (o.get("operation"), o.get("record"))
+             for o in result.get("next_steps") or [] if isinstance(o, dict) and "id" in o}
+    card = result.get("card")
+    if isinstance(card, dict):
+        kinds.update({a["id"]: (card.get("operation"), card.get("record"))
+                      for a in card.get("actions") or [] if isinstance(a, dict) and "id" in a})
+    return kinds
