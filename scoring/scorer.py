@@ -26,8 +26,14 @@ def score(transcript: Transcript, goal: Goal, persona: Persona) -> Scorecard:
     for name, check in {**PROGRESS_CHECKS, **GUARANTEE_CHECKS}.items():
         checks[name] = check(transcript, goal, persona)
     checks["simulator_error"] = simulator_error(transcript, goal, persona, reached)
+    end = transcript.end
+    # A user that broke its brief taints the conversation, however it ended, unless the runtime
+    # failed first (that stays the runtime's). The loop catches most such faults at once; a few
+    # (a contradiction never corrected) show only over the whole transcript.
+    if checks["simulator_error"].findings and end not in ("runtime_error", "provider_error", "budget_cut"):
+        end = "simulator_error"
     return Scorecard(goal_reached=reached, goal_detail=why, turns=len(transcript.turns),
-                     end=transcript.end, checks=checks)
+                     end=end, checks=checks)
 
 
 def kind_of(cls: str) -> str:

@@ -31,6 +31,7 @@ _FULL_DATE = [
 # This many consecutive words of the brief, repeated, is a leak. Shorter runs are how anyone
 # would ask for the same thing ("open a trip for Bruno Lima to Madrid").
 INSTRUCTION_WINDOW = 12
+MIN_BRIEF_WORDS = 6
 
 
 def full_dates(text: str) -> list[dt.date]:
@@ -63,8 +64,9 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona) -> str | None:
         if pattern.search(text):
             return f"role leakage: {pattern.search(text).group(0)!r}"
     brief, said = _words(goal.instructions), " ".join(_words(text))
-    for i in range(len(brief) - INSTRUCTION_WINDOW + 1):
-        if " ".join(brief[i:i + INSTRUCTION_WINDOW]) in said:
+    window = min(INSTRUCTION_WINDOW, len(brief))   # a short brief repeated whole is a leak too
+    for i in range(len(brief) - window + 1 if window >= MIN_BRIEF_WORDS else 0):
+        if " ".join(brief[i:i + window]) in said:
             return "leaked instructions: repeats the goal's brief word for word"
     return None
 
@@ -86,7 +88,6 @@ def _fact_dates(goal: Goal) -> set[dt.date]:
 def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
                     goal_reached: bool | None) -> CheckResult:
     tally = Tally("simulator_error")
-    messages = [t for t in transcript.turns if t.user.kind == "message"]
     for turn in transcript.turns:
         fault = user_turn_fault(turn.user, goal, persona)
         if fault:
@@ -94,17 +95,20 @@ def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
         else:
             tally.ok()
     # Facts that contradict the goal: a full date that is none of the goal's, never corrected.
+    # A slip corrected later (the fact's day and month restated, the fact within a week of the
+    # slip) is a user changing its mind, which a persona may do; a mistake the user had no later
+    # message to correct in is given the benefit of the doubt.
     facts = _fact_dates(goal)
-    if facts:
-        for n, turn in enumerate(messages):
-            strays = [d for d in full_dates(turn.user.text or "") if d not in facts]
-            later = " ".join(t.user.text or "" for t in messages[n + 1:]).lower()
-            corrected = any(f"{f.day}" in later and calendar.month_name[f.month].lower() in later
-                            or f.isoformat() in later for f in facts)
-            # Only a mistake the user had the chance to correct, and did not, contradicts.
-            if strays and n + 1 < len(messages) and not corrected:
-                tally.found(turn.index, f"gives {strays[0].isoformat()}, a date that contradicts the goal's facts",
+    sent = [t for t in transcript.turns if t.user.kind in ("message", "click")]
+    for n, turn in enumerate(sent[:-1]):
+        later = " ".join(t.user.text or "" for t in sent[n + 1:]).lower()
+        for stray in (d for d in full_dates(turn.user.text or "") if d not in facts):
+            near = [f for f in facts if abs((f - stray).days) <= 7]
+            if not any(f.isoformat() in later or (re.search(rf"\b0?{f.day}(st|nd|rd|th)?\b", later)
+                       and calendar.month_name[f.month].lower() in later) for f in near):
+                tally.found(turn.index, f"gives {stray.isoformat()}, a date that contradicts the goal's facts",
                             message=turn.user.text)
+                break
     stop = transcript.stop
     if stop is not None:
         if not transcript.turns:

@@ -75,7 +75,7 @@ class Store:
         try:
             con.execute(
                 "INSERT INTO conversations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, conversation_id, t.persona, t.goal, t.repetition, t.seed, t.end,
+                [run_id, conversation_id, t.persona, t.goal, t.repetition, t.seed, scorecard.end,
                  scorecard.goal_reached, scorecard.goal_detail, len(t.turns), Decimal(str(cost_usd)),
                  duration_s * 1000, dt.datetime.fromtimestamp(started_at, dt.timezone.utc).replace(tzinfo=None),
                  _json(t.initial_state), _json(t.final_state), _json(t.audit),
@@ -107,9 +107,10 @@ class Store:
             for table in ("checks", "findings"):
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND conversation_id = ?",
                                  [run_id, conversation_id])
-            self.con.execute("UPDATE conversations SET goal_reached = ?, goal_detail = ? "
+            self.con.execute("UPDATE conversations SET goal_reached = ?, goal_detail = ?, end_reason = ? "
                              "WHERE run_id = ? AND conversation_id = ?",
-                             [scorecard.goal_reached, scorecard.goal_detail, run_id, conversation_id])
+                             [scorecard.goal_reached, scorecard.goal_detail, scorecard.end, run_id,
+                              conversation_id])
             self._write_score(run_id, conversation_id, scorecard)
             self.con.execute("COMMIT")
         except Exception:
