@@ -30,11 +30,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=
 out = Console()
 if not out.is_terminal:
     out = Console(width=120)   # CI logs: keep class names whole
-err = Console(stderr=True)
 
 
 def _fail(exc: SimrunError) -> None:
-    err.print(f"error: {exc}", style="bold red", markup=False, highlight=False)
+    # One line, never wrapped: editors and CI annotations jump to "file:line".
+    typer.secho(f"error: {exc}", err=True, fg="red", bold=True)
     raise typer.Exit(2)
 
 

@@ -149,22 +149,28 @@ class Goal(_Model):
 
     @model_validator(mode="after")
     def _references(self) -> "Goal":
+        # Messages start with the dotted path of the offending field: the loader turns it into
+        # a line number.
         qids = {q.id for q in self.questions}
         for i, step in enumerate(self.steps):
             if step.question is not None and step.question not in qids:
-                raise ValueError(f"steps[{i}].question: no question with id {step.question!r}")
+                raise ValueError(f"steps.{i}.question: no question with id {step.question!r}")
             names = set(self.facts) | set(step.arguments)
-            for template in (*step.say, *step.terse, *sum(step.answers.values(), ()),
-                             *step.correction.values()):
-                _check_fields(template, names, f"steps[{i}]")
-            for value in step.arguments.values():
-                _check_fields(value, set(self.facts), f"steps[{i}].arguments")
-        for check in self.success.records:
-            for value in check.match.values():
-                _check_fields(value, set(self.facts), "success.records")
-        for qid in self.success.answered:
+            for field in ("say", "terse"):
+                for template in getattr(step, field):
+                    _check_fields(template, names, f"steps.{i}.{field}")
+            for field in ("answers", "correction"):
+                for arg, templates in getattr(step, field).items():
+                    for template in (templates,) if isinstance(templates, str) else templates:
+                        _check_fields(template, names, f"steps.{i}.{field}.{arg}")
+            for arg, value in step.arguments.items():
+                _check_fields(value, set(self.facts), f"steps.{i}.arguments.{arg}")
+        for i, check in enumerate(self.success.records):
+            for key, value in check.match.items():
+                _check_fields(value, set(self.facts), f"success.records.{i}.match.{key}")
+        for i, qid in enumerate(self.success.answered):
             if qid not in qids:
-                raise ValueError(f"success.answered: no question with id {qid!r}")
+                raise ValueError(f"success.answered.{i}: no question with id {qid!r}")
         return self
 
     def resolve(self, value: Any, extra: dict[str, Any] | None = None) -> Any:
@@ -267,9 +273,15 @@ def load_model(path: Path, model: type[_Model]) -> _Model:
         return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = tuple(p for p in err["loc"] if p != "[key]")
-        field = ".".join(str(p) for p in loc) or None
         message = err["msg"].removeprefix("Value error, ")
+        raw_loc = tuple(err["loc"])
+        m = re.match(r"^([A-Za-z_][\w.]*): (.*)$", message, re.S)
+        if m and "." in m.group(1):
+            # A model-level check names its field at the start of its message.
+            raw_loc += tuple(int(p) if p.isdigit() else p for p in m.group(1).split("."))
+            message = m.group(2)
+        loc = tuple(p for p in raw_loc if p != "[key]")
+        field = ".".join(str(p) for p in loc) or None
         if err["type"] == "extra_forbidden":
             allowed = ", ".join(_fields_at(model, loc[:-1]))
             message = f"unknown field {loc[-1]!r}; allowed here: {allowed}"
@@ -277,8 +289,7 @@ def load_model(path: Path, model: type[_Model]) -> _Model:
             message = f"unknown manner {loc[-1]!r}; manners are: {', '.join(MANNERS)}"
         elif err["type"] == "missing":
             message = "this field is required"
-        raise ConfigError(message, path=str(path), line=_line_of(root, tuple(err["loc"])),
-                          field=field) from None
+        raise ConfigError(message, path=str(path), line=_line_of(root, raw_loc), field=field) from None
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:

@@ -203,9 +203,11 @@ class ScriptedSession:
             stale = [o for o in self.seen_offers if o not in self._current_offers]
             # The button people press by mistake is the same one, on an older message.
             alike = [o for o in stale if self.seen_kinds.get(o) == self.seen_kinds.get(offer_id) is not None]
-            if stale and self.draw("stale_clicks"):
-                return UserTurn("click", offer=self.rng("stale").choice(alike or stale),
-                                meta={**meta, "stale": True})
+            if stale:
+                meta = {**meta, "stale_chance": True}   # an older offer was there to press
+                if self.draw("stale_clicks"):
+                    return UserTurn("click", offer=self.rng("stale").choice(alike or stale),
+                                    meta={**meta, "stale": True})
             return UserTurn("click", offer=offer_id, meta=meta)
         if words is not None:
             return self._finish(words, meta)

@@ -1,0 +1,81 @@
+"""Budgets in US dollars, and the TOML files: every mistake named with its place."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from simulator.config import load_budgets, load_project
+from simulator.errors import BudgetSyntaxError, ConfigError
+from simulator.ledger import Ledger
+from simulator.money import parse_usd
+
+
+@pytest.mark.parametrize("text, amount", [
+    ("5usd", "5"), ("$5", "5"), ("5 USD", "5"), ("0.50usd", "0.50"), ("12.25 usd", "12.25"), ("3", "3"),
+])
+def test_accepted_budgets(text, amount):
+    assert parse_usd(text) == Decimal(amount)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("5eur", "only US dollars"), ("-1usd", "cannot be negative"), ("five", "not an amount"),
+    ("$5usd", "either"), ("", "not an amount"),
+])
+def test_refused_budgets(text, says):
+    with pytest.raises(BudgetSyntaxError) as info:
+        parse_usd(text)
+    assert says in str(info.value) and "--budget" in str(info.value)
+
+
+def test_budgets_toml_typo_names_line_and_key(tmp_path):
+    path = tmp_path / "budgets.toml"
+    path.write_text("[budget]\ndefault = \"5usd\"\n\n[gate]\nalpha = 0.05\nmin_efect = 0.05\n")
+    with pytest.raises(ConfigError) as info:
+        load_budgets(path)
+    exc = info.value
+    assert (exc.path, exc.line, exc.field) == (str(path), 6, "gate.min_efect")
+    assert "unknown setting 'min_efect'" in str(exc)
+
+
+def test_budgets_toml_bad_value_and_bad_syntax(tmp_path):
+    path = tmp_path / "budgets.toml"
+    path.write_text('[budget]\ndefault = "5eur"\n')
+    with pytest.raises(ConfigError) as info:
+        load_budgets(path)
+    assert info.value.line == 2 and "only US dollars" in str(info.value)
+    path.write_text('[gate\nalpha = 0.05\n')
+    with pytest.raises(ConfigError) as info:
+        load_budgets(path)
+    assert info.value.line == 1 and "not valid TOML" in str(info.value)
+
+
+def test_price_table_keys_with_quotes(tmp_path):
+    path = tmp_path / "budgets.toml"
+    path.write_text('[prices."openai:gpt-x"]\ninput_per_mtok = 1\noutput_per_mtok = -2\n')
+    with pytest.raises(ConfigError) as info:
+        load_budgets(path)
+    assert info.value.line == 3 and info.value.field == "prices.openai:gpt-x.output_per_mtok"
+
+
+def test_missing_files_mean_defaults(tmp_path):
+    assert load_budgets(tmp_path / "nope.toml").budget.default == "5usd"
+    assert load_project(tmp_path / "nope.toml").runtime.target == "tripdesk:TripDesk"
+
+
+def test_the_bundled_files_are_valid():
+    from tests.conftest import ROOT
+
+    assert load_budgets(ROOT / "budgets.toml").gate.alpha == 0.05
+    assert load_project(ROOT / "simrun.toml").run.user == "scripted"
+
+
+def test_ledger_never_lets_reservations_overshoot():
+    ledger = Ledger(Decimal("1.00"))
+    first = ledger.reserve(Decimal("0.60"))
+    assert first is not None and ledger.reserve(Decimal("0.60")) is None
+    ledger.settle(first, Decimal("0.25"))
+    assert ledger.spent == Decimal("0.25") and ledger.remaining == Decimal("0.75")
+    with pytest.raises(ValueError):
+        ledger.settle(ledger.reserve(Decimal("0.10")), Decimal("0.20"))

@@ -1,0 +1,100 @@
+"""The `simrun` command end to end: the demo run, and bad input refused before anything runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from simulator.cli import app
+
+
+@pytest.fixture()
+def cli(project, monkeypatch):
+    monkeypatch.chdir(project)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, list(args))
+
+
+def run_rows(project: Path) -> int:
+    db = project / "simrun.duckdb"
+    if not db.exists():
+        return 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT count(*) FROM runs").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_the_main_command_runs_the_demo(project):
+    """`simrun --budget 5usd` as a user types it: a real process, in a project folder."""
+    exe = Path(sys.executable).with_name("simrun")
+    proc = subprocess.run([str(exe), "--budget", "5usd"], cwd=project, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "160"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "every guarantee held" in proc.stdout
+    assert "spent $0.00 of $5.00 (the scripted user is free)" in proc.stdout
+    report = re.search(r"report: (\S+)", proc.stdout).group(1)
+    assert (project / report).exists()
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    status, n = con.execute("SELECT status, (SELECT count(*) FROM conversations) FROM runs").fetchone()
+    assert status == "finished" and n == 7 * 10 * 5
+
+
+@pytest.mark.parametrize("mutate, where", [
+    (lambda p: (p / "personas" / "terse-tom.yaml").write_text("id: [unclosed\n"), "personas/terse-tom.yaml:2"),
+    (lambda p: (p / "personas" / "grumpy-greg.yaml").write_text(
+        (p / "personas" / "grumpy-greg.yaml").read_text().replace("complains", "grumbles")),
+     "personas/grumpy-greg.yaml:5"),
+    (lambda p: (p / "goals" / "cancel-trip.yaml").write_text(
+        (p / "goals" / "cancel-trip.yaml").read_text().replace("status: cancelled", "status: \"{state}\"")),
+     "goals/cancel-trip.yaml:21 (success.records.0.match.status)"),
+    (lambda p: (p / "budgets.toml").write_text(
+        (p / "budgets.toml").read_text().replace("min_effect", "min_efect")), "budgets.toml:20 (gate.min_efect)"),
+])
+def test_bad_input_is_one_line_naming_the_place_and_writes_no_run(cli, project, mutate, where):
+    mutate(project)
+    result = cli("--budget", "5usd")
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and where in lines[0], result.output
+    assert run_rows(project) == 0
+
+
+@pytest.mark.parametrize("budget, says", [("5eur", "only US dollars"), ("-1usd", "negative"),
+                                          ("five", "not an amount")])
+def test_bad_budget_flag(cli, project, budget, says):
+    result = cli("--budget", budget)
+    assert result.exit_code == 2 and "--budget" in result.output and says in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert run_rows(project) == 0
+
+
+def test_validate_and_inspection_commands(cli, project):
+    result = cli("validate")
+    assert result.exit_code == 0 and "7 personas, 10 goals" in result.output
+    assert cli("-n", "1").exit_code == 0
+    listing = cli("runs")
+    assert listing.exit_code == 0 and "finished" in listing.output
+    show = cli("show", "latest")
+    assert show.exit_code == 0 and "plain-paula/new-trip-full/0" in show.output
+    one = cli("show", "latest", "plain-paula/new-trip-full/0")
+    assert one.exit_code == 0 and "#1 user:" in one.output and "end goal_reached" in one.output
+    assert cli("report", "latest").exit_code == 0
+    missing = cli("show", "r-nope")
+    assert missing.exit_code == 2 and "no run 'r-nope'" in missing.output
+
+
+def test_a_broken_guarantee_fails_the_run(cli, project):
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('# faults = "loop=0.2,phantom_receipt=0.1"',
+                                             'faults = "phantom_receipt=0.5"'))
+    result = cli("-n", "1")
+    assert result.exit_code == 1 and "FAILED: guarantees broken: phantom_receipt" in result.output
