@@ -95,7 +95,7 @@ class Step(_Model):
 class Question(_Model):
     """A question the store can answer; asking it must not get 'unavailable'."""
 
-    id: str = Field(pattern=_ID)
+    id: str = Field(pattern=_ID, description="Referred to by steps and success.answered.")
     ask: str = Field(description="How the user asks it.")
     match: str = Field(description="Regex (case-insensitive) that recognises the question in any user message.")
     record: str | None = Field(None, description="Id of the record holding the answer.")
@@ -134,18 +134,18 @@ class Success(_Model):
 class Goal(_Model):
     """What the simulated user wants, how to tell it was reached, and what must never happen."""
 
-    id: str = Field(pattern=_ID)
-    title: str
+    id: str = Field(pattern=_ID, description="Unique id, used in reports and seeds.")
+    title: str = Field(description="One line saying what the user wants.")
     instructions: str = Field(description="The brief for a model-played user.")
     facts: dict[str, Any] = Field(default_factory=dict, description="What the user knows.")
     steps: tuple[Step, ...] = Field(min_length=1, description="What the scripted user pursues, in order.")
     setup: dict[str, Any] = Field(default_factory=dict, description="Fixtures passed to the runtime's start.")
-    success: Success
-    max_turns: int = Field(20, ge=1, le=200)
+    success: Success = Field(description="Checks on the final store; all must hold.")
+    max_turns: int = Field(20, ge=1, le=200, description="User turns before the conversation ends as turn_cap.")
     forbidden: tuple[str, ...] = Field((), description="Phrases no reply may contain.")
     refusals: tuple[Refusal, ...] = Field((), description="Messages the runtime must refuse.")
     questions: tuple[Question, ...] = Field((), description="Questions whose answers the store holds.")
-    tags: tuple[str, ...] = ()
+    tags: tuple[str, ...] = Field((), description="Free labels (seed, question, correction, ...).")
 
     @model_validator(mode="after")
     def _references(self) -> "Goal":
