@@ -18,6 +18,7 @@ import threading
 
 import duckdb
 
+from scoring.duck import insert_rows
 from scoring.evidence import MISSING, lookup
 from scoring.progress import _same, resolve_question_record
 from scoring.transcript import Transcript
@@ -57,14 +58,11 @@ def check_goal_sql(query: str) -> str | None:
 def _sql_holds(query: str, state: dict) -> bool:
     con = _connection()
     con.execute("DELETE FROM records; DELETE FROM events;")
-    records = [(rid, rec.get("type"), json.dumps(rec)) for rid, rec in (state.get("records") or {}).items()]
-    if records:
-        con.executemany("INSERT INTO records VALUES (?, ?, ?)", records)
-    events = [(e.get("id"), e.get("turn"), e.get("operation"), e.get("record"), e.get("status"),
-               e.get("offer"), e.get("reason"), json.dumps(e.get("arguments")))
-              for e in state.get("events") or []]
-    if events:
-        con.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+    insert_rows(con, "records", [(rid, rec.get("type"), json.dumps(rec))
+                             for rid, rec in (state.get("records") or {}).items()])
+    insert_rows(con, "events", [(e.get("id"), e.get("turn"), e.get("operation"), e.get("record"),
+                             e.get("status"), e.get("offer"), e.get("reason"), json.dumps(e.get("arguments")))
+                            for e in state.get("events") or []])
     row = con.execute(query).fetchone()
     return bool(row and row[0])
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from scoring.duck import insert_rows
 from scoring.migrations import migrate
 from scoring.scorer import kind_of
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
@@ -81,7 +82,7 @@ class Store:
                  _json(t.initial_state), _json(t.final_state), _json(t.audit),
                  _json(t.stop.to_json() if t.stop else None), _json(t.error)])
             if t.turns:
-                con.executemany("INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?)", [
+                insert_rows(con, "turns", [
                     [run_id, conversation_id, turn.index, _json(turn.user.to_json()), _json(turn.result),
                      _json(turn.state), turn.latency_ms] for turn in t.turns])
             self._write_score(run_id, conversation_id, scorecard)
@@ -91,14 +92,12 @@ class Store:
             raise
 
     def _write_score(self, run_id: str, conversation_id: str, scorecard: Scorecard) -> None:
-        self.con.executemany("INSERT INTO checks VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+        insert_rows(self.con, "checks", [
             [run_id, conversation_id, cls, kind_of(cls), check.status, len(check.findings),
              check.checked_turns, check.unverifiable_turns] for cls, check in scorecard.checks.items()])
-        findings = scorecard.findings
-        if findings:
-            self.con.executemany("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?)", [
-                [run_id, conversation_id, f.turn, f.cls, kind_of(f.cls), f.detail, _json(f.evidence)]
-                for f in findings])
+        insert_rows(self.con, "findings", [
+            [run_id, conversation_id, f.turn, f.cls, kind_of(f.cls), f.detail, _json(f.evidence)]
+            for f in scorecard.findings])
 
     def replace_score(self, run_id: str, conversation_id: str, scorecard: Scorecard) -> None:
         """Rescoring: swap a conversation's findings and checks for new ones, atomically."""

@@ -5,16 +5,31 @@ The public surface, for Python users (the CLI is a thin shell over these):
     load_dataset(personas_dir, goals_dir) -> Dataset
     run_matrix(dataset, runtime, user, store, ...) -> RunResult
     converse(cell, user, runtime) -> Conversation
-    PythonRuntime, ScriptedUser, Store
+    PythonRuntime, ScriptedUser
+
+Names are imported on first use: `scoring` reads `simulator.dataset`, and `simulator`'s runner
+reads `scoring`, so neither package imports the other's whole surface at start-up.
 """
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-from simulator.adapters.python import PythonRuntime  # noqa: E402
-from simulator.conversation import Cell, Conversation, converse  # noqa: E402
-from simulator.dataset import Dataset, Goal, Persona, load_dataset  # noqa: E402
-from simulator.runner import RunResult, matrix, run_matrix  # noqa: E402
-from simulator.users.scripted import ScriptedUser  # noqa: E402
+_EXPORTS = {
+    "PythonRuntime": "simulator.adapters.python",
+    "Cell": "simulator.conversation", "Conversation": "simulator.conversation",
+    "converse": "simulator.conversation",
+    "Dataset": "simulator.dataset", "Goal": "simulator.dataset", "Persona": "simulator.dataset",
+    "load_dataset": "simulator.dataset",
+    "RunResult": "simulator.runner", "matrix": "simulator.runner", "run_matrix": "simulator.runner",
+    "ScriptedUser": "simulator.users.scripted",
+}
+__all__ = ["__version__", *_EXPORTS]
 
-__all__ = ["__version__", "Cell", "Conversation", "converse", "Dataset", "Goal", "Persona",
-           "PythonRuntime", "RunResult", "ScriptedUser", "load_dataset", "matrix", "run_matrix"]
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'simulator' has no attribute {name!r}")
