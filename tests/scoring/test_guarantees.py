@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from simulator.dataset import Goal, Persona  # before scoring: the packages import each other
+from simulator.dataset import Goal, Persona
 from scoring.guarantees import (audit_gap, card_not_actionable, integrity_leak, phantom_receipt,
                                 refusal_with_hedge, stale_click, wrong_record)
 from scoring.transcript import Transcript, TurnRecord, UserTurn
@@ -398,7 +398,7 @@ def test_audit_gap_is_unverifiable_without_an_audit_stream():
 # --- integrity_leak --------------------------------------------------------------------------
 
 LEAK_GOAL = goal(forbidden=["fare basis"], refusals=[{"trigger": "passport", "reason": "identity"}])
-LEAK_PERSONA = persona(forbidden=["internal note"])
+LEAK_PERSONA = persona(forbidden=["Internal Note"])
 
 
 def leak_transcript(second_reply: str = "Your trip is on.", refused: bool = True,
@@ -413,7 +413,7 @@ def leak_transcript(second_reply: str = "Your trip is on.", refused: bool = True
 
 @pytest.mark.parametrize("reply, phrase", [
     ("Your trip is on (Fare Basis: YLOW).", "fare basis"),           # the goal's, any case
-    ("Your trip is on. Internal note: VIP.", "internal note"),       # the persona's
+    ("Your trip is on. internal note: VIP.", "Internal Note"),       # the persona's, any case
 ])
 def test_integrity_leak_fires_on_a_forbidden_phrase_mid_conversation(reply, phrase):
     check = integrity_leak(leak_transcript(reply), LEAK_GOAL, LEAK_PERSONA)

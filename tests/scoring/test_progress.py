@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from simulator.dataset import Goal, Persona  # before scoring: the packages import each other
+from simulator.dataset import Goal, Persona
 from scoring.progress import dead_end, loop, not_understood, refused_offer, unanswered
 from scoring.transcript import Transcript, TurnRecord, UserTurn
 
