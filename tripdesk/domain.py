@@ -22,6 +22,9 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "remove_bag": ("trip",),
     "rebook": ("trip", "segment", "date"),
     "cancel_trip": ("trip",),
+    # Only reached by correcting a trip just opened; never offered as a next step.
+    "change_destination": ("trip", "destination"),
+    "change_traveler": ("trip", "traveler"),
 }
 # Operations that change a booking are confirmed on a card before they commit.
 CONFIRMED = {"rebook", "cancel_trip"}
@@ -162,10 +165,7 @@ class Store:
 
     def _commit(self, operation: str, args: dict[str, Any], target: str | None) -> str:
         if operation == "open_trip":
-            traveler = self.traveler_named(args["traveler"])
-            if traveler is None:
-                traveler = self._next_id("traveler")
-                self.records[traveler] = {"type": "traveler", "name": args["traveler"]}
+            traveler = self._traveler(args["traveler"])
             target = self._next_id("trip")
             self.records[target] = {
                 "type": "trip", "traveler": traveler, "destination": args["destination"],
@@ -187,4 +187,16 @@ class Store:
             trip["segments"][args["segment"]]["date"] = args["date"].isoformat()
         elif operation == "cancel_trip":
             trip["status"] = "cancelled"
+        elif operation == "change_destination":
+            trip["destination"] = args["destination"]
+        elif operation == "change_traveler":
+            trip["traveler"] = self._traveler(args["traveler"])
         return target
+
+    def _traveler(self, name: str) -> str:
+        """The traveler record with this name, created if there is none."""
+        traveler = self.traveler_named(name)
+        if traveler is None:
+            traveler = self._next_id("traveler")
+            self.records[traveler] = {"type": "traveler", "name": name}
+        return traveler

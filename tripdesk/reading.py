@@ -41,6 +41,7 @@ VERBS = {
     "cancel_trip": {"cancel", "scrap", "abandon"},
 }
 VOCAB = (set(MONTHS) | BAG | set(SEGMENT_WORDS) | CONFIRM | CORRECTION | COMPLAINT | PLEASANTRY
+         | DECLINE | QUESTION_WORDS | set(NUMBERS) | set(ORDINALS)
          | set().union(*VERBS.values())
          | {"trip", "flight", "passport", "document", "status", "called", "date", "bags",
             "traveler", "traveller", "destination", "going", "named", "weather", "please"})
@@ -49,7 +50,8 @@ COMMON = {"same", "have", "with", "from", "your", "what", "when", "that", "this"
           "then", "they", "than", "there", "were", "will", "would", "could", "should", "make",
           "just", "like", "want", "need", "also", "into", "onto", "over", "more", "some",
           "time", "trip", "does", "done", "gone", "good", "sure", "here", "home", "come",
-          "back", "cane", "came", "nice", "mine", "note", "more", "else", "many", "much"}
+          "back", "cane", "came", "nice", "mine", "note", "more", "else", "many", "much",
+          "mean", "means", "file", "form", "were", "here", "hers", "thus"}
 CAPITALISED_NOISE = {"hi", "hello", "hey", "thanks", "thank", "please", "sure", "ugh", "i",
                      "the", "ok", "okay", "honestly", "yes", "no", "sorry", "oh", "well",
                      "great", "could", "can", "would", "let", "lets", "let's", "my", "it",
@@ -202,8 +204,19 @@ def capitalised_phrase(text: str, *, skip: set[str] = frozenset()) -> str | None
     return best
 
 
+def _mend_in_place(m: re.Match) -> str:
+    word = m.group(0)
+    # A capitalised word inside a sentence is a name ("Crete", "Dave"), not mended, unless it
+    # is a mistyped month, which is capitalised too ("14 Mrach").
+    before = m.string[:m.start()].rstrip()
+    mended = mend(word)
+    if word[:1].isupper() and before and before[-1] not in ".!?" and mended not in MONTHS:
+        return word
+    return mended
+
+
 def read(message: str) -> Reading:
-    fixed = _WORD.sub(lambda m: mend(m.group(0)), message)
+    fixed = _WORD.sub(_mend_in_place, message)
     words = [w.lower() for w in _WORD.findall(fixed)]
     wordset = set(words)
     r = Reading(text=fixed, words=words)

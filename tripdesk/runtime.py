@@ -85,6 +85,7 @@ class Session:
         self.ask: dict[str, Any] | None = None    # pending ask, with the arguments known so far
         self.card: dict[str, Any] | None = None   # pending confirmation
         self.last_given: dict[str, Any] | None = None  # the last value the user gave, for corrections
+        self.shown_ask: tuple | None = None       # (operation, record, arguments) asked last turn
         self.audit: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
 
@@ -113,7 +114,7 @@ class Session:
                 out.lines.append("I can't share passport or identity document details.")
                 out.refusal = True
             return self._stub(out)
-        if r.correction and self._correct(r, out):
+        if r.correction and r.intent != "question" and self._correct(r, out):
             return
         if self.card and r.intent not in REQUIRED and r.intent != "question":
             kind = "confirm" if r.confirm and not r.decline else "decline" if r.decline else None
@@ -226,6 +227,9 @@ class Session:
         question = "Please tell me " + " and ".join(words[m] for m in missing) + "?"
         self.ask = {"id": self._id("a"), "operation": op, "record": record,
                     "arguments": missing, "known": args, "question": question}
+        if repeat_reason is None and self.shown_ask == (op, record, tuple(sorted(missing))):
+            # The same question as last turn: say why it comes again (never a silent loop).
+            repeat_reason = f"I still need {' and '.join(missing)}"
         out.lines.append(question)
         out.ask = self._ask_json(self.ask, repeat_reason)
 
@@ -277,6 +281,8 @@ class Session:
             return
         out.receipts.append(event["id"])
         self.focus = args.get("trip") or event["record"]
+        if self.last_given is not None and self.last_given["operation"] == op:
+            self.last_given.update(committed=True, record=event["record"])
         out.lines.append(self._done_line(op, args, event["record"]))
         if op == "open_trip":
             # A new trip has no name yet: lead the user on to it.
@@ -295,6 +301,10 @@ class Session:
             return f"{verb} {_plural(int(args.get('count', 1)), 'bag')}; {label} now has {_plural(trip['bags'], 'bag')}."
         if op == "rebook":
             return f"Rebooked the {args['segment']} of {label} to {trip['segments'][args['segment']]['date']}."
+        if op == "change_destination":
+            return f"Corrected: {label} now goes to {trip['destination']}."
+        if op == "change_traveler":
+            return f"Corrected: {label} is now for {args['traveler']}."
         return f"Cancelled {label}."
 
     # --- corrections, values, offers ---------------------------------------------------------
@@ -316,18 +326,28 @@ class Session:
             new = getattr(r, arg)
         if new is None or new == last["value"]:
             return False
-        args = {**last["args"], arg: new}
-        if self.card and self.card["operation"] == last["operation"]:
+        op, record = last["operation"], last.get("record")
+        if not last.get("committed"):
+            # Not done yet (asked for, or waiting on its card): go on with the corrected value.
             self.card = None
-            self._proceed(last["operation"], args, out, offer=None, given={arg: new})
+            self._proceed(op, {**last["args"], arg: new}, out, offer=None, given={arg: new})
             return True
-        offer = next((o for o in self.offers.values()
-                      if o.kind == "step" and o.operation == last["operation"]
-                      and o.record == args.get("trip")), None)
+        # Done already: correct it with the operation that sets the value right.
+        if op in ("name_trip", "rebook"):
+            fix, args = op, {**last["args"], arg: new, "trip": record}
+        elif op in ("add_bag", "remove_bag") and arg == "count":
+            delta = (new - last["value"]) * (1 if op == "add_bag" else -1)
+            fix, args = ("add_bag" if delta > 0 else "remove_bag"), {"trip": record, "count": abs(delta)}
+        elif op == "open_trip" and arg in ("destination", "traveler"):
+            fix, args = f"change_{arg}", {"trip": record, arg: new}
+        else:
+            return False
+        offer = next((o for o in self.offers.values() if o.kind == "step" and o.operation == fix
+                      and o.record == record), None)
         if offer is not None:
             out.taken_offer = offer.id
-        self._proceed(last["operation"], args, out, offer=offer.id if offer else None,
-                      given={arg: new}, record=offer.record if offer else None)
+        self._proceed(fix, args, out, offer=offer.id if offer else None, given={arg: new},
+                      record=record)
         return True
 
     def _trip_named(self, r: Reading) -> str | None:
@@ -515,6 +535,9 @@ class Session:
             reply = f"{reply} ({FORBIDDEN_NOTE})"
         verdicts = {"refusal_emitted": out.refusal, "hedge_injected": out.hedge,
                     "identity_score": None if out.stub else 1.0, "safety": None, "ethics": None}
+        self.shown_ask = (ask["operation"], ask["record"], tuple(sorted(ask["arguments"]))) if ask else None
+        if card is None:
+            self.card = None   # a card no longer on screen cannot be confirmed
         shown = list(steps)
         if card:
             shown += [self._card_offer("confirm"), self._card_offer("decline")]

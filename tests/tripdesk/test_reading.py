@@ -91,26 +91,17 @@ def test_mend_leaves_words_that_are_not_all_letters(word):
     assert mend(word) == word
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reading.py VOCAB omits the DECLINE words, so mend('nope') turns the decline word into "
-    "'hope' (a pleasantry) and read('Nope').decline is False"))
 def test_mend_keeps_the_decline_word_nope():
     assert mend("nope") == "nope"
     assert read("Nope").decline is True
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reading.py VOCAB omits QUESTION_WORDS, so mend('where') turns the question word into "
-    "'there' and 'Where does the trip go?' loses its topic"))
 def test_mend_keeps_the_question_word_where():
     assert mend("where") == "where"
     r = read("Where does the trip go?")
     assert (r.intent, r.question) == ("question", "destination")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "mend('mean') returns 'meant' (a CORRECTION word), so 'What do you mean?' reads as a "
-    "correction of the last value"))
 def test_mend_keeps_mean_and_a_clarifying_question_is_not_a_correction():
     assert mend("mean") == "mean"
     assert read("What do you mean?").correction is False
@@ -236,9 +227,6 @@ def test_bag_counts(message, count):
     assert read(message).count == count
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reading.py VOCAB omits the NUMBERS words, so mend('three') returns 'there' and "
-    "'add three bags' has no count (the runtime then adds one bag)"))
 def test_three_is_read_as_a_count():
     assert mend("three") == "three"
     assert read("add three bags").count == 3

@@ -382,10 +382,6 @@ def test_a_date_the_domain_refuses_is_asked_again_with_the_domain_reason(date, r
     assert_turnframe(chat)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime.py:124-142: with a rebook ask pending, a message whose intent is the ask's "
-    "operation but carries no date ('rebook outbound' again) falls through to _proceed, "
-    "whose _ask (line 208) repeats the very same ask with repeat_reason None: a loop"))
 def test_repeating_the_command_does_not_repeat_the_ask_without_a_reason():
     chat = Chat(LISBON)
     chat.say("rebook outbound")
@@ -393,9 +389,6 @@ def test_repeating_the_command_does_not_repeat_the_ask_without_a_reason():
     assert _loops(chat) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime.py:185/208: clicking the 'Rebook the outbound' step that the runtime offers "
-    "beside its pending rebook-date ask asks the same thing again with repeat_reason None"))
 def test_clicking_the_step_of_the_pending_ask_does_not_loop():
     chat = Chat(LISBON)
     chat.say("Rebook the outbound")
@@ -786,10 +779,6 @@ def test_a_stale_rebook_step_commits_nothing():
     assert_turnframe(chat)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime.py:118-123: a card left pending but taken off screen by another command stays in "
-    "Session.card, so a later 'yes' confirms it: the rebook commits with offer o-2, an offer "
-    "shown two turns earlier and not in the previous turn"))
 def test_a_card_no_longer_on_screen_is_not_confirmed_by_yes():
     chat = Chat(LISBON)
     chat.say("Rebook the outbound to 12 March 2027")    # card, confirm o-2
@@ -870,10 +859,6 @@ def test_a_corrected_name_replaces_the_name():
     assert_turnframe(chat)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime.py:319-330 (_correct): a corrected bag count is applied as a second add_bag of the "
-    "new count instead of replacing the first: 1 bag + 'Add 2 bags' + 'sorry, I meant 3 bags' "
-    "leaves 6 bags, not 4"))
 def test_a_corrected_bag_count_replaces_the_first_count():
     chat = Chat(LISBON)
     chat.say("Add 2 bags")
@@ -882,10 +867,6 @@ def test_a_corrected_bag_count_replaces_the_first_count():
     assert chat.record("trip:T-1")["bags"] == 4
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime.py:319-330 (_correct): correcting the destination of a just-opened trip runs "
-    "open_trip again, so 'Open a trip to Lisbon for Ana' + 'sorry, I meant to Porto' leaves two "
-    "trips (Lisbon and Porto) instead of one trip to Porto"))
 def test_a_corrected_destination_does_not_open_a_second_trip():
     chat = Chat(EMPTY)
     chat.say("Open a trip to Lisbon for Ana")
@@ -962,18 +943,12 @@ def test_ordinals_take_the_offered_steps():
     assert_turnframe(chat)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reading.py mend('three') -> 'there' (NUMBERS is not in VOCAB), so 'Add three bags' has "
-    "no count and runtime.py:364 adds one bag"))
 def test_add_three_bags_adds_three():
     chat = Chat(LISBON)
     chat.say("Add three bags")
     assert chat.record("trip:T-1")["bags"] == 4
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reading.py mend('nope') -> 'hope' (DECLINE is not in VOCAB): 'Nope' on a card is a "
-    "stub turn instead of taking 'Keep as it is'"))
 def test_nope_declines_the_card():
     chat = Chat(LISBON)
     chat.say("Cancel my trip")
@@ -1070,9 +1045,6 @@ def test_a_question_the_store_cannot_answer_says_where_things_stand():
     assert_turnframe(chat)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reading.py mend('where') -> 'there', so 'Where does the trip go?' gets topic 'other' and "
-    "runtime.py:422-425 answers 'unavailable' although the store holds the destination"))
 def test_a_destination_question_is_answered_from_the_store():
     chat = Chat(LISBON)
     result = chat.say("Where does the trip go?")
@@ -1080,10 +1052,6 @@ def test_a_destination_question_is_answered_from_the_store():
     assert "Lisbon offsite goes to Lisbon." in result["reply"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "runtime.py:116 tries _correct before anything else whenever the message has a CORRECTION "
-    "word; after a naming, 'Sorry, how many bags do I have?' renames the trip to "
-    "'how many bags do I have' (runtime.py:310-314) instead of answering"))
 def test_a_question_opening_with_sorry_is_answered_not_taken_as_a_new_name():
     chat = Chat(LISBON)
     chat.say("Call it Summer fun")
@@ -1092,9 +1060,6 @@ def test_a_question_opening_with_sorry_is_answered_not_taken_as_a_new_name():
     assert chat.record("trip:T-1")["name"] == "Summer fun"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reading.py mend('mean') -> 'meant' makes 'What do you mean?' a correction; after a naming "
-    "runtime.py:310-322 renames the trip to 'What do you meant'"))
 def test_what_do_you_mean_does_not_rename_the_trip():
     chat = Chat(LISBON)
     chat.say("Call it Summer fun")
