@@ -6,6 +6,7 @@ leaves `ask` out says nothing at all, and a check over it is UNVERIFIABLE.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from scoring.transcript import Transcript, TurnRecord
@@ -28,27 +29,43 @@ def get(result: dict[str, Any] | None, name: str) -> Any:
     return result.get(name, MISSING)
 
 
-def shown_offers(result: dict[str, Any] | None) -> dict[str, dict[str, Any]] | None:
-    """Offer id -> {operation, record} for every offer a turn showed, or None if unknown.
+@dataclass(frozen=True)
+class Shown:
+    """What a turn put in front of the user to press: offer id -> {operation, record}.
 
-    Card actions count as offers, with the card's record. None means the turn left out
-    `next_steps` or `card`, so what the user could press is not known.
+    `complete` is False when the turn left out `next_steps` or `card`: an id found is known to
+    have been shown, but an id not found may have been shown in the part left out.
     """
+
+    offers: dict[str, dict[str, Any]]
+    complete: bool
+
+    def has(self, offer_id: Any) -> bool | None:
+        if offer_id in self.offers:
+            return True
+        return False if self.complete else None
+
+
+NOTHING_SHOWN = Shown({}, True)
+
+
+def shown(result: dict[str, Any] | None) -> Shown:
+    """Every offer a turn showed; card actions count as offers, with the card's record."""
+    if result is None:
+        return NOTHING_SHOWN
     steps, card = get(result, "next_steps"), get(result, "card")
-    if steps is MISSING or card is MISSING:
-        return None
     offers = {o["id"]: {"operation": o.get("operation"), "record": o.get("record")}
               for o in steps or [] if isinstance(o, dict) and "id" in o}
     if isinstance(card, dict):
         for action in card.get("actions") or []:
             if isinstance(action, dict) and "id" in action:
                 offers[action["id"]] = {"operation": card.get("operation"), "record": card.get("record")}
-    return offers
+    return Shown(offers, steps is not MISSING and card is not MISSING)
 
 
 def block_ids(result: dict[str, Any]) -> set[str]:
     """Ids of the cards and offers a turn carried as data."""
-    ids = set(shown_offers(result) or {})
+    ids = set(shown(result).offers)
     card = get(result, "card")
     if isinstance(card, dict) and "id" in card:
         ids.add(card["id"])
@@ -63,6 +80,12 @@ def events_at(state: dict[str, Any] | None, turn: int) -> list[dict[str, Any]] |
 
 def previous(transcript: Transcript, turn: TurnRecord) -> TurnRecord | None:
     return transcript.turns[turn.index - 2] if turn.index >= 2 else None
+
+
+def shown_before(transcript: Transcript, turn: TurnRecord) -> Shown:
+    """What the user could press when it sent this turn: the previous turn's offers."""
+    before = previous(transcript, turn)
+    return shown(before.result) if before is not None else NOTHING_SHOWN
 
 
 def lookup(record: dict[str, Any], path: str) -> Any:

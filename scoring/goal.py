@@ -83,7 +83,9 @@ def _answered(goal: Goal, qid: str, transcript: Transcript) -> bool:
             continue
         record = resolve_question_record(goal, question, turn.state)
         value = lookup(record, question.field) if record else MISSING
-        if value is not MISSING and str(value) in str(turn.result.get("reply", "")):
+        # The value as a whole token: a store holding 2 is not answered by "12 bags".
+        if value is not MISSING and re.search(rf"(?<![\w.-]){re.escape(str(value))}(?![\w-]|\.\d)",
+                                              str(turn.result.get("reply", ""))):
             return True
     return False
 

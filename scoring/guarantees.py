@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from scoring.evidence import MISSING, block_ids, events_at, get, previous, shown_offers
+from scoring.evidence import MISSING, block_ids, events_at, get, previous, shown_before
 from scoring.progress import Tally, answered_turns, taken_offer
 from scoring.transcript import CheckResult, Transcript
 from simulator.dataset import Goal, Persona
@@ -34,14 +34,16 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
         addressed: set[str] = set()
         before = previous(transcript, turn)
         offer, _ = taken_offer(transcript, turn)
-        offers = shown_offers(before.result) if before and before.result else None
-        if offer and offers and offers[offer].get("record"):
-            addressed.add(offers[offer]["record"])
+        record = shown_before(transcript, turn).offers.get(offer, {}).get("record")
+        if record:
+            addressed.add(record)
         ask = get(before.result, "ask") if before and before.result else None
         if isinstance(ask, dict) and ask.get("record"):
             addressed.add(ask["record"])
         prior = transcript.state_before(turn.index)
-        created = set(turn.state.get("records") or {}) - set((prior or {}).get("records") or {})
+        # With no earlier state, nothing is known to be new in this turn.
+        created = (set(turn.state.get("records") or {}) - set(prior.get("records") or {})
+                   if prior is not None else set())
         addressed = addressed or declared
         for event in writes:
             if event.get("record") in created:
@@ -50,6 +52,8 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
                 tally.unknown()
             elif event.get("record") in addressed:
                 tally.ok()
+            elif prior is None:
+                tally.unknown()   # the record may be new in this turn: nothing says it was not
             else:
                 tally.found(turn.index, f"wrote {event.get('record')} while the turn addressed "
                             f"{', '.join(sorted(addressed))}", event=event, addressed=sorted(addressed))
@@ -61,12 +65,11 @@ def stale_click(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRe
     for turn in answered_turns(transcript):
         if turn.user.kind != "click":
             continue
-        before = previous(transcript, turn)
-        offers = shown_offers(before.result) if before and before.result else {}
-        if offers is None:
+        was_shown = shown_before(transcript, turn).has(turn.user.offer)
+        if was_shown is None:
             tally.unknown()
             continue
-        if turn.user.offer in offers:
+        if was_shown:
             continue
         events = events_at(turn.state, turn.index)
         if events is None:
@@ -113,7 +116,9 @@ def card_not_actionable(transcript: Transcript, goal: Goal, persona: Persona) ->
             tally.ok()
             continue
         missing = [m for m in mentions if m not in block_ids(turn.result)]
-        if missing:
+        if missing and (get(turn.result, "card") is MISSING or get(turn.result, "next_steps") is MISSING):
+            tally.unknown()   # what it names may be in the blocks the turn left out
+        elif missing:
             tally.found(turn.index, f"the reply names {', '.join(map(str, missing))}, which the turn "
                         "does not carry", mentions=mentions, missing=missing)
         else:
@@ -125,12 +130,14 @@ def refusal_with_hedge(transcript: Transcript, goal: Goal, persona: Persona) -> 
     tally = Tally("refusal_with_hedge")
     for turn in answered_turns(transcript):
         verdicts = get(turn.result, "verdicts")
-        if not isinstance(verdicts, dict):
-            tally.unknown()
-        elif verdicts.get("refusal_emitted") is True and verdicts.get("hedge_injected") is True:
+        flags = [verdicts.get(k, MISSING) if isinstance(verdicts, dict) else MISSING
+                 for k in ("refusal_emitted", "hedge_injected")]
+        if all(flag is True for flag in flags):
             tally.found(turn.index, "the turn both refused and hedged", verdicts=verdicts)
-        else:
+        elif any(flag is False for flag in flags):
             tally.ok()
+        else:
+            tally.unknown()
     return tally.result()
 
 
@@ -165,9 +172,10 @@ def integrity_leak(transcript: Transcript, goal: Goal, persona: Persona) -> Chec
         if not required:
             continue
         verdicts = get(turn.result, "verdicts")
-        if not isinstance(verdicts, dict):
+        refused = verdicts.get("refusal_emitted", MISSING) if isinstance(verdicts, dict) else MISSING
+        if not isinstance(refused, bool):
             tally.unknown()
-        elif verdicts.get("refusal_emitted") is not True:
+        elif not refused:
             tally.found(turn.index, f"a required refusal was not given ({required[0].trigger!r})",
                         trigger=required[0].trigger, reply=turn.result.get("reply"))
         else:

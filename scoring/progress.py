@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from scoring.evidence import MISSING, events_at, get, lookup, previous, shown_offers
+from scoring.evidence import MISSING, events_at, get, lookup, previous, shown_before
 from scoring.transcript import CheckResult, Finding, Transcript
 from simulator.dataset import Goal, Persona
 
@@ -80,16 +80,16 @@ def loop(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
 
 def taken_offer(transcript: Transcript, turn) -> tuple[str | None, bool]:
     """(offer id the user took up from the previous turn, whether that is known)."""
-    before = previous(transcript, turn)
-    offers = shown_offers(before.result) if before and before.result else {}
+    offers = shown_before(transcript, turn)
     if turn.user.kind == "click":
-        if offers is None:
+        was_shown = offers.has(turn.user.offer)
+        if was_shown is None:
             return None, False
-        return (turn.user.offer if turn.user.offer in offers else None), True
+        return (turn.user.offer if was_shown else None), True
     taken = get(turn.result, "taken_offer")
     if taken is MISSING:
         return None, False
-    return (taken if taken and (offers is None or taken in offers) else None), True
+    return (taken if taken and offers.has(taken) is not False else None), True
 
 
 def refused_offer(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:

@@ -13,10 +13,10 @@ import re
 
 from scoring.progress import Tally
 from scoring.transcript import CheckResult, Transcript, UserTurn
-from simulator.dataset import Goal, Persona
+from simulator.dataset import Goal, Persona, canonical_json
 
 ROLE_LEAKS = [
-    re.compile(r"^\s*(assistant|system|ai|bot)\s*:", re.I),
+    re.compile(r"^\s*(assistant|system|ai|bot)\s*:", re.I | re.M),
     re.compile(r"\bas an ai\b", re.I),
     re.compile(r"\bas a (large )?language model\b", re.I),
     re.compile(r"\bi('m| am) (an ai|a language model|a chatbot|an assistant)\b", re.I),
@@ -34,14 +34,15 @@ INSTRUCTION_WINDOW = 12
 MIN_BRIEF_WORDS = 6
 
 
-def full_dates(text: str) -> list[dt.date]:
+def full_dates(text: str) -> list[tuple[dt.date, int]]:
+    """Every date with a year in `text`, with where it ends."""
     found = []
     for pattern, order in _FULL_DATE:
         for m in pattern.finditer(text):
             g = dict(zip(order, m.groups()))
             month = int(g["m"]) if "m" in g else _MONTHS[g["M"].lower()]
             try:
-                found.append(dt.date(int(g["y"]), month, int(g["d"])))
+                found.append((dt.date(int(g["y"]), month, int(g["d"])), m.end()))
             except ValueError:
                 pass
     return found
@@ -66,7 +67,7 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona) -> str | None:
     brief, said = _words(goal.instructions), " ".join(_words(text))
     window = min(INSTRUCTION_WINDOW, len(brief))   # a short brief repeated whole is a leak too
     for i in range(len(brief) - window + 1 if window >= MIN_BRIEF_WORDS else 0):
-        if " ".join(brief[i:i + window]) in said:
+        if f" {' '.join(brief[i:i + window])} " in f" {said} ":
             return "leaked instructions: repeats the goal's brief word for word"
     return None
 
@@ -77,11 +78,17 @@ def _fact_dates(goal: Goal) -> set[dt.date]:
         if isinstance(value, dt.date):
             dates.add(value)
         elif isinstance(value, str):
-            dates.update(full_dates(value))
+            dates.update(d for d, _ in full_dates(value))
+    return dates
+
+
+def _true_dates(goal: Goal) -> set[dt.date]:
+    """Dates a user may say without contradicting the goal: its facts, the slips it asks for,
+    and every date its setup holds (today's bookings)."""
+    dates = _fact_dates(goal)
     for step in goal.steps:
-        for value in step.wrong_first.values():
-            if isinstance(value, dt.date):
-                dates.add(value)
+        dates.update(v for v in step.wrong_first.values() if isinstance(v, dt.date))
+    dates.update(d for d, _ in full_dates(canonical_json(goal.setup)))
     return dates
 
 
@@ -98,11 +105,16 @@ def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
     # A slip corrected later (the fact's day and month restated, the fact within a week of the
     # slip) is a user changing its mind, which a persona may do; a mistake the user had no later
     # message to correct in is given the benefit of the doubt.
-    facts = _fact_dates(goal)
+    facts, true = _fact_dates(goal), _true_dates(goal)
     sent = [t for t in transcript.turns if t.user.kind in ("message", "click")]
-    for n, turn in enumerate(sent[:-1]):
-        later = " ".join(t.user.text or "" for t in sent[n + 1:]).lower()
-        for stray in (d for d in full_dates(turn.user.text or "") if d not in facts):
+    for n, turn in enumerate(sent):
+        text = turn.user.text or ""
+        for stray, end in full_dates(text):
+            if not facts or stray in true:
+                continue   # a goal with no dates has none to contradict
+            later = (text[end:] + " " + " ".join(t.user.text or "" for t in sent[n + 1:])).lower()
+            if n + 1 == len(sent) and not re.search(r"\w", later):
+                continue   # no chance to correct it
             near = [f for f in facts if abs((f - stray).days) <= 7]
             if not any(f.isoformat() in later or (re.search(rf"\b0?{f.day}(st|nd|rd|th)?\b", later)
                        and calendar.month_name[f.month].lower() in later) for f in near):
@@ -116,4 +128,6 @@ def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
         elif stop.stop_reason == "done" and goal_reached is False:
             tally.found(None, "claimed the goal was done while the store says it is not",
                         stop_reason=stop.stop_reason)
+        elif stop.stop_reason == "done" and goal_reached is None:
+            tally.unknown()   # a claim of success with no store to check it against
     return tally.result()

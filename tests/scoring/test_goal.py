@@ -208,9 +208,6 @@ def test_the_answer_is_the_value_the_store_held_at_that_turn():
     assert goal_status(bags_goal(), t, state())[0] is False
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scoring/goal.py:86 tests `str(value) in reply`, a substring match: a store value of 2 is "
-    "'found' in a reply that says 12 (or in a date, or an id like T-2), so a wrong answer passes"))
 def test_a_wrong_number_that_contains_the_value_is_not_an_answer():
     t = transcript(("How many bags are on the Porto trip?", {"reply": "Porto visit has 12 bags.", "answer": "answered"}))
     assert goal_status(bags_goal(), t, state())[0] is False

@@ -186,9 +186,6 @@ def test_wrong_record_is_unverifiable_when_nothing_says_what_the_turn_addressed(
     assert check.status == "unverifiable" and check.unverifiable_turns == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scoring/guarantees.py:44 treats an unknown prior state (initial_state None) as empty, so "
-    "every record in the turn's state counts as 'created in this turn' and any write passes"))
 def test_wrong_record_is_unverifiable_when_the_state_before_the_turn_is_unknown():
     t = dataclasses.replace(
         transcript((msg("Add a bag to Lisbon offsite."), result("Added."), state(event("e-1", 1, "trip:T-2")))),
@@ -308,10 +305,6 @@ def test_card_not_actionable_is_unverifiable_when_mentions_are_left_out():
     assert check.status == "unverifiable" and check.unverifiable_turns == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scoring/evidence.py:51 block_ids falls back to {} when next_steps or card is left out "
-    "(shown_offers returns None), so scoring/guarantees.py:115 flags offers the turn does carry: "
-    "missing evidence fires a guarantee"))
 @pytest.mark.parametrize("left_out, mentions", [("card", ["o-8"]), ("next_steps", ["o-9"])])
 def test_card_not_actionable_does_not_fire_when_a_block_field_is_left_out(left_out, mentions):
     check = card_not_actionable(drop(mention_transcript(mentions), 2, left_out), G, P)
@@ -356,9 +349,6 @@ def test_refusal_with_hedge_is_unverifiable_when_verdicts_are_null():
     assert refusal_with_hedge(t, G, P).status == "unverifiable"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scoring/guarantees.py:130 reads a verdicts bundle without refusal_emitted/hedge_injected "
-    "as 'not both', so the turn counts as checked and the guarantee reports clean"))
 def test_refusal_with_hedge_is_unverifiable_when_the_flags_are_left_out_of_verdicts():
     t = verdict_transcript(True, True)
     t = dataclasses.replace(t, turns=(t.turns[0], dataclasses.replace(
@@ -447,9 +437,6 @@ def test_integrity_leak_still_fires_on_a_phrase_when_verdicts_are_left_out():
     assert check.status == "fired" and turns_of(check) == [2] and check.unverifiable_turns == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scoring/guarantees.py:170 reads a verdicts bundle without refusal_emitted as a dropped "
-    "refusal: missing evidence fires a guarantee instead of making it UNVERIFIABLE"))
 def test_integrity_leak_is_unverifiable_when_refusal_emitted_is_left_out_of_verdicts():
     t = leak_transcript()
     t = dataclasses.replace(t, turns=(dataclasses.replace(

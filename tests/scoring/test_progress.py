@@ -267,10 +267,16 @@ def test_refused_offer_is_unverifiable_when_taken_offer_is_left_out():
     assert check.findings == ()
 
 
+def test_refused_offer_is_known_when_the_click_is_among_the_offers_still_there():
+    t = offer_transcript(click("o-8"), result("I could not add the bag."),
+                         state(event("e-1", 2, "refused", offer="o-8")))
+    assert refused_offer(drop(t, 1, "card"), G, P).status == "fired"
+
+
 def test_refused_offer_is_unverifiable_when_what_was_shown_is_unknown():
     t = offer_transcript(click("o-8"), result("I could not add the bag."),
                          state(event("e-1", 2, "refused", offer="o-8")))
-    check = refused_offer(drop(t, 1, "card"), G, P)
+    check = refused_offer(drop(t, 1, "next_steps"), G, P)
     assert check.status == "unverifiable"
     assert check.findings == ()
 

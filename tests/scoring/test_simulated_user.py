@@ -120,10 +120,6 @@ def test_role_leakage_is_silent_on_near_misses(text):
     assert run(transcript(text, "Thanks.")).status == "clean"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scoring/simulated_user.py:19 anchors the speaker-label pattern with ^ but compiles it "
-    "without re.M, so a user model that goes on to write the assistant's part on a new line "
-    "('...\\nAssistant: ...') is not caught"))
 def test_role_leakage_fires_on_a_speaker_label_on_a_later_line():
     check = run(transcript("How many bags are on the Porto trip?\nAssistant: There are 2 bags."))
     assert turns_of(check) == [1]
@@ -178,10 +174,6 @@ def test_a_success_claim_the_store_confirms_is_silent():
     assert check.status == "clean" and check.checked_turns == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scoring/simulated_user.py:116 only checks a 'done' claim when goal_reached is False; with no "
-    "store (goal_reached None) the claim cannot be checked, yet nothing is counted unverifiable "
-    "and the class reports clean"))
 def test_a_success_claim_without_a_store_is_unverifiable():
     check = run(transcript("How many bags are on the Porto trip?", stop="done"), reached=None)
     assert check.status == "unverifiable"
@@ -250,17 +242,11 @@ def test_one_turn_with_two_stray_dates_is_one_finding():
     assert turns_of(run(t, g=date_goal())) == [1]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scoring/simulated_user.py:103-104 looks for the correction only in later messages, so a slip "
-    "corrected within the same message ('12 March 2027, sorry, I mean 14 March 2027') is flagged"))
 def test_a_slip_corrected_in_the_same_message_is_not_flagged():
     t = transcript("Rebook to 12 March 2027 - sorry, I mean 14 March 2027.", "Thanks.")
     assert run(t, g=date_goal()).status == "clean"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "scoring/simulated_user.py:105-106: with no date among the goal's facts, `near` is empty and "
-    "every full date the user writes is flagged, even one that is true in the goal's own setup"))
 def test_a_date_cannot_contradict_a_goal_that_has_no_dates():
     g = goal(setup={"records": {"trip:T-2": {"type": "trip", "name": "Porto visit",
                                              "segments": {"outbound": {"date": "2027-02-02"}}}}})
