@@ -130,7 +130,9 @@ def cells(store: Store, run_id: str) -> list[dict]:
         SELECT c.persona, c.goal, count(DISTINCT c.conversation_id) AS n,
                count(DISTINCT c.conversation_id) FILTER (WHERE c.goal_reached) AS reached,
                count(DISTINCT c.conversation_id) FILTER (WHERE c.end_reason IN ({_EXCLUDED})) AS excluded,
-               list(DISTINCT k.class) FILTER (WHERE k.status = 'fired') AS classes
+               list(DISTINCT k.class) FILTER (WHERE k.status = 'fired') AS classes,
+               list(DISTINCT c.end_reason) FILTER (WHERE c.end_reason IN ('runtime_error', {_EXCLUDED}))
+                   AS failures
         FROM conversations c LEFT JOIN checks k USING (run_id, conversation_id)
         WHERE c.run_id = ? GROUP BY ALL ORDER BY c.persona, c.goal""", [run_id])
     names = [d[0] for d in cur.description]

@@ -22,7 +22,7 @@ from scoring.store import Store
 from simulator import __version__
 from simulator.errors import SimrunError
 from simulator.money import usd
-from simulator.project import load_plan, runtime_for
+from simulator.project import execute, load_plan, runtime_for
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   pretty_exceptions_show_locals=False,
@@ -75,8 +75,6 @@ def run_command(
     out.print(f"simrun {__version__}: {len(plan.dataset.personas)} personas x {len(plan.dataset.goals)} goals x "
               f"{plan.repetitions} repetitions = {plan.conversations} conversations; user {plan.user}; "
               f"runtime {runtime.description}; budget {usd(plan.budget)}", highlight=False)
-    from simulator.project import execute
-
     try:
         with Store(plan.db) as store:
             result = asyncio.run(execute(plan, store, runtime=runtime))

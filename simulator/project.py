@@ -80,9 +80,7 @@ def runtime_for(plan: Plan) -> PythonRuntime:
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None,
                   on_conversation=None) -> RunResult:
-    runtime = runtime or runtime_for(plan)
-    await runtime.health()
-    return await run_matrix(plan.dataset, runtime, user or make_user(plan.user), store,
+    return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or make_user(plan.user), store,
                             repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
                             concurrency=plan.concurrency, config=plan.config(),
                             on_conversation=on_conversation)

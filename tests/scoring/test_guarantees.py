@@ -9,100 +9,14 @@ from typing import Any
 
 import pytest
 
-from simulator.dataset import Goal, Persona
 from scoring.guarantees import (audit_gap, card_not_actionable, integrity_leak, phantom_receipt,
                                 refusal_with_hedge, stale_click, wrong_record)
-from scoring.transcript import Transcript, TurnRecord, UserTurn
-
-# --- builders --------------------------------------------------------------------------------
-
-RECORDS = {
-    "traveler:P-1": {"type": "traveler", "name": "Ana Souza"},
-    "trip:T-1": {"type": "trip", "name": "Lisbon offsite", "bags": 1},
-    "trip:T-2": {"type": "trip", "name": "Porto visit", "bags": 2},
-}
+from scoring.transcript import Transcript, UserTurn
+from tests.scoring.builders import (RECORDS, G, P, card, click, drop, event, goal, msg,
+                                    offer, persona, result, state, transcript, turns_of,
+                                    with_state)
 
 
-def persona(**fields: Any) -> Persona:
-    return Persona.model_validate({"id": "plain-paula", "name": "Paula", **fields})
-
-
-def goal(**fields: Any) -> Goal:
-    data = {
-        "id": "g", "title": "Add a bag", "instructions": "Add one bag to the Lisbon offsite trip.",
-        "facts": {"trip": "Lisbon offsite"},
-        "steps": [{"operation": "add_bag", "record": "trip:T-1", "say": ["Add a bag to {trip}."]}],
-        "success": {},
-    }
-    return Goal.model_validate({**data, **fields})
-
-
-def msg(text: str) -> UserTurn:
-    return UserTurn("message", text)
-
-
-def click(offer: str) -> UserTurn:
-    return UserTurn("click", offer=offer)
-
-
-def offer(oid: str, operation: str = "add_bag", record: str = "trip:T-1") -> dict:
-    return {"id": oid, "operation": operation, "record": record, "arguments": {}, "label": oid}
-
-
-def card(cid: str = "c-2", record: str = "trip:T-1", actions: tuple[str, ...] = ("o-9",)) -> dict:
-    return {"id": cid, "operation": "confirm", "record": record,
-            "actions": [{"id": a, "label": "Confirm"} for a in actions]}
-
-
-def result(reply: str = "Done.", **fields: Any) -> dict:
-    """A turn result with every evidence field present and saying 'nothing'; override as needed."""
-    base = {"reply": reply, "understood": True, "taken_offer": None, "ask": None, "next_steps": [],
-            "card": None, "mentions": [], "receipts": [], "answer": None,
-            "verdicts": {"refusal_emitted": False, "hedge_injected": False}}
-    return {**base, **fields}
-
-
-def state(*events: dict, records: dict | None = None) -> dict:
-    return {"records": dict(RECORDS if records is None else records), "events": list(events)}
-
-
-def event(eid: str, turn: int, record: str = "trip:T-1", status: str = "committed",
-          operation: str = "add_bag", offer: str | None = None) -> dict:
-    return {"id": eid, "turn": turn, "operation": operation, "record": record, "status": status,
-            "offer": offer, "reason": None}
-
-
-def transcript(*turns: tuple, **fields: Any) -> Transcript:
-    """Turns as (user, result) or (user, result, state); indices are 1-based in order."""
-    records = []
-    for i, turn in enumerate(turns, start=1):
-        user, res, *rest = turn
-        records.append(TurnRecord(i, user, res, rest[0] if rest else state()))
-    fields.setdefault("initial_state", state())
-    fields.setdefault("audit", [{"turn": i, "surface": "chat", "verdicts": {}} for i in range(1, len(turns) + 1)])
-    return Transcript("plain-paula", "g", 7, 0, tuple(records), fields.pop("end", "turn_cap"), **fields)
-
-
-def drop(t: Transcript, index: int, *keys: str) -> Transcript:
-    """The same transcript with fields left out of turn `index`'s result."""
-    turns = list(t.turns)
-    turn = turns[index - 1]
-    turns[index - 1] = dataclasses.replace(
-        turn, result={k: v for k, v in turn.result.items() if k not in keys})
-    return dataclasses.replace(t, turns=tuple(turns))
-
-
-def with_state(t: Transcript, index: int, new_state: dict | None) -> Transcript:
-    turns = list(t.turns)
-    turns[index - 1] = dataclasses.replace(turns[index - 1], state=new_state)
-    return dataclasses.replace(t, turns=tuple(turns))
-
-
-def turns_of(check) -> list[int | None]:
-    return [f.turn for f in check.findings]
-
-
-G, P = goal(), persona()
 
 
 # --- wrong_record ----------------------------------------------------------------------------
@@ -110,7 +24,7 @@ G, P = goal(), persona()
 def write_after_offer(record: str, second_user: UserTurn | None = None, **second: Any) -> Transcript:
     return transcript(
         (msg("Hello."), result("Add a bag to Lisbon offsite?", next_steps=[offer("o-8", record="trip:T-1")])),
-        (second_user or click("o-8"), result("Added one bag.", **second), state(event("e-1", 2, record))),
+        (second_user or click("o-8"), result("Added one bag.", **second), state(event("e-1", 2, record=record))),
     )
 
 
@@ -136,8 +50,8 @@ def test_wrong_record_addresses_the_previous_ask_record():
     g = goal(steps=[{"operation": "add_bag", "say": ["Add a bag."]}])    # no declared record
     base = (msg("Add a bag."), result("Which trip?", ask={"id": "a-1", "operation": "add_bag",
                                                         "record": "trip:T-2", "arguments": ["trip"]}))
-    on_ask = transcript(base, (msg("Porto."), result("Added."), state(event("e-1", 2, "trip:T-2"))))
-    off_ask = transcript(base, (msg("Porto."), result("Added."), state(event("e-1", 2, "trip:T-1"))))
+    on_ask = transcript(base, (msg("Porto."), result("Added."), state(event("e-1", 2, record="trip:T-2"))))
+    off_ask = transcript(base, (msg("Porto."), result("Added."), state(event("e-1", 2, record="trip:T-1"))))
     assert wrong_record(on_ask, g, P).status == "clean"
     check = wrong_record(off_ask, g, P)
     assert check.status == "fired" and turns_of(check) == [2]
@@ -145,7 +59,7 @@ def test_wrong_record_addresses_the_previous_ask_record():
 
 
 def test_wrong_record_accepts_a_record_created_in_the_turn():
-    created = state(event("e-1", 2, "trip:T-3", operation="create_trip"),
+    created = state(event("e-1", 2, record="trip:T-3", operation="create_trip"),
                     records={**RECORDS, "trip:T-3": {"type": "trip", "name": "Madrid"}})
     t = transcript(
         (msg("Hello."), result("Add a bag to Lisbon offsite?", next_steps=[offer("o-8")])),
@@ -156,8 +70,8 @@ def test_wrong_record_accepts_a_record_created_in_the_turn():
 
 
 def test_wrong_record_falls_back_to_the_goal_declared_records_on_a_first_message():
-    on = transcript((msg("Add a bag to Lisbon offsite."), result("Added."), state(event("e-1", 1, "trip:T-1"))))
-    off = transcript((msg("Add a bag to Lisbon offsite."), result("Added."), state(event("e-1", 1, "trip:T-2"))))
+    on = transcript((msg("Add a bag to Lisbon offsite."), result("Added."), state(event("e-1", 1, record="trip:T-1"))))
+    off = transcript((msg("Add a bag to Lisbon offsite."), result("Added."), state(event("e-1", 1, record="trip:T-2"))))
     assert wrong_record(on, G, P).status == "clean"
     check = wrong_record(off, G, P)
     assert turns_of(check) == [1]
@@ -167,7 +81,7 @@ def test_wrong_record_falls_back_to_the_goal_declared_records_on_a_first_message
 def test_wrong_record_ignores_refused_events():
     t = transcript(
         (msg("Hello."), result("Add a bag?", next_steps=[offer("o-8")])),
-        (click("o-8"), result("Could not."), state(event("e-1", 2, "trip:T-2", status="refused"))),
+        (click("o-8"), result("Could not."), state(event("e-1", 2, record="trip:T-2", status="refused"))),
     )
     check = wrong_record(t, G, P)
     assert check.status == "clean" and check.checked_turns == 0
@@ -181,14 +95,14 @@ def test_wrong_record_is_unverifiable_without_the_store():
 
 def test_wrong_record_is_unverifiable_when_nothing_says_what_the_turn_addressed():
     g = goal(steps=[{"operation": "add_bag", "say": ["Add a bag."]}])    # no declared record
-    t = transcript((msg("Add a bag."), result("Added."), state(event("e-1", 1, "trip:T-2"))))
+    t = transcript((msg("Add a bag."), result("Added."), state(event("e-1", 1, record="trip:T-2"))))
     check = wrong_record(t, g, P)
     assert check.status == "unverifiable" and check.unverifiable_turns == 1
 
 
 def test_wrong_record_is_unverifiable_when_the_state_before_the_turn_is_unknown():
     t = dataclasses.replace(
-        transcript((msg("Add a bag to Lisbon offsite."), result("Added."), state(event("e-1", 1, "trip:T-2")))),
+        transcript((msg("Add a bag to Lisbon offsite."), result("Added."), state(event("e-1", 1, record="trip:T-2")))),
         initial_state=None)
     assert wrong_record(t, G, P).status == "unverifiable"
 
@@ -247,7 +161,7 @@ def receipt_transcript(receipts: list[str]) -> Transcript:
     return transcript(
         (msg("Add a bag to Lisbon offsite."), result("Added one bag.", receipts=[]), state(event("e-1", 1))),
         (msg("And one to Porto."), result("Added one bag to Porto visit.", receipts=receipts),
-         state(event("e-1", 1), event("e-2", 2, "trip:T-2", status="refused"))),
+         state(event("e-1", 1), event("e-2", 2, record="trip:T-2", status="refused"))),
     )
 
 

@@ -11,101 +11,13 @@ from typing import Any
 
 import pytest
 
-from simulator.dataset import Goal, Persona
+from simulator.dataset import Goal
 from scoring.progress import dead_end, loop, not_understood, refused_offer, unanswered
 from scoring.transcript import Transcript, TurnRecord, UserTurn
-
-# --- builders --------------------------------------------------------------------------------
-
-RECORDS = {
-    "traveler:P-1": {"type": "traveler", "name": "Ana Souza"},
-    "trip:T-1": {"type": "trip", "name": "Lisbon offsite", "bags": 1,
-                 "segments": {"outbound": {"date": "2027-03-10"}, "return": {"date": "2027-03-17"}}},
-    "trip:T-2": {"type": "trip", "name": "Porto visit", "bags": 2,
-                 "segments": {"outbound": {"date": "2027-02-02"}, "return": {"date": "2027-02-09"}}},
-}
+from tests.scoring.builders import (RECORDS, G, P, ask, click, drop, event, goal, msg,
+                                    offer, result, state, transcript, turns_of, with_state)
 
 
-def persona(**fields: Any) -> Persona:
-    return Persona.model_validate({"id": "plain-paula", "name": "Paula", **fields})
-
-
-def goal(**fields: Any) -> Goal:
-    data = {
-        "id": "g", "title": "Add a bag", "instructions": "Add one bag to the Lisbon offsite trip.",
-        "facts": {"trip": "Lisbon offsite"},
-        "steps": [{"operation": "add_bag", "record": "trip:T-1", "say": ["Add a bag to {trip}."]}],
-        "success": {},
-    }
-    return Goal.model_validate({**data, **fields})
-
-
-def msg(text: str) -> UserTurn:
-    return UserTurn("message", text)
-
-
-def click(offer: str) -> UserTurn:
-    return UserTurn("click", offer=offer)
-
-
-def offer(oid: str, operation: str = "add_bag", record: str = "trip:T-1") -> dict:
-    return {"id": oid, "operation": operation, "record": record, "arguments": {}, "label": oid}
-
-
-def ask(aid: str = "a-1", operation: str = "rebook", record: str = "trip:T-1",
-        arguments: tuple[str, ...] = ("date",), repeat_reason: str | None = None) -> dict:
-    return {"id": aid, "operation": operation, "record": record, "arguments": list(arguments),
-            "repeat_reason": repeat_reason}
-
-
-def result(reply: str = "Done.", **fields: Any) -> dict:
-    """A turn result with every evidence field present and saying 'nothing'; override as needed."""
-    base = {"reply": reply, "understood": True, "taken_offer": None, "ask": None, "next_steps": [],
-            "card": None, "mentions": [], "receipts": [], "answer": None,
-            "verdicts": {"refusal_emitted": False, "hedge_injected": False}}
-    return {**base, **fields}
-
-
-def state(*events: dict, records: dict | None = None) -> dict:
-    return {"records": dict(RECORDS if records is None else records), "events": list(events)}
-
-
-def event(eid: str, turn: int, status: str = "committed", record: str = "trip:T-1",
-          operation: str = "add_bag", offer: str | None = None) -> dict:
-    return {"id": eid, "turn": turn, "operation": operation, "record": record, "status": status,
-            "offer": offer, "reason": None if status == "committed" else "not allowed"}
-
-
-def transcript(*turns: tuple, **fields: Any) -> Transcript:
-    """Turns as (user, result) or (user, result, state); indices are 1-based in order."""
-    records = []
-    for i, turn in enumerate(turns, start=1):
-        user, res, *rest = turn
-        records.append(TurnRecord(i, user, res, rest[0] if rest else state()))
-    fields.setdefault("initial_state", state())
-    return Transcript("plain-paula", "g", 7, 0, tuple(records), fields.pop("end", "turn_cap"), **fields)
-
-
-def drop(t: Transcript, index: int, *keys: str) -> Transcript:
-    """The same transcript with fields left out of turn `index`'s result."""
-    turns = list(t.turns)
-    turn = turns[index - 1]
-    turns[index - 1] = dataclasses.replace(
-        turn, result={k: v for k, v in turn.result.items() if k not in keys})
-    return dataclasses.replace(t, turns=tuple(turns))
-
-
-def with_state(t: Transcript, index: int, new_state: dict | None) -> Transcript:
-    turns = list(t.turns)
-    turns[index - 1] = dataclasses.replace(turns[index - 1], state=new_state)
-    return dataclasses.replace(t, turns=tuple(turns))
-
-
-def turns_of(check) -> list[int | None]:
-    return [f.turn for f in check.findings]
-
-
-G, P = goal(), persona()
 
 
 # --- dead_end --------------------------------------------------------------------------------
@@ -219,7 +131,7 @@ def offer_transcript(second_user: UserTurn, second: dict, second_state: dict | N
 
 def test_refused_offer_fires_when_a_clicked_offer_is_refused():
     t = offer_transcript(click("o-8"), result("I could not add the bag."),
-                         state(event("e-1", 2, "refused", offer="o-8")))
+                         state(event("e-1", 2, status="refused", offer="o-8")))
     check = refused_offer(t, G, P)
     assert check.status == "fired"
     assert turns_of(check) == [2]
@@ -228,16 +140,16 @@ def test_refused_offer_fires_when_a_clicked_offer_is_refused():
 
 def test_refused_offer_fires_on_a_card_action_taken_in_words():
     t = offer_transcript(msg("Yes, confirm it."), result("I could not rebook.", taken_offer="o-9"),
-                         state(event("e-1", 2, "refused", operation="confirm_rebook", offer="o-9")))
+                         state(event("e-1", 2, status="refused", operation="confirm_rebook", offer="o-9")))
     check = refused_offer(t, G, P)
     assert check.status == "fired" and turns_of(check) == [2]
     assert check.findings[0].evidence["offer"] == "o-9"
 
 
 @pytest.mark.parametrize("events", [
-    [event("e-1", 2, "committed", offer="o-8")],                            # carried out
-    [event("e-1", 2, "refused", offer="o-9")],                              # a different offer's
-    [event("e-0", 1, "refused", offer="o-8"), event("e-1", 2, "committed", offer="o-8")],  # earlier
+    [event("e-1", 2, status="committed", offer="o-8")],                            # carried out
+    [event("e-1", 2, status="refused", offer="o-9")],                              # a different offer's
+    [event("e-0", 1, status="refused", offer="o-8"), event("e-1", 2, status="committed", offer="o-8")],  # earlier
     [],
 ])
 def test_refused_offer_is_silent_when_the_taken_offer_was_not_refused(events):
@@ -249,7 +161,7 @@ def test_refused_offer_is_silent_when_the_taken_offer_was_not_refused(events):
 
 def test_refused_offer_is_silent_when_no_offer_was_taken():
     t = offer_transcript(msg("Actually, rename it."), result("Renamed.", taken_offer=None),
-                         state(event("e-1", 2, "refused", operation="rename", offer=None)))
+                         state(event("e-1", 2, status="refused", operation="rename", offer=None)))
     assert refused_offer(t, G, P).status == "clean"
 
 
@@ -261,7 +173,7 @@ def test_refused_offer_is_unverifiable_without_the_store():
 
 def test_refused_offer_is_unverifiable_when_taken_offer_is_left_out():
     t = offer_transcript(msg("Yes, confirm it."), result("I could not rebook.", taken_offer="o-9"),
-                         state(event("e-1", 2, "refused", offer="o-9")))
+                         state(event("e-1", 2, status="refused", offer="o-9")))
     check = refused_offer(drop(t, 2, "taken_offer"), G, P)
     assert check.status == "unverifiable"
     assert check.findings == ()
@@ -269,13 +181,13 @@ def test_refused_offer_is_unverifiable_when_taken_offer_is_left_out():
 
 def test_refused_offer_is_known_when_the_click_is_among_the_offers_still_there():
     t = offer_transcript(click("o-8"), result("I could not add the bag."),
-                         state(event("e-1", 2, "refused", offer="o-8")))
+                         state(event("e-1", 2, status="refused", offer="o-8")))
     assert refused_offer(drop(t, 1, "card"), G, P).status == "fired"
 
 
 def test_refused_offer_is_unverifiable_when_what_was_shown_is_unknown():
     t = offer_transcript(click("o-8"), result("I could not add the bag."),
-                         state(event("e-1", 2, "refused", offer="o-8")))
+                         state(event("e-1", 2, status="refused", offer="o-8")))
     check = refused_offer(drop(t, 1, "next_steps"), G, P)
     assert check.status == "unverifiable"
     assert check.findings == ()

@@ -1,0 +1,108 @@
+"""The conversation loop: every end reason, failures kept as data, and missing evidence never a pass."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from scoring.scorer import ALL_CLASSES
+from simulator.adapters.python import PythonRuntime, load_target
+from simulator.conversation import Cell, converse
+from simulator.errors import RuntimeUnavailable
+from simulator.users.scripted import ScriptedUser
+from tripdesk import TripDesk
+
+
+def talk(demo, persona: str, goal: str, runtime, seed: int = 5, **goal_changes):
+    g = demo.goal(goal).model_copy(update=goal_changes)
+    return asyncio.run(converse(Cell(demo.persona(persona), g, 0, seed), ScriptedUser(), PythonRuntime(runtime)))
+
+
+class OnlyReplies:
+    """The least a runtime may be: it answers with `reply` and nothing else."""
+
+    def health(self):
+        return {"protocol": 1, "runtime": "only-replies", "version": "0"}
+
+    def start(self, request):
+        return {"session": "s"}
+
+    def turn(self, session, request):
+        return {"reply": "Noted."}
+
+
+class Broken(OnlyReplies):
+    def __init__(self, reply):
+        self.reply = reply
+
+    def turn(self, session, request):
+        if isinstance(self.reply, Exception):
+            raise self.reply
+        return self.reply
+
+
+def test_goal_reached_ends_at_once(demo):
+    c = talk(demo, "plain-paula", "single-add-bag", TripDesk())
+    assert c.transcript.end == "goal_reached" and len(c.transcript.turns) == 1
+
+
+def test_turn_cap(demo):
+    c = talk(demo, "plain-paula", "new-trip-full", TripDesk(), max_turns=2)
+    assert c.transcript.end == "turn_cap" and len(c.transcript.turns) == 2
+    assert c.scorecard.goal_reached is False
+
+
+def test_user_stops_when_stuck(demo):
+    c = talk(demo, "plain-paula", "new-trip-full", OnlyReplies())
+    assert c.transcript.end == "user_stopped" and c.transcript.stop.stop_reason == "gave_up"
+
+
+def test_a_minimal_runtime_is_unverifiable_never_passed(demo):
+    c = talk(demo, "plain-paula", "single-add-bag", OnlyReplies())
+    assert c.scorecard.goal_reached is None and c.scorecard.goal_detail.startswith("UNVERIFIABLE")
+    statuses = {cls: c.scorecard.checks[cls].status for cls in ALL_CLASSES}
+    # A reply ending on "." with no ask/offers/card fields: dead_end cannot be decided either.
+    for cls in ("dead_end", "not_understood", "wrong_record", "phantom_receipt", "card_not_actionable",
+                "refusal_with_hedge", "audit_gap"):
+        assert statuses[cls] == "unverifiable", cls
+    assert "clean" not in {statuses[c] for c in ("phantom_receipt", "audit_gap")}
+
+
+@pytest.mark.parametrize("reply, kind", [
+    (RuntimeError("boom"), "crash"), ({"text": "hi"}, "missing_reply"), ("just a string", "malformed"),
+    ({"reply": 42}, "missing_reply"), ({"reply": "ok", "when": object()}, "malformed"),
+])
+def test_runtime_failures_are_recorded_with_evidence(demo, reply, kind):
+    c = talk(demo, "plain-paula", "single-add-bag", Broken(reply))
+    assert c.transcript.end == "runtime_error" and c.scorecard.end == "runtime_error"
+    assert c.transcript.error["kind"] == kind and c.transcript.error["turn"] == 1
+    assert c.transcript.error.get("traceback" if kind == "crash" else "body")
+    assert c.scorecard.goal_reached is not True
+
+
+def test_the_reference_runtime_speaks_protocol_one():
+    assert asyncio.run(PythonRuntime(TripDesk()).health())["protocol"] == 1
+
+
+def test_a_runtime_of_another_protocol_is_refused():
+    class Future(OnlyReplies):
+        def health(self):
+            return {"protocol": 2}
+
+    with pytest.raises(RuntimeUnavailable, match="protocol 2.*protocol 1"):
+        asyncio.run(PythonRuntime(Future()).health())
+
+
+def test_bad_targets_say_what_is_wrong(tmp_path):
+    with pytest.raises(RuntimeUnavailable, match="module:Class"):
+        load_target("tripdesk")
+    with pytest.raises(RuntimeUnavailable, match="cannot import"):
+        load_target("no_such_module:X")
+    with pytest.raises(RuntimeUnavailable, match="has no Nope"):
+        load_target("tripdesk:Nope")
+    with pytest.raises(RuntimeUnavailable, match="bad runtime options"):
+        load_target("tripdesk:TripDesk", {"colour": "red"})
+    path = tmp_path / "mine.py"
+    path.write_text("class R:\n    def __init__(self, x=1):\n        self.x = x\n")
+    assert load_target(f"{path}:R", {"x": 3}).x == 3
