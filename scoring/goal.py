@@ -20,7 +20,7 @@ import duckdb
 
 from scoring.duck import insert_rows
 from scoring.evidence import MISSING, lookup
-from scoring.progress import _same, resolve_question_record
+from scoring.progress import resolve_question_record, same_value
 from scoring.transcript import Transcript
 from simulator.dataset import Goal
 
@@ -70,7 +70,7 @@ def _sql_holds(query: str, state: dict) -> bool:
 def _record_holds(goal: Goal, check, records: dict) -> bool:
     expected = {path: goal.resolve(value) for path, value in check.match.items()}
     candidates = [records.get(check.id)] if check.id else list(records.values())
-    return any(rec is not None and all(_same(lookup(rec, p), v) for p, v in expected.items())
+    return any(rec is not None and all(same_value(lookup(rec, p), v) for p, v in expected.items())
                for rec in candidates)
 
 

@@ -133,12 +133,13 @@ def resolve_question_record(goal: Goal, question, state: dict) -> dict | None:
         return records.get(question.record)
     where = {k: goal.resolve(v) for k, v in question.where.items()}
     for record in records.values():
-        if all(_same(lookup(record, k), v) for k, v in where.items()):
+        if all(same_value(lookup(record, k), v) for k, v in where.items()):
             return record
     return None
 
 
-def _same(actual, expected) -> bool:
+def same_value(actual, expected) -> bool:
+    """A store value equals an expected one: dates by ISO form, numbers and text by value."""
     if hasattr(expected, "isoformat"):
         expected = expected.isoformat()
     return actual == expected or (actual is not MISSING and str(actual) == str(expected))
