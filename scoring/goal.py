@@ -74,20 +74,27 @@ def _record_holds(goal: Goal, check, records: dict) -> bool:
                for rec in candidates)
 
 
-def _answered(goal: Goal, qid: str, transcript: Transcript) -> bool:
+def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
+    """None if the question was answered with the store's value, else why not."""
     question = next(q for q in goal.questions if q.id == qid)
+    why = "it was never asked"
     for turn in transcript.turns:
         if turn.result is None or not re.search(question.match, turn.user.text or "", re.I):
             continue
         if turn.result.get("answer") == "unavailable" or turn.state is None:
+            why = "the reply said it was unavailable" if turn.state is not None else "no store to check"
             continue
         record = resolve_question_record(goal, question, turn.state)
         value = lookup(record, question.field) if record else MISSING
+        if value is MISSING:
+            why = (f"the store has no field {question.field!r} in that record" if record
+                   else "the store has no record it names")
+            continue
         # The value as a whole token: a store holding 2 is not answered by "12 bags".
-        if value is not MISSING and re.search(rf"(?<![\w.-]){re.escape(str(value))}(?![\w-]|\.\d)",
-                                              str(turn.result.get("reply", ""))):
-            return True
-    return False
+        if re.search(rf"(?<![\w.-]){re.escape(str(value))}(?![\w-]|\.\d)", str(turn.result.get("reply", ""))):
+            return None
+        why = f"no reply carried the store's value {value!r}"
+    return why
 
 
 def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple[bool | None, str]:
@@ -97,10 +104,13 @@ def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple
     records = state["records"]
     for i, check in enumerate(goal.success.records):
         if not _record_holds(goal, check, records):
-            return False, f"success.records[{i}] does not hold: {check.match}"
+            expected = ", ".join(f"{k} = {goal.resolve(v)}" for k, v in check.match.items())
+            where = f"record {check.id}" if check.id else "a record"
+            return False, f"success.records[{i}] does not hold: expected {where} with {expected}"
     for qid in goal.success.answered:
-        if not _answered(goal, qid, transcript):
-            return False, f"question {qid!r} was not answered from the store"
+        why = _answered(goal, qid, transcript)
+        if why is not None:
+            return False, f"question {qid!r} was not answered from the store: {why}"
     for i, query in enumerate(goal.success.sql):
         try:
             if not _sql_holds(query, state):

@@ -44,7 +44,9 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
         # With no earlier state, nothing is known to be new in this turn.
         created = (set(turn.state.get("records") or {}) - set(prior.get("records") or {})
                    if prior is not None else set())
-        addressed = addressed or declared
+        # The goal's declared records stand in only if they exist: a typo in a goal must not
+        # be blamed on the runtime.
+        addressed = addressed or (declared & set((prior or {}).get("records") or {}))
         for event in writes:
             if event.get("record") in created:
                 tally.ok()

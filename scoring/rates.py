@@ -144,21 +144,24 @@ SEVERITY = ("Conversations are ranked by: guarantee violations (most first); the
             "findings (most first); then turns taken (most first).")
 
 
-def worst(store: Store, run_id: str, limit: int = 20) -> list[dict]:
-    cur = store.con.execute("""
-        SELECT c.conversation_id, c.persona, c.goal, c.end_reason, c.goal_reached, c.turns,
+def worst(store: Store, run_id: str, limit: int = 20, cls: str | None = None) -> list[dict]:
+    """The worst conversations by SEVERITY; with `cls`, only those where that class fired."""
+    only = "AND c.conversation_id IN (SELECT conversation_id FROM checks " \
+           "WHERE run_id = c.run_id AND class = ? AND status = 'fired')" if cls else ""
+    cur = store.con.execute(f"""
+        SELECT c.conversation_id, c.persona, c.goal, c.end_reason, c.goal_reached, c.goal_detail, c.turns,
                count(f.class) FILTER (WHERE f.kind = 'guarantee') AS guarantee_findings,
                count(f.class) FILTER (WHERE f.kind = 'progress') AS progress_findings,
                count(f.class) FILTER (WHERE f.kind = 'simulator') AS simulator_findings,
                list(DISTINCT f.class) FILTER (WHERE f.class IS NOT NULL) AS classes
         FROM conversations c LEFT JOIN findings f USING (run_id, conversation_id)
-        WHERE c.run_id = ?
-        GROUP BY c.conversation_id, c.persona, c.goal, c.end_reason, c.goal_reached, c.turns
+        WHERE c.run_id = ? {only}
+        GROUP BY c.conversation_id, c.persona, c.goal, c.end_reason, c.goal_reached, c.goal_detail, c.turns
         HAVING guarantee_findings > 0 OR progress_findings > 0 OR simulator_findings > 0
                OR NOT coalesce(c.goal_reached, false)
         ORDER BY guarantee_findings DESC, coalesce(c.goal_reached, false) ASC,
                  progress_findings DESC, c.turns DESC, c.conversation_id
-        LIMIT ?""", [run_id, limit])
+        LIMIT ?""", [run_id, *([cls] if cls else []), limit])
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
 

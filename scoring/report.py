@@ -29,13 +29,20 @@ def _env(user_templates: Path | None = None) -> Environment:
     return env
 
 
-def report_context(store: Store, run_id: str, worst_limit: int = 20) -> dict:
+def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: int = 3) -> dict:
     run = store.run(run_id)
     run_id = run["run_id"]
     class_rates = R.class_rates(store, run_id)
     outcome = R.outcome(store, run_id)
+    # The worst overall, and a few of each class that fired, so that every rate can be read.
     worst = R.worst(store, run_id, worst_limit)
     embedded = {w["conversation_id"] for w in worst}
+    for rate in class_rates:
+        if rate.occurrences:
+            for row in R.worst(store, run_id, per_class, cls=rate.cls):
+                if row["conversation_id"] not in embedded:
+                    embedded.add(row["conversation_id"])
+                    worst.append(row)
     transcripts = []
     for row in worst:
         transcript = store.transcript(run_id, row["conversation_id"])

@@ -121,6 +121,9 @@ def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
                 tally.found(turn.index, f"gives {stray.isoformat()}, a date that contradicts the goal's facts",
                             message=turn.user.text)
                 break
+    if transcript.error and transcript.error.get("kind") == "simulator_crash":
+        tally.found(None, f"the simulated user failed: {transcript.error.get('message')}",
+                    traceback=transcript.error.get("traceback"))
     stop = transcript.stop
     if stop is not None:
         if not transcript.turns:

@@ -33,13 +33,20 @@ def _load(value: Any) -> Any:
 
 
 class Store:
-    def __init__(self, path: str | Path = DEFAULT_DB) -> None:
+    def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True) -> None:
         self.path = str(path)
+        where = Path(path)
+        if not create and not where.exists():
+            raise StoreError(f"{self.path}: no such database; run `simrun` first, or pass --db FILE")
+        if not where.parent.is_dir():
+            raise StoreError(f"{self.path}: the folder {where.parent} does not exist; create it or pass another --db")
         try:
             self.con = duckdb.connect(self.path)
-        except duckdb.IOException as exc:
-            raise StoreError(f"{self.path}: cannot open the database ({str(exc).splitlines()[0]}). "
-                             "Is another simrun writing to it? Wait for it, or pass another --db.") from None
+        except duckdb.Error as exc:
+            first = str(exc).splitlines()[0]
+            hint = ("another process is writing to it; wait for it to finish, or pass another --db"
+                    if "lock" in first.lower() else "is it a DuckDB file? Pass another --db")
+            raise StoreError(f"{self.path}: cannot open the database ({first}); {hint}") from None
         migrate(self.con)
 
     def close(self) -> None:
@@ -142,6 +149,19 @@ class Store:
             "FROM runs r LEFT JOIN conversations c USING (run_id) GROUP BY ALL ORDER BY r.started_at DESC")
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def conversation_list(self, run_id: str) -> list[tuple[str, str, bool | None]]:
+        return self.con.execute("SELECT conversation_id, end_reason, goal_reached FROM conversations "
+                                "WHERE run_id = ? ORDER BY conversation_id", [run_id]).fetchall()
+
+    def conversation_row(self, run_id: str, conversation_id: str) -> dict[str, Any]:
+        cur = self.con.execute("SELECT * EXCLUDE (initial_state, final_state, audit) FROM conversations "
+                               "WHERE run_id = ? AND conversation_id = ?", [run_id, conversation_id])
+        row = cur.fetchone()
+        if row is None:
+            raise StoreError(f"run {run_id} has no conversation {conversation_id!r}; "
+                             "`simrun show RUN` lists them")
+        return dict(zip([d[0] for d in cur.description], row))
 
     def conversation_ids(self, run_id: str) -> list[str]:
         return [r[0] for r in self.con.execute(

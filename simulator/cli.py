@@ -18,7 +18,7 @@ from rich.table import Table
 
 from scoring import rates as R
 from scoring.report import build_report
-from scoring.store import Store
+from scoring.store import DEFAULT_DB, Store
 from simulator import __version__
 from simulator.errors import SimrunError
 from simulator.money import usd
@@ -38,19 +38,21 @@ def _fail(exc: SimrunError) -> None:
     raise typer.Exit(2)
 
 
-CONFIG = typer.Option("simrun.toml", "--config", help="Project file (what to run, and against which runtime).")
-BUDGETS = typer.Option("budgets.toml", "--budgets", help="Prices, default budget and gate thresholds.")
+CONFIG = typer.Option(None, "--config", help="Project file (default: ./simrun.toml if there is one).")
+BUDGETS = typer.Option(None, "--budgets", help="Prices, default budget and gate thresholds (default: ./budgets.toml).")
 DB = typer.Option(None, "--db", help="DuckDB file (default: simrun.duckdb in the project).")
+PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
+GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
 
 
 def run_command(
     ctx: typer.Context,
     budget: Optional[str] = typer.Option(None, "--budget", help="Most the run may spend, e.g. 5usd, $5, '5 USD'."),
-    config: str = CONFIG,
-    budgets: str = BUDGETS,
+    config: Optional[str] = CONFIG,
+    budgets: Optional[str] = BUDGETS,
     db: Optional[str] = DB,
-    personas: Optional[str] = typer.Option(None, "--personas", help="Folder of persona YAML files."),
-    goals: Optional[str] = typer.Option(None, "--goals", help="Folder of goal YAML files."),
+    personas: Optional[str] = PERSONAS,
+    goals: Optional[str] = GOALS,
     repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", help="Conversations per persona x goal cell."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Run seed; each cell derives its own from it."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Conversations in flight at once."),
@@ -60,6 +62,11 @@ def run_command(
 ) -> None:
     """Run the persona x goal matrix, store it, print the rates and write the report."""
     if ctx.invoked_subcommand:
+        given = [f"--{name}" for name, value in ctx.params.items() if value not in (None, False)]
+        if given:
+            # Flags before a command would be silently ignored by it: refuse, and say where they go.
+            _fail(SimrunError(f"{', '.join(given)} before `{ctx.invoked_subcommand}` does nothing there; "
+                              f"put a command's flags after it (simrun {ctx.invoked_subcommand} --help)"))
         return
     if version:
         out.print(f"simrun {__version__}")
@@ -72,9 +79,10 @@ def run_command(
         asyncio.run(runtime.health())
     except SimrunError as exc:
         _fail(exc)
+    reps = f"{plan.repetitions} repetition" + ("" if plan.repetitions == 1 else "s")
     out.print(f"simrun {__version__}: {len(plan.dataset.personas)} personas x {len(plan.dataset.goals)} goals x "
-              f"{plan.repetitions} repetitions = {plan.conversations} conversations; user {plan.user}; "
-              f"runtime {runtime.description}; budget {usd(plan.budget)}", highlight=False)
+              f"{reps} = {plan.conversations} conversations; user {plan.user}; "
+              f"runtime {runtime.description}; budget {usd(plan.budget)}", highlight=False, soft_wrap=True)
     try:
         with Store(plan.db) as store:
             result = asyncio.run(execute(plan, store, runtime=runtime))
@@ -110,41 +118,47 @@ def _summary(store: Store, run_id: str) -> int:
     low, high = outcome.goal_interval
     ends = ", ".join(f"{k} {v}" for k, v in outcome.ends.items())
     out.print(f"goal reached: {pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, "
-              f"95% {pct(low)} – {pct(high)}); ends: {ends}", highlight=False)
-    violations = R.guarantee_violations(rates)
-    if violations:
-        out.print("FAILED: guarantees broken: " + ", ".join(f"{k} x{v}" for k, v in violations.items()),
-                  style="bold red", highlight=False)
+              f"95% {pct(low)} – {pct(high)}); ends: {ends}", highlight=False, soft_wrap=True)
+    if outcome.runtime_errors:
+        out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): see runtime_error in the report",
+                  style="yellow", highlight=False)
+    broken = [r for r in rates if r.kind == "guarantee" and r.occurrences]
+    if broken:
+        out.print("FAILED: guarantees broken: " + ", ".join(
+            f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken),
+            style="bold red", highlight=False, soft_wrap=True)
         return 1
     out.print("every guarantee held", style="green")
     return 0
 
 
 @app.command()
-def validate(config: str = CONFIG, budgets: str = BUDGETS) -> None:
+def validate(config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS,
+             personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS) -> None:
     """Check personas, goals, simrun.toml and budgets.toml, and that the runtime answers."""
     try:
-        plan = load_plan(config=config, budgets=budgets)
+        plan = load_plan(config=config, budgets=budgets, personas=personas, goals=goals)
         runtime = runtime_for(plan)
         health = asyncio.run(runtime.health())
     except SimrunError as exc:
         _fail(exc)
+    files = ", ".join(f"{p} ok" for p in plan.files) or "no simrun.toml or budgets.toml (defaults)"
     out.print(f"ok: {len(plan.dataset.personas)} personas, {len(plan.dataset.goals)} goals "
-              f"(dataset {plan.dataset.hash}); budgets.toml ok; runtime {health.get('runtime')} "
-              f"{health.get('version')} speaks protocol {health['protocol']}", highlight=False)
+              f"(dataset {plan.dataset.hash}); {files}; runtime {health.get('runtime')} "
+              f"{health.get('version')} speaks protocol {health['protocol']}", highlight=False, soft_wrap=True)
 
 
 @app.command()
 def runs(db: Optional[str] = DB) -> None:
     """List the runs in the database, newest first."""
     try:
-        with Store(db or "simrun.duckdb") as store:
+        with Store(db or DEFAULT_DB, create=False) as store:
             rows = store.runs()
     except SimrunError as exc:
         _fail(exc)
     table = Table()
     for col in ("run", "started", "status", "user", "dataset", "conversations", "goal reached", "spent"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "run")
     for r in rows:
         rate = "–" if r["goal_rate"] is None else f"{100 * r['goal_rate']:.1f}%"
         table.add_row(r["run_id"], str(r["started_at"])[:19], r["status"], r["user_backend"], r["dataset_hash"],
@@ -157,7 +171,7 @@ def report(run: str = typer.Argument("latest", help="Run id, or 'latest'."), db:
            reports: str = typer.Option("reports", "--reports", help="Output folder.")) -> None:
     """Write (again) the HTML report of a stored run."""
     try:
-        with Store(db or "simrun.duckdb") as store:
+        with Store(db or DEFAULT_DB, create=False) as store:
             path = build_report(store, run, reports)
     except SimrunError as exc:
         _fail(exc)
@@ -170,14 +184,16 @@ def show(run: str = typer.Argument(..., help="Run id, or 'latest'."),
          db: Optional[str] = DB, as_json: bool = typer.Option(False, "--json", help="Print the raw transcript.")) -> None:
     """Print one stored conversation turn by turn (or list a run's conversations)."""
     try:
-        with Store(db or "simrun.duckdb") as store:
+        with Store(db or DEFAULT_DB, create=False) as store:
             run_id = store.run(run)["run_id"]
             if conversation is None:
-                for cid in store.conversation_ids(run_id):
-                    out.print(cid, highlight=False)
+                for cid, end, reached in store.conversation_list(run_id):
+                    goal = "goal reached" if reached else "goal UNVERIFIABLE" if reached is None else "goal not reached"
+                    out.print(f"{cid}  {end}  {goal}", highlight=False, soft_wrap=True)
                 return
             t = store.transcript(run_id, conversation)
             findings = store.findings(run_id, conversation)
+            detail = store.conversation_row(run_id, conversation)
     except SimrunError as exc:
         _fail(exc)
     if as_json:
@@ -185,7 +201,8 @@ def show(run: str = typer.Argument(..., help="Run id, or 'latest'."),
 
         sys.stdout.write(json.dumps(asdict(t), indent=2, default=str) + "\n")
         return
-    out.print(f"{conversation}: end {t.end}, {len(t.turns)} turns, seed {t.seed}", highlight=False)
+    out.print(f"{conversation}: end {detail['end_reason']}, {len(t.turns)} turns, seed {t.seed}; "
+              f"goal: {detail['goal_detail']}", highlight=False, soft_wrap=True)
     for turn in t.turns:
         said = f"clicks {turn.user.offer}" if turn.user.kind == "click" else turn.user.text
         out.print(f"#{turn.index} user:    {said}", highlight=False, markup=False)

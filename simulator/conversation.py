@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from dataclasses import dataclass
 
 from scoring.goal import goal_status
@@ -58,7 +59,13 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
         initial = final = await runtime.state(session)
         talker = user.session(persona, goal, cell.seed, cell.repetition)
         for index in range(1, goal.max_turns + 1):
-            user_turn = await talker.next_turn(tuple(turns))
+            try:
+                user_turn = await talker.next_turn(tuple(turns))
+            except Exception as exc:   # the simulator failed, not the runtime: data, not a crash
+                end = "simulator_error"
+                error = {"kind": "simulator_crash", "message": f"{type(exc).__name__}: {exc}",
+                         "traceback": "".join(traceback.format_exception(exc)[-3:])[-2000:]}
+                break
             if user_turn.kind == "stop":
                 stop = user_turn
                 end = _stop_reason(goal, turns, stop, final)

@@ -156,15 +156,21 @@ class Goal(_Model):
             if step.question is not None and step.question not in qids:
                 raise ValueError(f"steps.{i}.question: no question with id {step.question!r}")
             names = set(self.facts) | set(step.arguments)
+            for arg, value in step.arguments.items():
+                _check_fields(value, set(self.facts), f"steps.{i}.arguments.{arg}")
+            values = {**self.facts, **{k: self.resolve(v) for k, v in step.arguments.items()}}
             for field in ("say", "terse"):
                 for template in getattr(step, field):
                     _check_fields(template, names, f"steps.{i}.{field}")
+                    _check_fills(template, values, f"steps.{i}.{field}")
             for field in ("answers", "correction"):
                 for arg, templates in getattr(step, field).items():
                     for template in (templates,) if isinstance(templates, str) else templates:
                         _check_fields(template, names, f"steps.{i}.{field}.{arg}")
-            for arg, value in step.arguments.items():
-                _check_fields(value, set(self.facts), f"steps.{i}.arguments.{arg}")
+                        _check_fills(template, values, f"steps.{i}.{field}.{arg}")
+        for i, question in enumerate(self.questions):
+            _check_fields(question.ask, set(self.facts), f"questions.{i}.ask")
+            _check_fills(question.ask, self.facts, f"questions.{i}.ask")
         for i, check in enumerate(self.success.records):
             for key, value in check.match.items():
                 _check_fields(value, set(self.facts), f"success.records.{i}.match.{key}")
@@ -196,6 +202,19 @@ def _check_fields(template: Any, known: set[str], where: str) -> None:
         if name.split(".")[0].split("[")[0] not in known:
             raise ValueError(f"{where}: '{{{name}}}' names a fact the goal does not define; "
                              f"known: {', '.join(sorted(known)) or 'none'}")
+
+
+def _check_fills(template: str, values: dict[str, Any], where: str) -> None:
+    """A template must fill with the goal's own values, or the run would fail midway."""
+    try:
+        template.format(**values)
+    except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
+        hint = ""
+        for _, name, spec, _ in string.Formatter().parse(template):
+            if name and spec and "%" in spec and not isinstance(values.get(name), (dt.date, dt.datetime)):
+                hint = (f"; '{name}' is text, not a date: write dates unquoted in YAML "
+                        f"(2027-02-20, not '2027-02-20')")
+        raise ValueError(f"{where}: cannot fill {template!r}: {exc}{hint}") from None
 
 
 def resolve(value: Any, names: dict[str, Any]) -> Any:

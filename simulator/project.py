@@ -34,6 +34,7 @@ class Plan:
     reports: Path
     runtime_target: str
     runtime_options: dict[str, Any] = field(default_factory=dict)
+    files: tuple[str, ...] = ()      # the configuration files read
 
     @property
     def conversations(self) -> int:
@@ -50,18 +51,30 @@ class Plan:
         }
 
 
-def load_plan(*, config: str | Path = "simrun.toml", budgets: str | Path = "budgets.toml",
+def _file(given: str | Path | None, default: str, flag: str) -> Path | None:
+    """A file named by a flag must exist; the default file is optional."""
+    if given is None:
+        return Path(default) if Path(default).exists() else None
+    if not Path(given).is_file():
+        raise ConfigError(f"no such file: {given}", field=flag)
+    return Path(given)
+
+
+def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = None,
               budget: str | None = None, personas: str | None = None, goals: str | None = None,
               repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
               user: str | None = None, db: str | None = None, reports: str | None = None) -> Plan:
-    """Resolve flags over files over defaults, and validate all of it."""
-    project = load_project(config)
-    money = load_budgets(budgets)
+    """Resolve flags over files over defaults, and validate all of it before anything runs."""
+    config_file = _file(config, "simrun.toml", "--config")
+    budgets_file = _file(budgets, "budgets.toml", "--budgets")
+    project = load_project(config_file) if config_file else Project()
+    money = load_budgets(budgets_file) if budgets_file else Budgets()
     amount = parse_usd(budget) if budget is not None else parse_usd(money.budget.default, where="budget.default")
     for flag, value in (("--repetitions", repetitions), ("--concurrency", concurrency)):
         if value is not None and value < 1:
             raise ConfigError(f"must be at least 1, got {value}", field=flag)
-    base = Path(config).parent if Path(config).exists() else Path(".")
+    # Paths in simrun.toml are relative to it, like a pyproject.toml's.
+    base = config_file.parent if config_file else Path(".")
     run = project.run
     dataset = load_dataset(Path(personas) if personas else base / run.personas,
                            Path(goals) if goals else base / run.goals)
@@ -69,7 +82,12 @@ def load_plan(*, config: str | Path = "simrun.toml", budgets: str | Path = "budg
                 repetitions=repetitions or run.repetitions, seed=run.seed if seed is None else seed,
                 concurrency=concurrency or run.concurrency, user=user or run.user,
                 db=Path(db) if db else base / run.db, reports=Path(reports) if reports else base / run.reports,
-                runtime_target=project.runtime.target, runtime_options=dict(project.runtime.options))
+                runtime_target=project.runtime.target, runtime_options=dict(project.runtime.options),
+                files=tuple(str(f) for f in (config_file, budgets_file) if f))
+    if not plan.db.parent.is_dir():
+        raise ConfigError(f"the folder {plan.db.parent} does not exist", field="--db")
+    if plan.reports.exists() and not plan.reports.is_dir():
+        raise ConfigError(f"{plan.reports} is a file, not a folder for reports", field="--reports")
     make_user(plan.user)   # an unknown or unavailable backend fails here, before anything runs
     return plan
 

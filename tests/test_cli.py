@@ -57,10 +57,13 @@ def test_the_main_command_runs_the_demo(project):
         (p / "goals" / "cancel-trip.yaml").read_text().replace("status: cancelled", "status: \"{state}\"")),
      "goals/cancel-trip.yaml:21 (success.records.0.match.status)"),
     (lambda p: (p / "budgets.toml").write_text(
-        (p / "budgets.toml").read_text().replace("min_effect", "min_efect")), "budgets.toml:20 (gate.min_efect)"),
+        (p / "budgets.toml").read_text().replace("min_effect", "min_efect")), "budgets.toml:{line} (gate.min_efect)"),
 ])
 def test_bad_input_is_one_line_naming_the_place_and_writes_no_run(cli, project, mutate, where):
     mutate(project)
+    if "{line}" in where:
+        text = (project / "budgets.toml").read_text().splitlines()
+        where = where.format(line=next(i for i, l in enumerate(text, 1) if "min_efect" in l))
     result = cli("--budget", "5usd")
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
@@ -98,3 +101,35 @@ def test_a_broken_guarantee_fails_the_run(cli, project):
                                              'faults = "phantom_receipt=0.5"'))
     result = cli("-n", "1")
     assert result.exit_code == 1 and "FAILED: guarantees broken: phantom_receipt" in result.output
+
+
+def test_flags_before_a_command_are_refused_not_ignored(cli):
+    result = cli("--db", "other.duckdb", "runs")
+    assert result.exit_code == 2 and "--db before `runs` does nothing there" in result.output
+
+
+def test_a_named_config_file_must_exist(cli, project):
+    result = cli("--config", "nope.toml")
+    assert result.exit_code == 2 and "--config" in result.output and "no such file: nope.toml" in result.output
+    assert run_rows(project) == 0
+
+
+def test_bad_runtime_options_are_one_line(cli, project):
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('# faults = "loop=0.2,phantom_receipt=0.1"', 'faults = "phantom=0.1"'))
+    result = cli("-n", "1")
+    assert result.exit_code == 2 and "unknown fault 'phantom'" in result.output
+    assert len(result.output.strip().splitlines()) == 1 and run_rows(project) == 0
+
+
+def test_read_commands_never_create_a_database(cli, project):
+    result = cli("runs", "--db", "typo.duckdb")
+    assert result.exit_code == 2 and "no such database" in result.output
+    assert not (project / "typo.duckdb").exists()
+
+
+def test_a_text_date_with_a_date_format_is_refused_when_loading(cli, project):
+    goal = project / "goals" / "rebook-return.yaml"
+    goal.write_text(goal.read_text().replace("return_date: 2027-02-08", "return_date: '2027-02-08'"))
+    result = cli("validate")
+    assert result.exit_code == 2 and "write dates unquoted" in result.output

@@ -44,6 +44,8 @@ def parse_faults(spec: dict[str, float] | str | None) -> dict[str, float]:
     """`{"loop": 0.2}` or `"loop=0.2,crash=0.05"` -> validated rates."""
     if not spec:
         return {}
+    if not isinstance(spec, (str, dict)):
+        raise UnknownFault(f"faults must be a string like 'loop=0.2,crash=0.05' or a table, got {spec!r}")
     if isinstance(spec, str):
         pairs = [item.split("=", 1) for item in spec.split(",") if item.strip()]
         try:
@@ -53,7 +55,7 @@ def parse_faults(spec: dict[str, float] | str | None) -> dict[str, float]:
     for name, rate in spec.items():
         if name not in FAULTS:
             raise UnknownFault(f"unknown fault {name!r}; known faults: {', '.join(FAULTS)}")
-        if not 0.0 <= float(rate) <= 1.0:
+        if not isinstance(rate, (int, float)) or not 0.0 <= float(rate) <= 1.0:
             raise UnknownFault(f"fault {name!r}: rate must be between 0 and 1, got {rate}")
     return {name: float(rate) for name, rate in spec.items()}
 

@@ -91,11 +91,18 @@ def mend(word: str) -> str:
     low = word.lower()
     if low in VOCAB or low in COMMON or len(low) < 4 or not low.isalpha():
         return word
-    for size in (len(low), len(low) - 1, len(low) + 1):
-        for candidate in _vocab_by_len.get(size, ()):
-            if within_one_edit(low, candidate):
-                return candidate
-    return word
+    candidates = [c for size in (len(low), len(low) - 1, len(low) + 1)
+                  for c in _vocab_by_len.get(size, ()) if within_one_edit(low, c)]
+    if not candidates:
+        return word
+    def fit(c: str) -> tuple[bool, bool, bool]:
+        # People rarely mistype a word's first or last letter: "trop" is "trip", not "drop".
+        return c[0] != low[0], c[-1] != low[-1], len(c) != len(low)
+
+    ranked = sorted(candidates, key=fit)
+    if len(ranked) > 1 and fit(ranked[1]) == fit(ranked[0]):
+        return word   # two words fit as well: guessing could turn "add" into "remove"
+    return ranked[0]
 
 
 _WORD = re.compile(r"[A-Za-zÀ-ÿ]+(?:['’][A-Za-z]+)?")

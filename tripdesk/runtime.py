@@ -24,7 +24,7 @@ from typing import Any
 
 from tripdesk import __version__
 from tripdesk.domain import CONFIRMED, REQUIRED, SEGMENTS, Store
-from tripdesk.faults import FORBIDDEN_NOTE, FaultLog, SessionFaults, parse_faults
+from tripdesk.faults import FORBIDDEN_NOTE, FaultLog, SessionFaults, UnknownFault, parse_faults
 from tripdesk.reading import (PartialDate, Reading, capitalised_phrase, clean_value, core_sentence,
                               read)
 
@@ -558,7 +558,10 @@ class TripDesk:
 
     def __init__(self, faults: dict[str, float] | str | None = None, fault_seed: int = 0) -> None:
         self.faults = parse_faults(faults)
-        self.fault_seed = int(fault_seed)
+        try:
+            self.fault_seed = int(fault_seed)
+        except (TypeError, ValueError):
+            raise UnknownFault(f"fault_seed must be a whole number, got {fault_seed!r}") from None
         self.fault_log = FaultLog()
         self._sessions: dict[str, Session] = {}
         self._next = itertools.count(1)

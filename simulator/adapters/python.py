@@ -45,6 +45,10 @@ def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
         return factory(**(options or {}))
     except TypeError as exc:
         raise RuntimeUnavailable(f"runtime target {target!r}: bad runtime options: {exc}") from None
+    except Exception as exc:
+        # The runtime's own constructor refused its options (an unknown fault name, say).
+        raise RuntimeUnavailable(f"runtime target {target!r} refused [runtime.options]: "
+                                 f"{type(exc).__name__}: {exc}") from None
 
 
 async def _call(fn, *args):

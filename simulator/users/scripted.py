@@ -168,7 +168,7 @@ class ScriptedSession:
         if step.question is not None:
             self.asked_once = True
             question = next(q for q in self.goal.questions if q.id == step.question)
-            return self._finish(m.protect(question.ask, question.match), meta)
+            return self._finish(m.protect(question.ask.format(**self._facts()), question.match), meta)
         if step.expect is not None:
             self.asked_once = True
             return self._message(self.rng("say").choice(step.say), self._facts(), meta)

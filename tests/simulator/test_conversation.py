@@ -106,3 +106,24 @@ def test_bad_targets_say_what_is_wrong(tmp_path):
     path = tmp_path / "mine.py"
     path.write_text("class R:\n    def __init__(self, x=1):\n        self.x = x\n")
     assert load_target(f"{path}:R", {"x": 3}).x == 3
+
+
+def test_a_failing_simulator_is_recorded_as_its_own_fault(demo):
+    class Crashing:
+        name, paid = "crashing", False
+
+        def session(self, *args):
+            return self
+
+        async def next_turn(self, turns):
+            if turns:
+                raise KeyError("lost my place")
+            return await ScriptedUser().session(demo.persona("plain-paula"), demo.goal("new-trip-full"), 5, 0) \
+                .next_turn(turns)
+
+    c = asyncio.run(converse(Cell(demo.persona("plain-paula"), demo.goal("new-trip-full"), 0, 5), Crashing(),
+                             PythonRuntime(TripDesk())))
+    assert c.transcript.end == "simulator_error" and c.transcript.error["kind"] == "simulator_crash"
+    assert "lost my place" in c.transcript.error["message"] and c.transcript.error["traceback"]
+    assert c.scorecard.checks["simulator_error"].status == "fired"
+    assert not c.scorecard.counts_for_runtime
