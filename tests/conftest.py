@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,9 @@ from tripdesk import TripDesk
 from tripdesk.faults import FAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO_REPETITIONS = 3
+# More repetitions make the fault and manner tests look harder (SIMRUN_TEST_REPETITIONS=10
+# before a release); three keep the suite fast.
+DEMO_REPETITIONS = int(os.environ.get("SIMRUN_TEST_REPETITIONS", "3"))
 
 
 @dataclass
