@@ -20,7 +20,7 @@ from scoring import rates as R
 from scoring.report import build_report
 from scoring.store import DEFAULT_DB, Store
 from simulator import __version__
-from simulator.errors import SimrunError
+from simulator.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.project import execute, load_plan, runtime_for
 
@@ -32,9 +32,13 @@ if not out.is_terminal:
     out = Console(width=120)   # CI logs: keep class names whole
 
 
-def _fail(exc: SimrunError) -> None:
+def err_line(text: str) -> None:
     # One line, never wrapped: editors and CI annotations jump to "file:line".
-    typer.secho(f"error: {exc}", err=True, fg="red", bold=True)
+    typer.secho(text, err=True, fg="red", bold=True)
+
+
+def _fail(exc: SimrunError) -> None:
+    err_line(f"error: {exc}")
     raise typer.Exit(2)
 
 
@@ -42,6 +46,11 @@ CONFIG = typer.Option(None, "--config", help="Project file (default: ./simrun.to
 BUDGETS = typer.Option(None, "--budgets", help="Prices, default budget and gate thresholds (default: ./budgets.toml).")
 DB = typer.Option(None, "--db", help="DuckDB file (default: simrun.duckdb in the project).")
 PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
+TRANSPORT = typer.Option(None, "--transport", help="python, http or stdio (over simrun.toml's runtime.transport).")
+URL = typer.Option(None, "--url", help="http: the base URL of a running runtime.")
+RUNTIME_COMMAND = typer.Option(None, "--runtime-command", help="http or stdio: the command that starts the runtime.")
+TIMEOUT = typer.Option(None, "--timeout", help="Seconds one runtime request may take.")
+HEADER = typer.Option(None, "--header", help="http: NAME=VALUE request header; ${VAR} is read from the environment.")
 GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
 
 
@@ -58,11 +67,16 @@ def run_command(
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Conversations in flight at once."),
     user: Optional[str] = typer.Option(None, "--user", help="scripted (default), openai:<model> or anthropic:<model>."),
     reports: Optional[str] = typer.Option(None, "--reports", help="Folder for the HTML report."),
+    transport: Optional[str] = TRANSPORT,
+    url: Optional[str] = URL,
+    runtime_command: Optional[str] = RUNTIME_COMMAND,
+    timeout: Optional[float] = TIMEOUT,
+    header: Optional[list[str]] = HEADER,
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
     """Run the persona x goal matrix, store it, print the rates and write the report."""
     if ctx.invoked_subcommand:
-        given = [f"--{name}" for name, value in ctx.params.items() if value not in (None, False)]
+        given = [f"--{name}" for name, value in ctx.params.items() if value not in (None, False, [], ())]
         if given:
             # Flags before a command would be silently ignored by it: refuse, and say where they go.
             _fail(SimrunError(f"{', '.join(given)} before `{ctx.invoked_subcommand}` does nothing there; "
@@ -74,28 +88,57 @@ def run_command(
     try:
         plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
                          repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, db=db,
-                         reports=reports)
+                         reports=reports, runtime_flags=runtime_flags(transport, url, runtime_command,
+                                                                      timeout, header))
         runtime = runtime_for(plan)
-        asyncio.run(runtime.health())
+        result, code, path = asyncio.run(_run(plan, runtime))
     except SimrunError as exc:
         _fail(exc)
-    reps = f"{plan.repetitions} repetition" + ("" if plan.repetitions == 1 else "s")
-    out.print(f"simrun {__version__}: {len(plan.dataset.personas)} personas x {len(plan.dataset.goals)} goals x "
-              f"{reps} = {plan.conversations} conversations; user {plan.user}; "
-              f"runtime {runtime.description}; budget {usd(plan.budget)}", highlight=False, soft_wrap=True)
-    try:
-        with Store(plan.db) as store:
-            result = asyncio.run(execute(plan, store, runtime=runtime))
-            code = _summary(store, result.run_id)
-            path = build_report(store, result.run_id, plan.reports)
-    except SimrunError as exc:
-        _fail(exc)
+    except KeyboardInterrupt:
+        err_line("interrupted: the conversations that finished are stored, and the run is marked interrupted")
+        raise typer.Exit(130)
     paid = "" if plan.user != "scripted" else " (the scripted user is free)"
     out.print(f"spent {usd(result.spent_usd)} of {usd(result.budget_usd)}{paid}; "
               f"{usd(result.budget_usd - result.spent_usd)} left", highlight=False)
     out.print(f"database: {plan.db}   run: {result.run_id}", highlight=False)
     out.print(f"report: {path}", highlight=False)
     raise typer.Exit(code)
+
+
+async def _run(plan, runtime):
+    try:
+        await runtime.health()
+    except BaseException:
+        await runtime.aclose()
+        raise
+    reps = f"{plan.repetitions} repetition" + ("" if plan.repetitions == 1 else "s")
+    out.print(f"simrun {__version__}: {len(plan.dataset.personas)} personas x {len(plan.dataset.goals)} goals x "
+              f"{reps} = {plan.conversations} conversations; user {plan.user}; "
+              f"runtime {runtime.description}; budget {usd(plan.budget)}", highlight=False, soft_wrap=True)
+    with Store(plan.db) as store:
+        result = await execute(plan, store, runtime=runtime)
+        code = _summary(store, result.run_id)
+        path = build_report(store, result.run_id, plan.reports)
+    return result, code, path
+
+
+def runtime_flags(transport, url, command, timeout, headers) -> dict:
+    """Runtime settings given as flags, over simrun.toml's [runtime]."""
+    flags: dict = {}
+    if transport:
+        flags["transport"] = transport
+    if url:
+        flags |= {"url": url, "command": None, "transport": transport or "http"}
+    if command:
+        flags |= {"command": command, "url": None}
+    if timeout is not None:
+        flags["timeout_s"] = timeout
+    for item in headers or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{item!r}: write a header as NAME=VALUE (VALUE may use ${{VAR}})", field="--header")
+        flags.setdefault("headers", {})[name.strip()] = value
+    return flags
 
 
 app.callback(invoke_without_command=True)(run_command)
@@ -134,18 +177,28 @@ def _summary(store: Store, run_id: str) -> int:
 
 @app.command()
 def validate(config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS,
-             personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS) -> None:
+             personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
+             transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
+             runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
+             header: Optional[list[str]] = HEADER) -> None:
     """Check personas, goals, simrun.toml and budgets.toml, and that the runtime answers."""
     try:
-        plan = load_plan(config=config, budgets=budgets, personas=personas, goals=goals)
-        runtime = runtime_for(plan)
-        health = asyncio.run(runtime.health())
+        plan = load_plan(config=config, budgets=budgets, personas=personas, goals=goals,
+                         runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
+        health = asyncio.run(_health(runtime_for(plan)))
     except SimrunError as exc:
         _fail(exc)
     files = ", ".join(f"{p} ok" for p in plan.files) or "no simrun.toml or budgets.toml (defaults)"
     out.print(f"ok: {len(plan.dataset.personas)} personas, {len(plan.dataset.goals)} goals "
               f"(dataset {plan.dataset.hash}); {files}; runtime {health.get('runtime')} "
               f"{health.get('version')} speaks protocol {health['protocol']}", highlight=False, soft_wrap=True)
+
+
+async def _health(runtime) -> dict:
+    try:
+        return await runtime.health()
+    finally:
+        await runtime.aclose()
 
 
 @app.command()
@@ -218,6 +271,60 @@ def show(run: str = typer.Argument(..., help="Run id, or 'latest'."),
         out.print(f"error: {t.error.get('message')}", style="red", highlight=False, markup=False)
 
 
+@app.command("check-runtime")
+def check_runtime_command(
+        config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
+        goal: Optional[str] = typer.Option(None, "--goal", help="The goal whose setup and words to use."),
+        transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
+        runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
+        header: Optional[list[str]] = HEADER) -> None:
+    """Hold a short conformance conversation with the runtime and report what it supplies.
+
+    Exit 0 when it keeps protocol 1, 1 on a protocol violation, 2 when it cannot be reached."""
+    from simulator.conformance import check_runtime
+
+    try:
+        plan = load_plan(config=config, personas=personas, goals=goals,
+                         runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
+        chosen = plan.dataset.goal(goal) if goal else plan.dataset.goals[0]
+        report = asyncio.run(check_runtime(runtime_for(plan), chosen))
+    except StopIteration:
+        _fail(ConfigError(f"no goal {goal!r}; goals are: {', '.join(g.id for g in plan.dataset.goals)}",
+                          field="--goal"))
+    except SimrunError as exc:
+        _fail(exc)
+    health = report.health or {}
+    out.print(f"runtime {report.runtime}: {health.get('runtime')} {health.get('version')}, protocol "
+              f"{health.get('protocol')}; probe goal {chosen.id}, {len(report.turns)} turns", highlight=False,
+              soft_wrap=True)
+    ops = Table(title="operations", title_justify="left")
+    ops.add_column("operation")
+    ops.add_column("")
+    for op in ("health", "start", "turn", "state", "audit", "close"):
+        ops.add_row(op, report.operations.get(op, "not reached"))
+    out.print(ops)
+    fields = Table(title="turn-result fields (turns that carried each)", title_justify="left")
+    fields.add_column("field")
+    fields.add_column("turns", justify="right")
+    answered = sum(1 for t in report.turns if t.result is not None)
+    for name, n in report.field_presence().items():
+        fields.add_row(name, f"{n}/{answered}", style=None if n == answered else "yellow")
+    out.print(fields)
+    unverifiable = report.unverifiable()
+    if unverifiable:
+        out.print("UNVERIFIABLE in a run (never counted as passes):", style="yellow")
+        for cls, lacking in unverifiable.items():
+            out.print(f"  {cls}: needs {', '.join(lacking)}", highlight=False, markup=False)
+    else:
+        out.print("every class and guarantee can be checked", style="green")
+    for v in report.violations:
+        out.print(f"VIOLATION at {v.where}: {v.problem}\n    {v.json}", style="red", highlight=False,
+                  markup=False, soft_wrap=True)
+    if report.violations:
+        raise typer.Exit(1)
+    out.print("protocol 1 kept", style="green")
+
+
 @app.command()
 def schema(out_dir: str = typer.Option("schemas", "--out", help="Folder to write the JSON Schemas to.")) -> None:
     """Write the JSON Schemas of persona and goal files, for editors."""
@@ -228,6 +335,8 @@ def schema(out_dir: str = typer.Option("schemas", "--out", help="Folder to write
     for name, body in json_schemas().items():
         (folder / f"{name}.schema.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
         out.print(f"wrote {folder / f'{name}.schema.json'}", highlight=False)
+
+
 
 
 def main() -> None:

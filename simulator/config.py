@@ -14,7 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from simulator.errors import ConfigError
 from simulator.money import parse_usd
@@ -69,9 +69,27 @@ class RunSection(_Model):
 
 
 class RuntimeSection(_Model):
-    transport: Literal["python"] = "python"
-    target: str = Field("tripdesk:TripDesk", description="module:Class (or file.py:Class) for python.")
-    options: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for the runtime.")
+    transport: Literal["python", "http", "stdio"] = Field("python", description="How the runtime is reached.")
+    target: str = Field("tripdesk:TripDesk", description="python: module:Class (or file.py:Class).")
+    options: dict[str, Any] = Field(default_factory=dict, description="python: keyword arguments for the runtime.")
+    url: str | None = Field(None, description="http: the base URL of a runtime that is already running.")
+    command: list[str] | str | None = Field(
+        None, description="http: the command simrun starts ({port} is replaced); stdio: the child to run.")
+    cwd: str | None = Field(None, description="The started command's working directory.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the started command.")
+    timeout_s: float = Field(30.0, gt=0, description="Seconds one request may take before it is a runtime_error.")
+    startup_timeout_s: float = Field(30.0, gt=0, description="http: seconds to wait for /v1/health at start.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="http: request headers; ${VAR} is read from the environment, never stored.")
+
+    @model_validator(mode="after")
+    def _transport_needs(self) -> "RuntimeSection":
+        if self.transport == "http" and (self.url is None) == (self.command is None):
+            raise ValueError("the http transport needs exactly one of url (a running server) or command "
+                             "(simrun starts it)")
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("the stdio transport needs command, the program to run")
+        return self
 
 
 class Project(_Model):

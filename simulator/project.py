@@ -6,13 +6,20 @@ Python users both go through `load_plan` and `execute`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+import re
+import shlex
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from simulator.adapters.http import HttpRuntime
 from simulator.adapters.python import PythonRuntime
-from simulator.config import Budgets, Project, load_budgets, load_project
+from simulator.adapters.stdio import StdioRuntime
+from simulator.config import Budgets, Project, RuntimeSection, load_budgets, load_project
 from simulator.dataset import Dataset, load_dataset
 from simulator.errors import ConfigError
 from simulator.money import parse_usd
@@ -32,8 +39,7 @@ class Plan:
     user: str
     db: Path
     reports: Path
-    runtime_target: str
-    runtime_options: dict[str, Any] = field(default_factory=dict)
+    runtime: RuntimeSection
     files: tuple[str, ...] = ()      # the configuration files read
 
     @property
@@ -45,8 +51,7 @@ class Plan:
         return {
             "repetitions": self.repetitions, "seed": self.seed, "concurrency": self.concurrency,
             "user": self.user, "budget_usd": str(self.budget),
-            "runtime": {"transport": "python", "target": self.runtime_target,
-                        "options": self.runtime_options},
+            "runtime": runtime_summary(self.runtime),
             "personas": [p.id for p in self.dataset.personas], "goals": [g.id for g in self.dataset.goals],
         }
 
@@ -63,7 +68,8 @@ def _file(given: str | Path | None, default: str, flag: str) -> Path | None:
 def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = None,
               budget: str | None = None, personas: str | None = None, goals: str | None = None,
               repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
-              user: str | None = None, db: str | None = None, reports: str | None = None) -> Plan:
+              user: str | None = None, db: str | None = None, reports: str | None = None,
+              runtime_flags: dict[str, Any] | None = None) -> Plan:
     """Resolve flags over files over defaults, and validate all of it before anything runs."""
     config_file = _file(config, "simrun.toml", "--config")
     budgets_file = _file(budgets, "budgets.toml", "--budgets")
@@ -78,12 +84,20 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
     run = project.run
     dataset = load_dataset(Path(personas) if personas else base / run.personas,
                            Path(goals) if goals else base / run.goals)
+    runtime = project.runtime
+    if runtime_flags:
+        try:
+            runtime = RuntimeSection.model_validate({**runtime.model_dump(), **runtime_flags})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            flag = {"url": "--url", "command": "--runtime-command", "timeout_s": "--timeout",
+                    "headers": "--header"}.get(str(err["loc"][0]) if err["loc"] else "", "--transport")
+            raise ConfigError(err["msg"].removeprefix("Value error, "), field=flag) from None
     plan = Plan(project=project, budgets=money, dataset=dataset, budget=amount,
                 repetitions=repetitions or run.repetitions, seed=run.seed if seed is None else seed,
                 concurrency=concurrency or run.concurrency, user=user or run.user,
                 db=Path(db) if db else base / run.db, reports=Path(reports) if reports else base / run.reports,
-                runtime_target=project.runtime.target, runtime_options=dict(project.runtime.options),
-                files=tuple(str(f) for f in (config_file, budgets_file) if f))
+                runtime=runtime, files=tuple(str(f) for f in (config_file, budgets_file) if f))
     if not plan.db.parent.is_dir():
         raise ConfigError(f"the folder {plan.db.parent} does not exist", field="--db")
     if plan.reports.exists() and not plan.reports.is_dir():
@@ -92,8 +106,47 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
     return plan
 
 
-def runtime_for(plan: Plan) -> PythonRuntime:
-    return PythonRuntime.from_target(plan.runtime_target, plan.runtime_options)
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand(value: str, where: str) -> str:
+    """${VAR} from the environment; a missing variable is refused with its name."""
+    def one(m: re.Match) -> str:
+        if m.group(1) not in os.environ:
+            raise ConfigError(f"needs the environment variable {m.group(1)}; set it (it is never stored)",
+                              field=where)
+        return os.environ[m.group(1)]
+
+    return _VAR.sub(one, value)
+
+
+def command_list(command: list[str] | str | None) -> list[str] | None:
+    return shlex.split(command) if isinstance(command, str) else command
+
+
+def runtime_summary(runtime: RuntimeSection) -> dict[str, Any]:
+    """The runtime as stored with a run: header and environment values left out (secrets)."""
+    summary = {"transport": runtime.transport, "timeout_s": runtime.timeout_s}
+    if runtime.transport == "python":
+        summary |= {"target": runtime.target, "options": runtime.options}
+    else:
+        summary |= {"url": runtime.url, "command": command_list(runtime.command), "cwd": runtime.cwd,
+                    "env": sorted(runtime.env), "headers": sorted(runtime.headers)}
+    return summary
+
+
+def runtime_for(plan: Plan):
+    """The adapter for the plan's transport. Secrets are read from the environment only here."""
+    rt = plan.runtime
+    if rt.transport == "python":
+        return PythonRuntime.from_target(rt.target, rt.options)
+    env = {k: expand(v, f"runtime.env.{k}") for k, v in rt.env.items()}
+    if rt.transport == "http":
+        headers = {k: expand(v, f"runtime.headers.{k}") for k, v in rt.headers.items()}
+        return HttpRuntime(url=rt.url, command=command_list(rt.command), env=env, cwd=rt.cwd,
+                           timeout_s=rt.timeout_s, startup_timeout_s=rt.startup_timeout_s, headers=headers,
+                           concurrency=plan.concurrency)
+    return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s)
 
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None,

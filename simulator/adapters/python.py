@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from simulator.adapters.base import as_json, check_health, check_turn_result
+from simulator.adapters.base import Checked, as_json, check_health
 from simulator.errors import RuntimeFault, RuntimeUnavailable
 
 
@@ -58,7 +58,7 @@ async def _call(fn, *args):
     return value
 
 
-class PythonRuntime:
+class PythonRuntime(Checked):
     def __init__(self, runtime: Any) -> None:
         self.runtime = runtime
         self.description = f"python:{type(runtime).__module__}.{type(runtime).__name__}"
@@ -83,26 +83,21 @@ class PythonRuntime:
                                elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
     async def start(self, request: dict[str, Any]) -> str:
-        reply = as_json(await self._guarded("start", self.runtime.start, as_json(request, "start")), "start")
-        if not isinstance(reply, dict) or not isinstance(reply.get("session"), str):
-            raise RuntimeFault("malformed", "start did not return {\"session\": \"...\"}", body=repr(reply)[:500])
-        return reply["session"]
+        return self._started(as_json(await self._guarded("start", self.runtime.start, as_json(request, "start")),
+                                     "start reply"))
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return check_turn_result(await self._guarded("turn", self.runtime.turn, session, payload))
+        return self._turn(as_json(await self._guarded("turn", self.runtime.turn, session, payload), "turn result"))
 
     async def state(self, session: str) -> dict[str, Any] | None:
         if not hasattr(self.runtime, "state"):
             return None
-        return as_json(await self._guarded("state", self.runtime.state, session), "state")
+        return self._state(as_json(await self._guarded("state", self.runtime.state, session), "state"))
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         if not hasattr(self.runtime, "audit"):
             return None
-        reply = as_json(await self._guarded("audit", self.runtime.audit, session), "audit")
-        if not isinstance(reply, dict) or not isinstance(reply.get("turns"), list):
-            raise RuntimeFault("malformed", "audit did not return {\"turns\": [...]}", body=repr(reply)[:500])
-        return reply["turns"]
+        return self._audit(as_json(await self._guarded("audit", self.runtime.audit, session), "audit"))
 
     async def close(self, session: str) -> None:
         if hasattr(self.runtime, "close"):

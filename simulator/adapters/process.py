@@ -1,0 +1,122 @@
+"""A runtime's child process: started without a shell, watched, and never left behind.
+
+The child runs in its own process group, so stopping it stops whatever it started too. Its
+stderr is kept as a bounded tail: the evidence a `runtime_error` carries. `stop` is called by
+the adapter's `aclose` (after a run, and after Ctrl-C through the runner's `finally`); an
+`atexit` hook is the last resort for an interpreter that exits any other way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import collections
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+from simulator.errors import RuntimeUnavailable
+
+STDERR_TAIL_LINES = 40
+_live: set[int] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for pid in list(_live):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def free_port() -> int:
+    """A TCP port on the loopback that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ManagedProcess:
+    def __init__(self, command: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
+                 stdin_pipe: bool = False) -> None:
+        if not command:
+            raise RuntimeUnavailable("runtime.command is empty; give the program and its arguments as a list")
+        self.command = list(command)
+        self.env = {**os.environ, **(env or {})}
+        self.cwd = cwd
+        self.stdin_pipe = stdin_pipe
+        self.proc: asyncio.subprocess.Process | None = None
+        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._drain: asyncio.Task | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode if self.proc is not None else None
+
+    def stderr_tail(self) -> str:
+        return "".join(self._stderr)[-4000:]
+
+    async def start(self) -> None:
+        if self.cwd is not None and not Path(self.cwd).is_dir():
+            raise RuntimeUnavailable(f"runtime.cwd {self.cwd!r} is not a folder")
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.command, cwd=self.cwd, env=self.env, start_new_session=True,
+                stdin=subprocess.PIPE if self.stdin_pipe else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if self.stdin_pipe else subprocess.DEVNULL,
+                stderr=subprocess.PIPE, limit=2**24)
+        except OSError as exc:
+            raise RuntimeUnavailable(f"cannot start the runtime {self.command!r}: {exc}") from None
+        _live.add(self.proc.pid)
+        self._stderr.clear()
+        self._drain = asyncio.create_task(self._read_stderr(self.proc))
+
+    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        while True:
+            line = await proc.stderr.readline()
+            if not line:
+                return
+            self._stderr.append(line.decode("utf-8", "replace"))
+
+    async def exited(self, within_s: float) -> bool:
+        """Whether the process has ended, waiting up to `within_s` for its exit to be seen."""
+        if self.proc is None:
+            return True
+        try:
+            await asyncio.wait_for(self.proc.wait(), within_s)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.returncode is None:
+            for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    await asyncio.wait_for(proc.wait(), wait)
+                    break
+                except asyncio.TimeoutError:
+                    continue
+        else:
+            await proc.wait()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)   # anything the runtime itself started
+        except (ProcessLookupError, PermissionError):
+            pass
+        _live.discard(proc.pid)
+        if self._drain is not None:
+            self._drain.cancel()
+            self._drain = None

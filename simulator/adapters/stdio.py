@@ -1,0 +1,121 @@
+"""The stdio transport: protocol 1 as one JSON object per line over a child process.
+
+simrun writes `{"id": 7, "op": "turn", "session": "s-1", "body": {...}}` and reads back
+`{"id": 7, "result": {...}}` or `{"id": 7, "error": {"status": 404, "message": "..."}}`; the
+ops and bodies are those of the HTTP operations (docs/protocol.md). The child is started without
+a shell. Requests are sent one at a time (a line protocol has one stream). A child that dies,
+hangs past the timeout or writes a broken line fails the conversation in flight as
+`runtime_error`, with its stderr tail; the next conversation starts a new child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from typing import Any
+
+from simulator.adapters.base import Checked, check_health
+from simulator.adapters.process import ManagedProcess
+from simulator.errors import RuntimeFault, RuntimeUnavailable
+
+LINE_EXCERPT = 2000
+
+
+class _NotSupported(Exception):
+    pass
+
+
+class StdioRuntime(Checked):
+    def __init__(self, command: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
+                 timeout_s: float = 30.0) -> None:
+        self.process = ManagedProcess(command, env=env, cwd=cwd, stdin_pipe=True)
+        self.description = f"stdio:{' '.join(command)}"
+        self.timeout_s = timeout_s
+        self._lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self.restarts = 0
+
+    def _fault(self, kind: str, message: str, **evidence: Any) -> RuntimeFault:
+        return RuntimeFault(kind, message, stderr=self.process.stderr_tail(), **evidence)
+
+    async def _call(self, op: str, session: str | None = None, body: Any = None, *,
+                    fresh: bool = False, optional: bool = False) -> Any:
+        async with self._lock:
+            if fresh and not self.process.alive:
+                # A new conversation gets a new child if the last one died.
+                if self.process.proc is not None:
+                    self.restarts += 1
+                    await self.process.stop()
+                await self.process.start()
+            if not self.process.alive:
+                raise self._fault("exited", f"{op}: the runtime process has exited "
+                                  f"(status {self.process.returncode})")
+            rid = next(self._ids)
+            message = {"id": rid, "op": op, **({"session": session} if session else {}),
+                       **({"body": body} if body is not None else {})}
+            started = time.perf_counter()
+            elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
+            proc = self.process.proc
+            try:
+                proc.stdin.write((json.dumps(message) + "\n").encode())
+                await proc.stdin.drain()
+                line = await asyncio.wait_for(proc.stdout.readline(), self.timeout_s)
+            except asyncio.TimeoutError:
+                await self.process.stop(grace_s=1.0)   # a hung child is no use to the next conversation
+                raise self._fault("timeout", f"{op}: no answer within {self.timeout_s}s",
+                                  elapsed_ms=elapsed()) from None
+            except (BrokenPipeError, ConnectionResetError):
+                line = b""
+            if not line:
+                await asyncio.sleep(0.05)   # let the exit status and last stderr lines arrive
+                raise self._fault("exited", f"{op}: the runtime process exited "
+                                  f"(status {self.process.returncode})", elapsed_ms=elapsed())
+            text = line.decode("utf-8", "replace")
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            raise self._fault("malformed", f"{op}: the runtime wrote a line that is not JSON",
+                              body=text[:LINE_EXCERPT], elapsed_ms=elapsed()) from None
+        if not isinstance(reply, dict) or reply.get("id") != rid or ("result" in reply) == ("error" in reply):
+            raise self._fault("malformed", f"{op}: expected {{\"id\": {rid}, \"result\" or \"error\"}}",
+                              body=text[:LINE_EXCERPT], elapsed_ms=elapsed())
+        if "error" in reply:
+            error = reply["error"] if isinstance(reply["error"], dict) else {"message": reply["error"]}
+            if optional and error.get("status") == 404:
+                raise _NotSupported
+            raise self._fault("error", f"{op} failed: {error.get('message')}", status=error.get("status"),
+                              body=text[:LINE_EXCERPT], elapsed_ms=elapsed())
+        return reply["result"]
+
+    async def health(self) -> dict[str, Any]:
+        try:
+            reply = await self._call("health", fresh=True)
+        except RuntimeFault as fault:
+            raise RuntimeUnavailable(f"{self.description}: {fault}\n{fault.evidence.get('stderr', '')}") from None
+        return check_health(reply, self.description)
+
+    async def start(self, request: dict[str, Any]) -> str:
+        return self._started(await self._call("start", body=request, fresh=True))
+
+    async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return self._turn(await self._call("turn", session, payload))
+
+    async def state(self, session: str) -> dict[str, Any] | None:
+        try:
+            return self._state(await self._call("state", session, optional=True))
+        except _NotSupported:
+            return None
+
+    async def audit(self, session: str) -> list[dict[str, Any]] | None:
+        try:
+            return self._audit(await self._call("audit", session, optional=True))
+        except _NotSupported:
+            return None
+
+    async def close(self, session: str) -> None:
+        await self._call("close", session)
+
+    async def aclose(self) -> None:
+        await self.process.stop()

@@ -1,0 +1,189 @@
+"""`simrun check-runtime`: a short conformance conversation against any runtime.
+
+It says which protocol operations and turn-result fields the runtime supplies, which classes
+and guarantees will therefore be UNVERIFIABLE in a run (and for want of which evidence), and
+every protocol violation it saw, with the offending JSON. The conversation follows the project's
+first goal (or the one named): its first request, a click on the first offer, a click on an
+offer that has expired, and one of its questions.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from scoring.transcript import TurnRecord, UserTurn
+from simulator.adapters.base import RuntimeAdapter, check_health
+from simulator.adapters.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, violations
+from simulator.dataset import Goal, Persona, canonical_json
+from simulator.errors import RuntimeFault
+
+# The evidence each check reads (CLASSES.md); "state" and "audit" are operations, the rest
+# turn-result fields.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "dead_end": ("ask", "next_steps", "card"),
+    "loop": ("ask",),
+    "refused_offer": ("taken_offer", "next_steps", "card", "state"),
+    "not_understood": ("understood",),
+    "unanswered": ("answer", "state"),
+    "wrong_record": ("state", "next_steps", "card", "ask", "taken_offer"),
+    "stale_click": ("next_steps", "card", "state"),
+    "phantom_receipt": ("receipts", "state"),
+    "card_not_actionable": ("mentions", "card", "next_steps"),
+    "refusal_with_hedge": ("verdicts",),
+    "audit_gap": ("audit",),
+    "integrity_leak": ("verdicts",),
+    "goal_reached": ("state",),
+}
+PROBE_PERSONA = Persona(id="conformance", name="Conformance probe")
+
+
+@dataclass
+class Violation:
+    where: str
+    problem: str
+    json: str
+
+
+@dataclass
+class Conformance:
+    runtime: str
+    health: dict[str, Any] | None = None
+    operations: dict[str, str] = field(default_factory=dict)
+    turns: list[TurnRecord] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    audit: list[dict] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def field_presence(self) -> dict[str, int]:
+        answered = [t.result for t in self.turns if isinstance(t.result, dict)]
+        return {name: sum(1 for r in answered if name in r) for name in TURN_FIELDS}
+
+    def missing(self) -> set[str]:
+        """Evidence the runtime did not give in every turn (fields) or at all (operations)."""
+        answered = [t for t in self.turns if isinstance(t.result, dict)]
+        gone = {name for name, n in self.field_presence().items() if n < len(answered)}
+        gone |= {op for op in ("state", "audit") if self.operations.get(op) != "supplied"}
+        return gone
+
+    def unverifiable(self) -> dict[str, list[str]]:
+        gone = self.missing()
+        return {cls: [n for n in needs if n in gone] for cls, needs in NEEDS.items()
+                if any(n in gone for n in needs)}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str)[:1500]
+
+
+def _offers(result: Any) -> list[str]:
+    if not isinstance(result, dict):
+        return []
+    ids = [o.get("id") for o in result.get("next_steps") or [] if isinstance(o, dict)]
+    card = result.get("card")
+    if isinstance(card, dict):
+        ids += [a.get("id") for a in card.get("actions") or [] if isinstance(a, dict)]
+    return [i for i in ids if isinstance(i, str)]
+
+
+def _probe_turns(goal: Goal | None):
+    """The user turns of the probe, each chosen from what the runtime showed so far."""
+    step = next((s for s in (goal.steps if goal else ()) if s.say), None)
+    values = {**goal.facts, **{k: goal.resolve(v) for k, v in step.arguments.items()}} if step else {}
+    first = step.say[0].format(**values) if step else "Hello"
+    question = goal.questions[0].ask.format(**goal.facts) if goal and goal.questions else "What can you do for me?"
+
+    def click_current(results):
+        offers = _offers(results[-1])
+        return UserTurn("click", offer=offers[0]) if offers else UserTurn("message", "yes")
+
+    def click_expired(results):
+        current = set(_offers(results[-1]))
+        old = [o for r in results[:-1] for o in _offers(r) if o not in current]
+        return UserTurn("click", offer=old[0]) if old else None
+
+    return [lambda results: UserTurn("message", first), click_current, click_expired,
+            lambda results: UserTurn("message", question)]
+
+
+async def check_runtime(runtime: RuntimeAdapter, goal: Goal | None = None) -> Conformance:
+    runtime.strict = False
+    report = Conformance(runtime.description)
+    try:
+        return await _converse(runtime, goal, report)
+    finally:
+        await runtime.aclose()
+
+
+async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conformance) -> Conformance:
+    def note(where: str, model, value: Any) -> None:
+        for problem in violations(model, value):
+            report.violations.append(Violation(where, problem, _json(value)))
+
+    report.health = check_health(await runtime.health(), runtime.description)
+    report.operations["health"] = "supplied"
+    setup = json.loads(canonical_json(goal.setup)) if goal else {}
+    try:
+        session = await runtime.start({"seed": 1, "persona": PROBE_PERSONA.id,
+                                       "goal": goal.id if goal else "conformance", "setup": setup})
+    except RuntimeFault as fault:
+        report.operations["start"] = f"failed: {fault}"
+        report.violations.append(Violation("start", str(fault), str(fault.evidence.get("body", ""))))
+        return report
+    report.operations["start"] = "supplied"
+    note("start", Started, {"session": session})
+    results: list[Any] = []
+    report.operations["state"] = "not supported"
+    for choose in _probe_turns(goal):
+        user = choose(results)
+        if user is None:
+            continue
+        turn_no = len(report.turns) + 1
+        try:
+            result = await runtime.turn(session, user.payload())
+        except RuntimeFault as fault:
+            report.operations["turn"] = f"failed: {fault}"
+            report.violations.append(Violation(f"turn {turn_no}", str(fault), str(fault.evidence.get("body", ""))))
+            report.turns.append(TurnRecord(turn_no, user, None, None))
+            break
+        report.operations["turn"] = "supplied"
+        if not isinstance(result, dict) or not isinstance(result.get("reply"), str):
+            report.violations.append(Violation(f"turn {turn_no}", "reply: a turn result needs a string 'reply'",
+                                               _json(result)))
+        else:
+            note(f"turn {turn_no}", TurnResult, result)
+        state = await _optional(runtime.state, session, report, "state", note, State)
+        results.append(result)
+        report.turns.append(TurnRecord(turn_no, user, result if isinstance(result, dict) else None, state))
+    audit = await _optional(runtime.audit, session, report, "audit", note, Audit, wrap="turns")
+    report.audit = audit
+    if isinstance(audit, list):
+        logged = {e.get("turn") for e in audit if isinstance(e, dict)}
+        for t in report.turns:
+            if t.result is not None and t.index not in logged:
+                report.violations.append(Violation("audit", f"no turn event for turn {t.index}", _json(audit)))
+    try:
+        await runtime.close(session)
+        report.operations["close"] = "supplied"
+    except RuntimeFault as fault:
+        report.operations["close"] = f"failed: {fault}"
+    return report
+
+
+async def _optional(method, session, report, op, note, model, wrap: str | None = None):
+    try:
+        value = await method(session)
+    except RuntimeFault as fault:
+        report.operations[op] = f"failed: {fault}"
+        report.violations.append(Violation(op, str(fault), str(fault.evidence.get("body", ""))))
+        return None
+    if value is None:
+        report.operations[op] = "not supported (404)"
+        return None
+    report.operations[op] = "supplied"
+    note(op, model, {wrap: value} if wrap else value)
+    return value

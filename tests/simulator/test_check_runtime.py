@@ -1,0 +1,112 @@
+"""`simrun check-runtime`: what a runtime supplies, what that leaves UNVERIFIABLE, and violations."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from decimal import Decimal
+
+import pytest
+from typer.testing import CliRunner
+
+from scoring import rates as R
+from scoring.store import Store
+from simulator.adapters.python import PythonRuntime
+from simulator.cli import app
+from simulator.conformance import NEEDS, check_runtime
+from simulator.runner import run_matrix
+from simulator.users.scripted import ScriptedUser
+
+PY = sys.executable
+MINIMAL = '''
+class OnlyReplies:
+    def health(self):
+        return {"protocol": 1, "runtime": "only-replies", "version": "0"}
+    def start(self, request):
+        return {"session": "s"}
+    def turn(self, session, request):
+        return {"reply": "Noted."}
+'''
+SLOPPY = '''
+from tripdesk import TripDesk
+class Sloppy(TripDesk):
+    def turn(self, session, request):
+        result = super().turn(session, request)
+        return {**result, "understood": "yes", "receipts": "e-1"}
+'''
+
+
+@pytest.fixture()
+def cli(project, monkeypatch):
+    monkeypatch.chdir(project)
+    return lambda *args: CliRunner().invoke(app, list(args))
+
+
+def use_runtime(project, source: str, target: str) -> None:
+    (project / "mine.py").write_text(source)
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('target = "tripdesk:TripDesk"', f'target = "mine.py:{target}"'))
+
+
+@pytest.mark.parametrize("flags", [
+    [], ["--transport", "stdio", "--runtime-command", f"{PY} -m tripdesk.stdio"],
+    ["--transport", "http", "--runtime-command", f"{PY} -m tripdesk.server --port {{port}}"]])
+def test_the_reference_runtime_passes_over_every_transport(cli, flags):
+    result = cli("check-runtime", *flags)
+    assert result.exit_code == 0, result.output
+    assert "every class and guarantee can be checked" in result.output and "protocol 1 kept" in result.output
+
+
+def test_a_reply_only_runtime_is_told_what_it_lacks(cli, project):
+    use_runtime(project, MINIMAL, "OnlyReplies")
+    result = cli("check-runtime")
+    assert result.exit_code == 0, result.output     # lacking fields is allowed; it is not a violation
+    for field in ("understood", "next_steps", "mentions", "receipts", "verdicts"):
+        assert re.search(rf"{field}\s+│\s+0/\d", result.output), field
+    for op in ("state", "audit"):
+        assert re.search(rf"{op}\s+│ not supported", result.output), op
+    for cls in ("dead_end", "phantom_receipt", "audit_gap", "goal_reached", "card_not_actionable"):
+        assert f"  {cls}: needs" in result.output
+
+
+def test_a_reply_only_runtimes_run_is_unverifiable_never_passed(tmp_path, demo, project):
+    use_runtime(project, MINIMAL, "OnlyReplies")
+    from simulator.adapters.python import load_target
+
+    runtime = PythonRuntime(load_target(f"{project / 'mine.py'}:OnlyReplies"))
+    report = asyncio.run(check_runtime(PythonRuntime(load_target(f"{project / 'mine.py'}:OnlyReplies")),
+                                       demo.goal("single-add-bag")))
+    with Store(tmp_path / "m.duckdb") as store:
+        run_id = asyncio.run(run_matrix(demo, runtime, ScriptedUser(), store, repetitions=1, seed=1,
+                                        budget=Decimal(0))).run_id
+        rates = {r.cls: r for r in R.class_rates(store, run_id)}
+        outcome = R.outcome(store, run_id)
+    n = len(demo.personas) * len(demo.goals)
+    for cls in report.unverifiable():
+        if cls == "goal_reached":
+            assert outcome.goal_unverifiable == n and outcome.goal_reached == 0
+        elif cls not in ("integrity_leak", "unanswered", "refused_offer", "wrong_record", "stale_click"):
+            # (those need a refusal, a question, an offer or a write to check in the first place)
+            # Every conversation where the class had a turn to look at is UNVERIFIABLE; the only
+            # ones scored are those with no such turn at all (a loop needs two turns).
+            assert rates[cls].occurrences == 0 and rates[cls].unverifiable > 0, cls
+            if cls != "loop":
+                assert rates[cls].scored == 0, cls
+    assert set(report.unverifiable()) >= {"phantom_receipt", "audit_gap", "goal_reached", "not_understood"}
+    assert set(NEEDS) >= set(report.unverifiable())
+
+
+def test_violations_are_shown_with_their_json_and_fail(cli, project):
+    use_runtime(project, SLOPPY, "Sloppy")
+    result = cli("check-runtime")
+    assert result.exit_code == 1
+    assert "VIOLATION at turn 1: understood: Input should be a valid boolean" in result.output
+    assert "receipts: Input should be a valid list" in result.output
+    assert '"understood": "yes"' in result.output
+
+
+def test_an_unreachable_runtime_is_a_usage_error(cli):
+    result = cli("check-runtime", "--url", "http://127.0.0.1:9")
+    assert result.exit_code == 2 and "127.0.0.1:9" in result.output
+

@@ -1,0 +1,192 @@
+"""Any runtime, any language: the http and stdio transports, runtime faults as data, no leftovers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from scoring.store import Store
+from simulator.adapters.http import HttpRuntime
+from simulator.adapters.python import PythonRuntime
+from simulator.adapters.stdio import StdioRuntime
+from simulator.dataset import load_dataset
+from simulator.errors import RuntimeUnavailable
+from simulator.runner import run_matrix
+from simulator.users.scripted import ScriptedUser
+from tripdesk import TripDesk
+
+from tests.conftest import ROOT
+
+PY = sys.executable
+ODD = str(ROOT / "tests" / "fixtures" / "odd_runtime.py")
+SERVER = [PY, "-m", "tripdesk.server", "--port", "{port}"]
+STDIO = [PY, "-m", "tripdesk.stdio"]
+MODES = ("crash", "hang", "garbage", "status", "noreply")
+
+
+def stored(db: Path, dataset, runtime, repetitions=1, concurrency=1):
+    with Store(db) as store:
+        run_id = asyncio.run(run_matrix(dataset, runtime, ScriptedUser(), store, repetitions=repetitions,
+                                        seed=3, budget=Decimal(0), concurrency=concurrency)).run_id
+        turns = store.con.execute("SELECT conversation_id, turn, user_turn, result, state FROM turns "
+                                  "WHERE run_id = ? ORDER BY 1, 2", [run_id]).fetchall()
+        findings = store.con.execute("SELECT conversation_id, turn, class, detail FROM findings "
+                                     "WHERE run_id = ? ORDER BY 1, 2, 3", [run_id]).fetchall()
+        ends = dict(store.con.execute("SELECT conversation_id, end_reason FROM conversations WHERE run_id = ?",
+                                      [run_id]).fetchall())
+        errors = {cid: err for cid, err in store.con.execute(
+            "SELECT conversation_id, error FROM conversations WHERE run_id = ?", [run_id]).fetchall()}
+    return turns, findings, ends, errors
+
+
+def leftovers(marker: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in text and "pytest" not in text:
+            found.append(text)
+    return found
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_python_http_and_stdio_give_identical_transcripts_and_findings(tmp_path, demo):
+    faults = "loop=0.3,phantom_receipt=0.2"
+    python = stored(tmp_path / "p.duckdb", demo, PythonRuntime(TripDesk(faults=faults, fault_seed=4)), 2, 4)
+    http = stored(tmp_path / "h.duckdb", demo,
+                  HttpRuntime(command=[*SERVER, "--faults", faults, "--fault-seed", "4"], concurrency=4), 2, 4)
+    stdio = stored(tmp_path / "s.duckdb", demo, StdioRuntime([*STDIO, "--faults", faults, "--fault-seed", "4"]), 2, 4)
+    assert python[0] and python[1], "the planted faults were found"
+    assert http[:3] == python[:3]
+    assert stdio[:3] == python[:3]
+    assert not leftovers("tripdesk.server") and not leftovers("tripdesk.stdio")
+
+
+def odd_dataset(tmp_path: Path, demo):
+    personas, goals = tmp_path / "personas", tmp_path / "goals"
+    personas.mkdir()
+    goals.mkdir()
+    shutil.copy(ROOT / "personas" / "plain-paula.yaml", personas)
+    text = (ROOT / "goals" / "single-add-bag.yaml").read_text()
+    for n, mode in enumerate(MODES):
+        (goals / f"{n}-{mode}.yaml").write_text(text.replace("id: single-add-bag", f"id: odd-{mode}"))
+    (goals / "9-healthy.yaml").write_text(text.replace("id: single-add-bag", "id: healthy"))
+    return load_dataset(personas, goals)
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_every_runtime_fault_is_recorded_with_evidence_and_the_run_goes_on(tmp_path, demo, transport):
+    dataset = odd_dataset(tmp_path, demo)
+    if transport == "http":
+        runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}"], timeout_s=1.0)
+    else:
+        runtime = StdioRuntime([PY, ODD, "stdio"], timeout_s=1.0)
+    turns, findings, ends, errors = stored(tmp_path / "o.duckdb", dataset, runtime)
+    ev = {cid.split("/")[1]: __import__("json").loads(err) for cid, err in errors.items() if err}
+    assert ends.pop("plain-paula/healthy/0") == "goal_reached"      # a later, healthy conversation passes
+    assert set(ends.values()) == {"runtime_error"} and len(ends) == len(MODES)
+    crash = ev["odd-crash"]
+    assert crash["kind"] == ("connection" if transport == "http" else "exited")
+    assert "crashing on purpose" in crash["stderr"]
+    assert ev["odd-hang"]["kind"] == "timeout" and ev["odd-hang"]["elapsed_ms"] >= 1000
+    assert ev["odd-garbage"]["kind"] == "malformed" and "not json" in ev["odd-garbage"]["body"]
+    assert ev["odd-status"]["kind"] == ("http_status" if transport == "http" else "error")
+    assert ev["odd-status"]["status"] == 503 and "temporarily unavailable" in ev["odd-status"]["body"]
+    assert ev["odd-noreply"]["kind"] == "missing_reply" and '"understood": true' in ev["odd-noreply"]["body"]
+    assert all(e["turn"] == 1 for e in ev.values())
+    assert runtime.restarts >= 1            # the dead process was replaced for the next conversation
+    assert not leftovers(ODD)
+
+
+def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project):
+    proc = subprocess.Popen(
+        [str(Path(PY).with_name("simrun")), "--transport", "http", "--runtime-command",
+         f"{PY} {ODD} http --port {{port}}", "--concurrency", "1"],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    banner = proc.stdout.readline()
+    port = int(re.search(r"127\.0\.0\.1:(\d+)", banner).group(1))
+    time.sleep(0.5)
+    assert leftovers(ODD), "the runtime server is up while the run goes"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert not leftovers(ODD) and port_is_free(port)
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    status, done = con.execute("SELECT status, (SELECT count(*) FROM conversations) FROM runs").fetchone()
+    assert status == "interrupted" and 0 < done < 350
+
+
+def test_a_finished_run_leaves_no_process_and_no_port(tmp_path, demo):
+    runtime = HttpRuntime(command=SERVER)
+    port = int(runtime.url.rsplit(":", 1)[1])
+    stored(tmp_path / "f.duckdb", load_dataset(ROOT / "personas", ROOT / "goals"), runtime)
+    assert not leftovers("tripdesk.server") and port_is_free(port)
+
+
+def test_another_protocol_version_is_refused_before_the_run():
+    runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}", "--protocol", "2"])
+
+    async def go():
+        try:
+            await runtime.health()
+        finally:
+            await runtime.aclose()
+
+    with pytest.raises(RuntimeUnavailable, match="speaks protocol 2.*this simrun speaks protocol 1"):
+        asyncio.run(go())
+    assert not leftovers(ODD)
+
+
+def test_a_runtime_that_will_not_start_says_why(tmp_path):
+    runtime = HttpRuntime(command=[PY, "-c", "import sys; sys.stderr.write('no config found\\n'); sys.exit(4)"])
+    with pytest.raises(RuntimeUnavailable, match="(?s)exited with status 4.*no config found"):
+        asyncio.run(runtime.health())
+    with pytest.raises(RuntimeUnavailable, match="cannot start"):
+        asyncio.run(StdioRuntime(["/no/such/program"]).health())
+
+
+def test_headers_come_from_the_environment_and_are_never_stored(project, monkeypatch):
+    from typer.testing import CliRunner
+
+    from simulator.cli import app
+
+    monkeypatch.chdir(project)
+    secret = "s3cr3t-token-4f9a"
+    command = f"{PY} {ODD} http --port {{port}} --token {secret}"
+    header = "Authorization=Bearer ${ODD_TOKEN}"
+    missing = CliRunner().invoke(app, ["-n", "1", "--runtime-command", command, "--transport", "http",
+                                       "--header", header])
+    assert missing.exit_code == 2 and "ODD_TOKEN" in missing.output
+    monkeypatch.setenv("ODD_TOKEN", secret)
+    result = CliRunner().invoke(app, ["-n", "1", "--runtime-command", "X", "--transport", "http",
+                                      "--header", header, "--url", "http://127.0.0.1:9"])
+    assert result.exit_code == 2   # nothing listens there: refused before the run
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('transport = "python"', 'transport = "http"').replace(
+        'target = "tripdesk:TripDesk"   # the bundled reference runtime',
+        f'command = "{PY} {ODD} http --port {{port}}"\nheaders = {{Authorization = "Bearer ${{ODD_TOKEN}}"}}'))
+    result = CliRunner().invoke(app, ["-n", "1"])
+    assert result.exit_code == 0, result.output
+    for path in [project / "simrun.duckdb", *Path(project / "reports").glob("*.html")]:
+        assert secret.encode() not in path.read_bytes(), path
+    # The stored configuration names the header, not its value.
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    assert '"headers":["Authorization"]' in con.execute("SELECT config FROM runs").fetchone()[0].replace(" ", "")
