@@ -190,3 +190,21 @@ def test_headers_come_from_the_environment_and_are_never_stored(project, monkeyp
     # The stored configuration names the header, not its value.
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
     assert '"headers":["Authorization"]' in con.execute("SELECT config FROM runs").fetchone()[0].replace(" ", "")
+
+
+def test_a_started_command_gets_its_env_and_working_directory(tmp_path):
+    (tmp_path / "version.txt").write_text("7.1")
+    script = ("import json, os, sys\n"
+              "for line in sys.stdin:\n"
+              "    req = json.loads(line)\n"
+              "    body = {'protocol': 1, 'runtime': os.environ['RT_NAME'], 'version': open('version.txt').read()}\n"
+              "    print(json.dumps({'id': req['id'], 'result': body}), flush=True)\n")
+    runtime = StdioRuntime([PY, "-c", script], env={"RT_NAME": "envy"}, cwd=str(tmp_path))
+
+    async def go():
+        try:
+            return await runtime.health()
+        finally:
+            await runtime.aclose()
+
+    assert asyncio.run(go()) == {"protocol": 1, "runtime": "envy", "version": "7.1"}
