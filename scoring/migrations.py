@@ -92,6 +92,10 @@ CREATE TABLE model_calls (
     created_at TIMESTAMP NOT NULL
 );
 """),
+    (2, "rescoring", """
+ALTER TABLE runs ADD COLUMN rescored_at TIMESTAMP;      -- NULL: scored only as it ran
+ALTER TABLE runs ADD COLUMN rescored_from VARCHAR;      -- the scorer version before the last rescore
+"""),
 ]
 
 

@@ -170,3 +170,42 @@ def conversations_with(store: Store, run_id: str, cls: str) -> list[str]:
     return [r[0] for r in store.con.execute(
         "SELECT conversation_id FROM checks WHERE run_id = ? AND class = ? AND status = 'fired' "
         "ORDER BY conversation_id", [run_id, cls]).fetchall()]
+
+
+# --- per cell, for the gate -------------------------------------------------------------------
+
+# The gate compares these besides the scorer's classes: a crash counts against the runtime, and
+# a goal not reached is the outcome every class is meant to explain.
+OUTCOME_CLASSES = ("runtime_error", "goal_not_reached")
+
+
+def cell_counts(store: Store, run_id: str) -> dict[tuple[str, str], dict[str, tuple[int, int, int]]]:
+    """Persona x goal -> class -> (fired, scored, unverifiable), counted as `class_rates` counts.
+
+    Summed over the cells, a class's counts are exactly its `class_rates` occurrences, scored and
+    UNVERIFIABLE conversations (runtime_error and goal_not_reached: those of `outcome`).
+    """
+    counts: dict[tuple[str, str], dict[str, tuple[int, int, int]]] = {}
+    for persona, goal, rt_fired, counted, not_reached, goal_scored, goal_unver in store.con.execute(f"""
+            SELECT persona, goal,
+                   count(*) FILTER (WHERE end_reason = 'runtime_error'),
+                   count(*) FILTER (WHERE end_reason NOT IN ({_EXCLUDED})),
+                   count(*) FILTER (WHERE end_reason NOT IN ({_EXCLUDED}) AND goal_reached = false),
+                   count(*) FILTER (WHERE end_reason NOT IN ({_EXCLUDED}) AND goal_reached IS NOT NULL),
+                   count(*) FILTER (WHERE end_reason NOT IN ({_EXCLUDED}) AND goal_reached IS NULL)
+            FROM conversations WHERE run_id = ? GROUP BY persona, goal""", [run_id]).fetchall():
+        cell = counts[(persona, goal)] = {cls: (0, 0, 0) for cls in ALL_CLASSES}
+        cell["runtime_error"] = (int(rt_fired), int(counted), 0)
+        cell["goal_not_reached"] = (int(not_reached), int(goal_scored), int(goal_unver))
+    for persona, goal, cls, fired, clean, unver in store.con.execute(f"""
+            SELECT c.persona, c.goal, k.class,
+                   count(*) FILTER (WHERE k.status = 'fired'),
+                   count(*) FILTER (WHERE k.status = 'clean'),
+                   count(*) FILTER (WHERE k.status = 'unverifiable')
+            FROM checks k JOIN conversations c USING (run_id, conversation_id)
+            WHERE k.run_id = ?
+              AND (k.kind <> 'progress' OR c.end_reason NOT IN ({_EXCLUDED}))
+            GROUP BY ALL""", [run_id]).fetchall():
+        if cls in ALL_CLASSES:
+            counts[(persona, goal)][cls] = (int(fired), int(fired + clean), int(unver))
+    return counts

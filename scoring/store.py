@@ -123,6 +123,29 @@ class Store:
             self.con.execute("ROLLBACK")
             raise
 
+    def replace_scores(self, run_id: str, scorecards: dict[str, Scorecard], *, scorer_version: str) -> None:
+        """Rescoring a whole run: every conversation's score and the run's scorer version, atomically.
+
+        One transaction, so a run is never left half scored by one version and half by another.
+        """
+        previous = self.run(run_id)["scorer_version"]
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for table in ("checks", "findings"):
+                self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            self.con.executemany(
+                "UPDATE conversations SET goal_reached = ?, goal_detail = ?, end_reason = ? "
+                "WHERE run_id = ? AND conversation_id = ?",
+                [[card.goal_reached, card.goal_detail, card.end, run_id, cid] for cid, card in scorecards.items()])
+            for cid, card in scorecards.items():
+                self._write_score(run_id, cid, card)
+            self.con.execute("UPDATE runs SET scorer_version = ?, rescored_at = now(), rescored_from = ? "
+                             "WHERE run_id = ?", [scorer_version, previous, run_id])
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+
     # --- reading ----------------------------------------------------------------------------
 
     def run(self, run_id: str | None = None) -> dict[str, Any]:

@@ -337,6 +337,8 @@ def schema(out_dir: str = typer.Option("schemas", "--out", help="Folder to write
         out.print(f"wrote {folder / f'{name}.schema.json'}", highlight=False)
 
 
+from simulator import gate_cli  # noqa: E402  (registers baseline, gate, rescore, export, import)
+gate_cli.register(app)
 
 
 def main() -> None:

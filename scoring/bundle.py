@@ -1,0 +1,268 @@
+"""Plumbline-style bundles: a run's conversations exported as items, and imported to be scored.
+
+The layout follows Plumbline's ADR 0003 (multi-turn items are additive fields): an item's
+`prompt` is the first user turn and `turns` the follow-up user turns; `response` is the final
+reply and `turn_responses` every reply, one per user turn (null where the runtime gave none).
+The two are not cross-checked, as in Plumbline. The bundle carries a `format_version` (a
+loader refuses one it does not know) and the dataset hash of the personas and goals.
+
+Each item simrun exports also carries `record`: the whole transcript (clicks, turn results,
+store snapshots, audit stream), so that importing it scores exactly what the run scored. An
+item without `record` (a bundle written by another tool) is scored from its text alone: every
+check that needs more than the reply text is UNVERIFIABLE there, never a pass.
+
+Importing looks each item's persona and goal up by id in the current dataset; a missing one
+is an error that names the item.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from scoring.rescore import check_items, dataset_items
+from scoring.scorer import SCORER_VERSION, score
+from scoring.store import Store
+from scoring.transcript import END_REASONS, Transcript, TurnRecord, UserTurn
+from simulator.dataset import Dataset
+from simulator.errors import SimrunError
+
+FORMAT_VERSION = 1
+
+
+class BundleError(SimrunError):
+    pass
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RecordedUserTurn(_Model):
+    kind: Literal["message", "click", "stop"]
+    text: str | None = None
+    offer: str | None = None
+    stop_reason: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecordedTurn(_Model):
+    index: int = Field(ge=1, description="1-based, the order of turn calls.")
+    user: RecordedUserTurn
+    result: dict[str, Any] | None = Field(description="The turn result as received; null if the turn failed.")
+    state: dict[str, Any] | None = Field(None, description="The runtime's store after the turn.")
+    latency_ms: float = 0.0
+
+
+class Record(_Model):
+    """A whole transcript, as simrun stores it."""
+
+    end: str
+    turns: list[RecordedTurn]
+    initial_state: dict[str, Any] | None = None
+    final_state: dict[str, Any] | None = None
+    audit: list[dict[str, Any]] | None = None
+    stop: RecordedUserTurn | None = None
+    error: dict[str, Any] | None = None
+    started_at: str | None = None
+    duration_ms: float = 0.0
+    cost_usd: float = 0.0
+
+
+class Item(_Model):
+    id: str = Field(description="Unique in the bundle; simrun writes persona/goal/repetition.")
+    persona: str = Field(description="Persona id, looked up in the current dataset on import.")
+    goal: str = Field(description="Goal id, looked up in the current dataset on import.")
+    repetition: int = Field(0, ge=0)
+    seed: int = 0
+    prompt: str = Field(description="The first user turn.")
+    turns: list[str] = Field(default_factory=list, description="Follow-up user turns after the prompt.")
+    response: str | None = Field(description="The final reply.")
+    turn_responses: list[str | None] | None = Field(None, description="Every reply, one per user turn.")
+    end: Literal[END_REASONS] | None = Field(None, description="Why the conversation ended (text-only items).")
+    record: Record | None = Field(None, description="The whole transcript; what is scored when present.")
+
+
+class SourceRun(_Model):
+    run_id: str
+    user_backend: str
+    runtime: str
+    seed: int
+    repetitions: int = Field(ge=1)
+    scorer_version: str
+
+
+class Bundle(_Model):
+    format_version: Literal[1] = Field(description="Version of the bundle layout.")
+    producer: str = ""
+    dataset_hash: str = Field(description="Hash of the personas and goals the conversations were recorded with.")
+    dataset: dict[str, str] = Field(default_factory=dict, description="Persona and goal -> content hash.")
+    run: SourceRun | None = None
+    items: list[Item]
+
+    @model_validator(mode="after")
+    def _unique(self) -> "Bundle":
+        seen: set[str] = set()
+        for item in self.items:
+            if item.id in seen:
+                raise ValueError(f"item id {item.id!r} appears twice")
+            seen.add(item.id)
+        return self
+
+
+# --- export -------------------------------------------------------------------------------------
+
+def _said(user: UserTurn) -> str:
+    return f"[click {user.offer}]" if user.kind == "click" else (user.text or "")
+
+
+def item_of(conversation_id: str, t: Transcript, row: dict[str, Any]) -> dict[str, Any]:
+    said = [_said(turn.user) for turn in t.turns]
+    replies = [turn.result.get("reply") if isinstance(turn.result, dict) else None for turn in t.turns]
+    final = next((r for r in reversed(replies) if r is not None), None)
+    started = row.get("started_at")
+    return {
+        "id": conversation_id, "persona": t.persona, "goal": t.goal, "repetition": t.repetition, "seed": t.seed,
+        "prompt": said[0] if said else "", "turns": said[1:], "response": final, "turn_responses": replies,
+        "end": t.end,
+        "record": {
+            "end": t.end,
+            "turns": [{"index": turn.index, "user": turn.user.to_json(), "result": turn.result,
+                       "state": turn.state, "latency_ms": turn.latency_ms} for turn in t.turns],
+            "initial_state": t.initial_state, "final_state": t.final_state, "audit": t.audit,
+            "stop": t.stop.to_json() if t.stop else None, "error": t.error,
+            "started_at": started.isoformat() if started else None,
+            "duration_ms": float(row.get("duration_ms") or 0), "cost_usd": float(row.get("cost_usd") or 0),
+        },
+    }
+
+
+def export_bundle(store: Store, run: str | None, *, producer: str) -> dict[str, Any]:
+    row = store.run(run)
+    run_id = row["run_id"]
+    items = [item_of(cid, store.transcript(run_id, cid), store.conversation_row(run_id, cid))
+             for cid in store.conversation_ids(run_id)]
+    bundle = {
+        "format_version": FORMAT_VERSION, "producer": producer, "dataset_hash": row["dataset_hash"],
+        "dataset": row["dataset"] or {},
+        "run": {"run_id": run_id, "user_backend": row["user_backend"], "runtime": row["runtime"],
+                "seed": row["seed"], "repetitions": row["repetitions"], "scorer_version": row["scorer_version"]},
+        "items": items,
+    }
+    # What we write we must be able to read: validate before anyone relies on the file.
+    Bundle.model_validate(json.loads(json.dumps(bundle, default=str)))
+    return bundle
+
+
+def write_bundle(bundle: dict[str, Any], path: Path | str) -> Path:
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise BundleError(f"{path}: the folder {path.parent} does not exist; create it first")
+    path.write_text(json.dumps(bundle, indent=1, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+# --- import -------------------------------------------------------------------------------------
+
+def load_bundle(path: Path | str) -> Bundle:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BundleError(f"{path}: no such bundle; write one with `simrun export RUN --out {path}`") from None
+    except json.JSONDecodeError as exc:
+        raise BundleError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if isinstance(data, dict) and data.get("format_version") not in (None, FORMAT_VERSION):
+        raise BundleError(f"{path}: bundle format_version {data['format_version']!r} is not one this simrun "
+                          f"reads (it reads {FORMAT_VERSION}); upgrade simrun, or export the bundle again")
+    try:
+        return Bundle.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = list(err["loc"])
+        if len(loc) >= 2 and loc[0] == "items" and isinstance(loc[1], int) and isinstance(data, dict):
+            try:
+                loc[1] = f"{loc[1]} ({data['items'][loc[1]].get('id')!r})"
+            except (AttributeError, IndexError, KeyError, TypeError):
+                pass
+        where = ".".join(map(str, loc)) or "file"
+        raise BundleError(f"{path} ({where}): {err['msg'].removeprefix('Value error, ')}") from None
+
+
+def _user(u: RecordedUserTurn) -> UserTurn:
+    return UserTurn(u.kind, u.text, u.offer, u.stop_reason, dict(u.meta))
+
+
+def transcript_of(item: Item, where: str) -> Transcript:
+    if item.record is not None:
+        r = item.record
+        turns = tuple(TurnRecord(t.index, _user(t.user), t.result, t.state, t.latency_ms) for t in r.turns)
+        return Transcript(item.persona, item.goal, item.seed, item.repetition, turns, r.end, r.initial_state,
+                          r.final_state, r.audit, _user(r.stop) if r.stop else None, r.error)
+    said = [item.prompt, *item.turns]
+    replies = item.turn_responses
+    if replies is None:
+        if item.turns:
+            raise BundleError(f"{where}: item {item.id!r} has {len(said)} user turns but no turn_responses; "
+                              "a multi-turn item without `record` needs one reply per user turn")
+        replies = [item.response]
+    if len(replies) != len(said):
+        raise BundleError(f"{where}: item {item.id!r} has {len(said)} user turns and {len(replies)} "
+                          "turn_responses; give one reply (or null) per user turn")
+    # Text only: no store, no audit stream. The checks that need them answer UNVERIFIABLE.
+    turns = tuple(TurnRecord(i, UserTurn("message", text), None if reply is None else {"reply": reply}, None)
+                  for i, (text, reply) in enumerate(zip(said, replies), 1))
+    return Transcript(item.persona, item.goal, item.seed, item.repetition, turns, item.end or "user_stopped")
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    run_id: str
+    conversations: int
+    warnings: tuple[str, ...]
+
+
+def import_bundle(store: Store, bundle: Bundle, dataset: Dataset, *, run_id: str, source: str,
+                  simrun_version: str) -> ImportResult:
+    """Score every item with the current scorer into a new run; the dataset must hold its ids."""
+    personas, goals, _ = dataset_items(dataset)
+    used = {("persona", i.persona) for i in bundle.items} | {("goal", i.goal) for i in bundle.items}
+    try:
+        changed = check_items(used, dataset, bundle.dataset, source)
+    except SimrunError as exc:
+        raise BundleError(str(exc)) from None
+    transcripts = [(item, transcript_of(item, source)) for item in bundle.items]
+    warnings = []
+    if bundle.dataset_hash != dataset.hash:
+        warnings.append(f"the bundle was recorded with dataset {bundle.dataset_hash}, the current one is "
+                        f"{dataset.hash}; the run keeps the bundle's, so the gate compares it only with runs "
+                        "of that dataset")
+    if changed:
+        warnings.append(f"scored against edited versions of {', '.join(changed)}")
+    src = bundle.run
+    store.create_run(run_id, config={"imported_from": source, "source_run": src.run_id if src else None},
+                     dataset_hash=bundle.dataset_hash, dataset=bundle.dataset or dataset.item_hashes,
+                     scorer_version=SCORER_VERSION, simrun_version=simrun_version,
+                     user_backend=src.user_backend if src else "imported",
+                     runtime=src.runtime if src else "imported", seed=src.seed if src else 0,
+                     repetitions=src.repetitions if src else 1 + max((i.repetition for i in bundle.items), default=0),
+                     budget_usd=0)
+    status = "interrupted"
+    try:
+        for item, transcript in transcripts:
+            card = score(transcript, goals[item.goal], personas[item.persona])
+            record = item.record
+            started = (dt.datetime.fromisoformat(record.started_at).replace(tzinfo=dt.timezone.utc).timestamp()
+                       if record and record.started_at else dt.datetime.now(dt.timezone.utc).timestamp())
+            store.record(run_id, item.id, transcript, card, started_at=started,
+                         duration_s=(record.duration_ms if record else 0) / 1000,
+                         cost_usd=record.cost_usd if record else 0)
+        status = "finished"
+    finally:
+        store.finish_run(run_id, status=status, spent_usd=0)
+    return ImportResult(run_id, len(transcripts), tuple(warnings))

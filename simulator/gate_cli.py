@@ -1,0 +1,199 @@
+"""The commands around comparing runs: `baseline bless`, `gate`, `rescore`, `export`, `import`.
+
+A thin shell over `scoring.baseline`, `scoring.gate`, `scoring.rescore` and `scoring.bundle`,
+registered on the main app by `register(app)`. Exit status as for every simrun command: 2 on a
+user error, printed as one line. `simrun gate` exits 1 when the candidate fails the gate.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scoring import gate as G
+from scoring.baseline import open_baseline, summary_from_store, write_baseline
+from scoring.bundle import export_bundle, import_bundle, load_bundle, write_bundle
+from scoring.rescore import rescore_run
+from scoring.store import DEFAULT_DB, Store
+from simulator import __version__
+from simulator.config import Budgets, Project, load_budgets, load_project
+from simulator.dataset import Dataset, load_dataset
+from simulator.errors import ConfigError, SimrunError, StoreError
+
+out = Console()
+if not out.is_terminal:
+    out = Console(width=120)   # CI logs: keep class names whole
+
+DB = typer.Option(None, "--db", help="DuckDB file (default: simrun.duckdb).")
+CONFIG = typer.Option(None, "--config", help="Project file, for the personas and goals folders (default: ./simrun.toml).")
+PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
+GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
+
+
+def _fail(exc: SimrunError) -> None:
+    typer.secho(f"error: {exc}", err=True, fg="red", bold=True)
+    raise typer.Exit(2)
+
+
+def _given_file(given: Optional[str], default: str, flag: str) -> Optional[Path]:
+    if given is None:
+        return Path(default) if Path(default).is_file() else None
+    if not Path(given).is_file():
+        raise ConfigError(f"no such file: {given}", field=flag)
+    return Path(given)
+
+
+def current_dataset(config: Optional[str], personas: Optional[str], goals: Optional[str]) -> Dataset:
+    """The project's personas and goals, resolved as `simrun` resolves them (paths relative to simrun.toml)."""
+    config_file = _given_file(config, "simrun.toml", "--config")
+    project = load_project(config_file) if config_file else Project()
+    base = config_file.parent if config_file else Path(".")
+    return load_dataset(Path(personas) if personas else base / project.run.personas,
+                        Path(goals) if goals else base / project.run.goals)
+
+
+def _write(path: str, text: str, what: str) -> None:
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise SimrunError(f"{path}: the folder {target.parent} does not exist; create it, or write the {what} elsewhere")
+    target.write_text(text, encoding="utf-8")
+
+
+# --- baseline bless --------------------------------------------------------------------------
+
+baseline_app = typer.Typer(add_completion=False, rich_markup_mode=None, no_args_is_help=True,
+                           help="Blessed baselines: small per-cell summaries of a run, to commit and gate on.")
+
+
+@baseline_app.command("bless")
+def bless(run: str = typer.Argument(..., help="Run id, or 'latest'."),
+          out_file: str = typer.Option(..., "--out", help="The JSON file to write (commit it)."),
+          db: Optional[str] = DB) -> None:
+    """Write a run's per-cell counts, dataset hash and scorer version to a baseline file."""
+    try:
+        with Store(db or DEFAULT_DB, create=False) as store:
+            summary = summary_from_store(store, run)
+        path = write_baseline(summary, out_file, simrun_version=__version__)
+    except SimrunError as exc:
+        _fail(exc)
+    out.print(f"blessed run {summary.run_id} ({len(summary.cells)} cells, dataset {summary.dataset_hash}, "
+              f"scorer {summary.scorer_version}) -> {path}", highlight=False, soft_wrap=True)
+
+
+# --- gate ------------------------------------------------------------------------------------
+
+def gate(baseline: str = typer.Option(..., "--baseline", help="A blessed baseline file, or a run id."),
+         candidate: str = typer.Option(..., "--candidate", help="The run to judge (a run id, or 'latest')."),
+         db: Optional[str] = DB,
+         budgets: Optional[str] = typer.Option(None, "--budgets", help="Gate thresholds (default: ./budgets.toml)."),
+         markdown: Optional[str] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
+         junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here.")) -> None:
+    """Compare a candidate run with a baseline: exit 1 on a significant regression or any guarantee violation."""
+    database = db or DEFAULT_DB
+    try:
+        budgets_file = _given_file(budgets, "budgets.toml", "--budgets")
+        settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
+        base = open_baseline(baseline, database)
+        with Store(database, create=False) as store:
+            try:
+                cand = summary_from_store(store, candidate)
+            except StoreError as exc:
+                raise G.GateError(f"no candidate run {candidate!r}: {exc}") from None
+        result = G.gate_verdict(base, cand, settings)
+        text = G.markdown(result)
+        if markdown:
+            _write(markdown, text, "Markdown summary")
+        if junit:
+            _write(junit, G.junit_xml(result), "JUnit XML")
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_file:
+            with open(summary_file, "a", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+    except SimrunError as exc:
+        _fail(exc)
+    except OSError as exc:
+        _fail(SimrunError(f"cannot write the gate's summary: {exc}"))
+    _print(result)
+    raise typer.Exit(result.exit_code)
+
+
+def _print(result: G.GateResult) -> None:
+    table = Table(title=f"gate: candidate {result.candidate.run_id} vs baseline {result.baseline.run_id}",
+                  title_justify="left")
+    for col in ("class", "kind", "baseline", "candidate", "delta (95% interval)", f"p ({result.correction})",
+                "detectable", "verdict"):
+        table.add_column(col, justify="left" if col in ("class", "kind", "verdict") else "right")
+    for c in result.classes:
+        if c.kind == "guarantee":
+            base, cand, p = f"{c.baseline.fired} conv.", f"{c.candidate.fired} conv.", "zero rule"
+        else:
+            base, cand, p = G.pct(c.baseline_rate), G.pct(c.candidate_rate), G.pval(c.p_adjusted)
+        detectable = G.size(c.detectable)
+        style = "bold red" if c.failed else None
+        table.add_row(c.cls, c.kind, base, cand, G.delta_text(c), p, detectable, c.verdict, style=style)
+    out.print(table)
+    out.print(G.method_text(result), highlight=False, soft_wrap=True, style="dim")
+    out.print(result.headline(), style="green" if result.passed else "bold red", highlight=False, soft_wrap=True)
+
+
+# --- rescore, export, import -----------------------------------------------------------------
+
+def rescore(run: str = typer.Argument(..., help="Run id, or 'latest'."), db: Optional[str] = DB,
+            config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS,
+            goals: Optional[str] = GOALS) -> None:
+    """Score a stored run's transcripts again with the current scorer (no runtime, no model, no cost)."""
+    try:
+        dataset = current_dataset(config, personas, goals)
+        with Store(db or DEFAULT_DB, create=False) as store:
+            result = rescore_run(store, run, dataset)
+    except SimrunError as exc:
+        _fail(exc)
+    out.print(f"rescored run {result.run_id}: {result.conversations} conversations with scorer "
+              f"{result.scorer_version} (was {result.previous_version}); {result.changed} changed",
+              highlight=False, soft_wrap=True)
+
+
+def export(run: str = typer.Argument(..., help="Run id, or 'latest'."),
+           out_file: str = typer.Option(..., "--out", help="The bundle file to write."),
+           db: Optional[str] = DB) -> None:
+    """Export a run's conversations as a Plumbline-style bundle (turns, responses, whole records)."""
+    try:
+        with Store(db or DEFAULT_DB, create=False) as store:
+            bundle = export_bundle(store, run, producer=f"simrun {__version__}")
+        path = write_bundle(bundle, out_file)
+    except SimrunError as exc:
+        _fail(exc)
+    out.print(f"exported run {bundle['run']['run_id']}: {len(bundle['items'])} items -> {path}", highlight=False)
+
+
+def import_(bundle: str = typer.Argument(..., help="A bundle file (from `simrun export` or Plumbline-style)."),
+            db: Optional[str] = DB, config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS,
+            goals: Optional[str] = GOALS) -> None:
+    """Score the recorded conversations of a bundle into a new run, offline."""
+    from simulator.runner import new_run_id
+
+    try:
+        loaded = load_bundle(bundle)
+        dataset = current_dataset(config, personas, goals)
+        with Store(db or DEFAULT_DB) as store:
+            result = import_bundle(store, loaded, dataset, run_id=new_run_id(), source=bundle,
+                                   simrun_version=__version__)
+    except SimrunError as exc:
+        _fail(exc)
+    for warning in result.warnings:
+        out.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
+    out.print(f"imported {result.conversations} conversations from {bundle} into run {result.run_id} "
+              f"(database {db or DEFAULT_DB})", highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(baseline_app, name="baseline")
+    app.command("gate")(gate)
+    app.command("rescore")(rescore)
+    app.command("export")(export)
+    app.command("import")(import_)
