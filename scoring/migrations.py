@@ -96,6 +96,13 @@ CREATE TABLE model_calls (
 ALTER TABLE runs ADD COLUMN rescored_at TIMESTAMP;      -- NULL: scored only as it ran
 ALTER TABLE runs ADD COLUMN rescored_from VARCHAR;      -- the scorer version before the last rescore
 """),
+    (3, "model calls for replay", """
+ALTER TABLE model_calls ADD COLUMN cache_write_tokens BIGINT DEFAULT 0;
+ALTER TABLE model_calls ADD COLUMN request JSON;        -- the exact request body, never credentials
+ALTER TABLE model_calls ADD COLUMN answer JSON;         -- the model's structured answer: what replay gives back
+ALTER TABLE model_calls ADD COLUMN response JSON;       -- the whole response, as received
+ALTER TABLE runs ADD COLUMN conversations_planned INTEGER;
+"""),
 ]
 
 

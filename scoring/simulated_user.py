@@ -56,6 +56,8 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona) -> str | None:
     """What is wrong with one user message, or None."""
     if turn.kind != "message":
         return None
+    if "unparsed" in turn.meta:
+        return "the model did not answer in the structured form (message, click or stop)"
     text = turn.text or ""
     if not text.strip():
         return "empty message"

@@ -70,12 +70,26 @@ class Store:
             [run_id, _json(config), dataset_hash, _json(dataset), scorer_version, simrun_version,
              user_backend, runtime, seed, repetitions, budget_usd])
 
-    def finish_run(self, run_id: str, *, status: str, spent_usd: Decimal) -> None:
-        self.con.execute("UPDATE runs SET status = ?, finished_at = now(), spent_usd = ? WHERE run_id = ?",
-                         [status, spent_usd, run_id])
+    def finish_run(self, run_id: str, *, status: str, spent_usd: Decimal, planned: int | None = None) -> None:
+        self.con.execute("UPDATE runs SET status = ?, finished_at = now(), spent_usd = ?, "
+                         "conversations_planned = coalesce(?, conversations_planned) WHERE run_id = ?",
+                         [status, spent_usd, planned, run_id])
+
+    def replay_answers(self, run_id: str) -> dict[str, Any]:
+        """A run's recorded model answers by request key, for `--replay`."""
+        return {key: _load(answer) for key, answer in self.con.execute(
+            "SELECT request_hash, answer FROM model_calls WHERE run_id = ? AND answer IS NOT NULL",
+            [run_id]).fetchall()}
+
+    def spend(self, run_id: str) -> tuple[Decimal, int]:
+        """(the exact sum of a run's call costs, the number of calls)."""
+        total, calls = self.con.execute("SELECT coalesce(sum(cost_usd), 0), count(*) FROM model_calls "
+                                        "WHERE run_id = ?", [run_id]).fetchone()
+        return Decimal(total), calls
 
     def record(self, run_id: str, conversation_id: str, transcript: Transcript, scorecard: Scorecard, *,
-               started_at: float, duration_s: float, cost_usd: Decimal | float = 0) -> None:
+               started_at: float, duration_s: float, cost_usd: Decimal | float = 0,
+               model_calls: tuple[dict, ...] = ()) -> None:
         """Write one finished conversation, all of it or nothing."""
         t = transcript
         con = self.con
@@ -93,6 +107,14 @@ class Store:
                     [run_id, conversation_id, turn.index, _json(turn.user.to_json()), _json(turn.result),
                      _json(turn.state), turn.latency_ms] for turn in t.turns])
             self._write_score(run_id, conversation_id, scorecard)
+            insert_rows(con, "model_calls (run_id, conversation_id, turn, backend, model, input_tokens, "
+                        "cached_input_tokens, output_tokens, cost_usd, latency_ms, cache_status, request_hash, "
+                        "created_at, cache_write_tokens, request, answer, response)", [
+                [run_id, conversation_id, c["turn"], c["backend"], c["model"], c["input_tokens"],
+                 c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
+                 c["cache_status"], c["request_hash"], dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
+                 c["cache_write_tokens"], _json(c["request"]), _json(c["answer"]), _json(c["response"])]
+                for c in model_calls])
             con.execute("COMMIT")
         except Exception:
             con.execute("ROLLBACK")

@@ -41,7 +41,10 @@ class BudgetSection(_Model):
 
 class Price(_Model):
     input_per_mtok: Decimal = Field(ge=0, description="USD per million input tokens.")
-    cached_input_per_mtok: Decimal | None = Field(None, ge=0, description="USD per million cached input tokens.")
+    cached_input_per_mtok: Decimal | None = Field(
+        None, ge=0, description="USD per million input tokens read from the prompt cache (default: the input price).")
+    cache_write_per_mtok: Decimal | None = Field(
+        None, ge=0, description="USD per million input tokens written to the prompt cache (default: the input price).")
     output_per_mtok: Decimal = Field(ge=0, description="USD per million output tokens.")
 
 
@@ -64,6 +67,7 @@ class RunSection(_Model):
     seed: int = 1
     concurrency: int = Field(8, ge=1, le=4096)
     user: str = "scripted"
+    user_base_url: str | None = Field(None, description="openai: an OpenAI-compatible server (vLLM, Ollama, a proxy).")
     db: str = "simrun.duckdb"
     reports: str = "reports"
 

@@ -11,6 +11,7 @@ import json
 import time
 import traceback
 from dataclasses import dataclass
+from decimal import Decimal
 
 from scoring.goal import goal_status
 from scoring.scorer import score
@@ -18,7 +19,7 @@ from scoring.simulated_user import user_turn_fault
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simulator.adapters.base import RuntimeAdapter
 from simulator.dataset import Goal, Persona, canonical_json
-from simulator.errors import RuntimeFault
+from simulator.errors import BudgetCut, ProviderFailure, RuntimeFault
 from simulator.users.base import UserBackend
 
 
@@ -43,7 +44,8 @@ class Conversation:
     scorecard: Scorecard
     started_at: float
     duration_s: float
-    cost_usd: float = 0.0
+    cost_usd: Decimal = Decimal(0)
+    model_calls: tuple[dict, ...] = ()   # every paid (or replayed) call the simulated user made
 
 
 async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Conversation:
@@ -52,7 +54,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     turns: list[TurnRecord] = []
     end, error, stop = "turn_cap", None, None
     initial = final = audit = None
-    session = None
+    session = talker = None
     try:
         session = await runtime.start({"seed": cell.seed, "persona": persona.id, "goal": goal.id,
                                        "setup": as_json_setup(goal)})
@@ -61,6 +63,12 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
         for index in range(1, goal.max_turns + 1):
             try:
                 user_turn = await talker.next_turn(tuple(turns))
+            except BudgetCut as cut:
+                end, error = "budget_cut", {"kind": "budget_cut", "message": str(cut), "turn": index}
+                break
+            except ProviderFailure as failure:
+                end, error = "provider_error", {**failure.evidence, "turn": index}
+                break
             except Exception as exc:   # the simulator failed, not the runtime: data, not a crash
                 end = "simulator_error"
                 error = {"kind": "simulator_crash", "message": f"{type(exc).__name__}: {exc}",
@@ -102,8 +110,9 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
         persona=persona.id, goal=goal.id, seed=cell.seed, repetition=cell.repetition,
         turns=tuple(turns), end=end, initial_state=initial, final_state=final, audit=audit,
         stop=stop, error=error)
+    calls = tuple(getattr(talker, "calls", ())) if talker is not None else ()
     return Conversation(cell, transcript, score(transcript, goal, persona), started,
-                        time.perf_counter() - clock)
+                        time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
 
 
 def as_json_setup(goal: Goal) -> dict:

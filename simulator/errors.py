@@ -6,9 +6,12 @@
      ├── RuntimeUnavailable      the runtime cannot be started or does not speak protocol 1
      └── StoreError              the DuckDB file cannot be used (wrong schema version, no such run)
 
-Failures *during* a run (a runtime crash, a simulator fault) are not exceptions that escape:
-they are recorded as the conversation's end reason, with their evidence, and the run goes on.
-`RuntimeFault` is how an adapter hands such a failure to the conversation loop.
+Failures *during* a run are not exceptions that escape: they are recorded as the conversation's
+end reason, with their evidence, and the run goes on. These carry them to the conversation loop:
+
+    RuntimeFault      the runtime failed          -> runtime_error
+    ProviderFailure   the model API failed, after its retries (or a replay miss) -> provider_error
+    BudgetCut         what is left of the budget cannot cover the next call      -> budget_cut
 """
 
 from __future__ import annotations
@@ -49,3 +52,16 @@ class RuntimeFault(Exception):
         super().__init__(message)
         self.kind = kind
         self.evidence = {"kind": kind, "message": message, **evidence}
+
+
+class ProviderFailure(Exception):
+    """The model API failed after its retries. Recorded as `provider_error`, never a pass."""
+
+    def __init__(self, kind: str, message: str, **evidence: object) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.evidence = {"kind": kind, "message": message, **evidence}
+
+
+class BudgetCut(Exception):
+    """The budget cannot cover the next call. Recorded as `budget_cut`, kept out of the rates."""

@@ -24,6 +24,8 @@ class Ledger:
         self.spent = Decimal(0)
         self.reserved = Decimal(0)
         self.calls = 0
+        self.exhausted = False      # a reservation was refused: start no new conversation
+        self.overruns = 0
         self._lock = threading.Lock()
 
     @property
@@ -35,15 +37,25 @@ class Ledger:
         worst_case = Decimal(worst_case)
         with self._lock:
             if worst_case > self.remaining:
+                self.exhausted = True
                 return None
             self.reserved += worst_case
             return Reservation(worst_case)
 
+    def release(self, reservation: Reservation) -> None:
+        """A call that failed costs nothing: give its reservation back."""
+        self.settle(reservation, Decimal(0))
+
     def settle(self, reservation: Reservation, actual: Decimal) -> None:
+        """Free the reservation and count what the call really cost.
+
+        The spend stays exact even if a provider billed past the worst case (which the worst
+        case's construction rules out); `overruns` counts such calls so that they are seen.
+        """
         actual = Decimal(actual)
-        if actual > reservation.amount:
-            raise ValueError(f"a call cost {actual}, more than its reserved worst case {reservation.amount}")
         with self._lock:
             self.reserved -= reservation.amount
             self.spent += actual
             self.calls += 1
+            if actual > reservation.amount:
+                self.overruns += 1

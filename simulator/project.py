@@ -22,6 +22,7 @@ from simulator.adapters.stdio import StdioRuntime
 from simulator.config import Budgets, Project, RuntimeSection, load_budgets, load_project
 from simulator.dataset import Dataset, load_dataset
 from simulator.errors import ConfigError
+from simulator.ledger import Ledger
 from simulator.money import parse_usd
 from simulator.runner import RunResult, run_matrix
 from simulator.users.base import UserBackend, make_user
@@ -102,7 +103,7 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
         raise ConfigError(f"the folder {plan.db.parent} does not exist", field="--db")
     if plan.reports.exists() and not plan.reports.is_dir():
         raise ConfigError(f"{plan.reports} is a file, not a folder for reports", field="--reports")
-    make_user(plan.user)   # an unknown or unavailable backend fails here, before anything runs
+    user_backend(plan)   # an unknown backend, or one without its key or price, fails here
     return plan
 
 
@@ -149,9 +150,16 @@ def runtime_for(plan: Plan):
     return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s)
 
 
-async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None,
-                  on_conversation=None) -> RunResult:
-    return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or make_user(plan.user), store,
-                            repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
-                            concurrency=plan.concurrency, config=plan.config(),
+def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None) -> UserBackend:
+    options = {"base_url": plan.project.run.user_base_url} if plan.project.run.user_base_url else {}
+    return make_user(plan.user, budgets=plan.budgets, ledger=ledger, replay=replay, **options)
+
+
+async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None, replay=None,
+                  ledger: Ledger | None = None, on_conversation=None) -> RunResult:
+    """Run the plan. One ledger holds the budget for the user backend and the runner alike."""
+    ledger = ledger or Ledger(plan.budget)
+    return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
+                            store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
+                            concurrency=plan.concurrency, config=plan.config(), ledger=ledger,
                             on_conversation=on_conversation)

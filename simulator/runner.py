@@ -49,16 +49,22 @@ class RunResult:
     conversations: int
     spent_usd: Decimal
     budget_usd: Decimal
+    planned: int = 0
+    budget_stopped: bool = False     # the budget ran out before the matrix did
 
 
 async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBackend, store: Store, *,
                      repetitions: int, seed: int, budget: Decimal, concurrency: int = 8,
-                     config: dict | None = None, run_id: str | None = None,
+                     config: dict | None = None, run_id: str | None = None, ledger: Ledger | None = None,
                      on_conversation: Callable[[Conversation], None] | None = None) -> RunResult:
-    """Run every cell once, store it, and return the run's id and spend."""
+    """Run every cell once (or until the budget is spent), store it, and return the run's spend.
+
+    `ledger` is the one a paid user backend reserves against; once it refuses a call, no new
+    conversation starts, and those in flight end as budget_cut.
+    """
     await runtime.health()
     run_id = run_id or new_run_id()
-    ledger = Ledger(budget)
+    ledger = ledger or Ledger(budget)
     store.create_run(run_id, config=config or {}, dataset_hash=dataset.hash, dataset=dataset.item_hashes,
                      scorer_version=SCORER_VERSION, simrun_version=__version__, user_backend=user.name,
                      runtime=runtime.description, seed=seed, repetitions=repetitions, budget_usd=budget)
@@ -69,10 +75,12 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     async def worker() -> None:
         nonlocal done
         for cell in cells:
+            if ledger.exhausted:
+                return
             conversation = await converse(cell, user, runtime)
             store.record(run_id, cell.id, conversation.transcript, conversation.scorecard,
                          started_at=conversation.started_at, duration_s=conversation.duration_s,
-                         cost_usd=conversation.cost_usd)
+                         cost_usd=conversation.cost_usd, model_calls=conversation.model_calls)
             done += 1
             if on_conversation is not None:
                 on_conversation(conversation)
@@ -81,6 +89,8 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
         status = "finished"
     finally:
-        store.finish_run(run_id, status=status, spent_usd=ledger.spent)
+        store.finish_run(run_id, status=status, spent_usd=ledger.spent,
+                         planned=len(dataset.personas) * len(dataset.goals) * repetitions)
         await runtime.aclose()
-    return RunResult(run_id, done, ledger.spent, budget)
+    return RunResult(run_id, done, ledger.spent, budget, planned=len(dataset.personas) * len(dataset.goals)
+                     * repetitions, budget_stopped=ledger.exhausted)

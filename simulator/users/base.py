@@ -4,14 +4,19 @@ A backend makes one `UserSession` per conversation (persona, goal, seed, repetit
 session may keep state between turns (a model's message history, the scripted user's place in
 the goal). Every backend honours every manner: the scripted one by rules and seeded draws, the
 model-played ones through the prompt.
+
+Backends register by the first part of their spec, the way a third party's would: `scripted`,
+`openai:<model>`, `anthropic:<model>`. Model SDKs are imported only when such a backend is used.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Protocol
 
 from scoring.transcript import TurnRecord, UserTurn
 from simulator.dataset import Goal, Persona
+from simulator.errors import ConfigError
 
 
 class UserSession(Protocol):
@@ -25,16 +30,28 @@ class UserBackend(Protocol):
     def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> UserSession: ...
 
 
-def make_user(spec: str, **options) -> UserBackend:
-    """`scripted` (the default). Model backends (`openai:<model>`, `anthropic:<model>`) come next."""
+def make_user(spec: str, *, budgets=None, ledger=None, replay=None, **options) -> UserBackend:
+    """The backend for `spec`. A model backend fails here, before anything runs, if its API key
+    or its price is missing."""
     if spec == "scripted":
         from simulator.users.scripted import ScriptedUser
 
         return ScriptedUser(**options)
-    from simulator.errors import ConfigError
+    kind = spec.split(":", 1)[0]
+    if kind in ("openai", "anthropic"):
+        from simulator.config import Budgets
+        from simulator.ledger import Ledger
+        from simulator.money import parse_usd
+        from simulator.pricing import price_for
+        from simulator.users.model import ModelUser
+        from simulator.users.providers import provider_for
 
-    if spec.split(":", 1)[0] in ("openai", "anthropic"):
-        raise ConfigError(f"user backend {spec!r} is not available in this version yet; "
-                          "use --user scripted", field="--user")
+        budgets = budgets or Budgets()
+        price = price_for(budgets, spec)
+        provider = provider_for(spec, **options)
+        per_conversation = budgets.budget.per_conversation
+        return ModelUser(spec, provider, price, ledger or Ledger(Decimal(0)), replay=replay,
+                         per_conversation=parse_usd(per_conversation, where="budget.per_conversation")
+                         if per_conversation else None)
     raise ConfigError(f"unknown user backend {spec!r}; use scripted, openai:<model> or anthropic:<model>",
                       field="--user")

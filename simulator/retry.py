@@ -1,0 +1,81 @@
+"""The one owner of retries for model calls: tenacity, with the SDKs' own retries turned off.
+
+Retried: 429 (waiting what Retry-After asks, up to a cap), 5xx, timeouts, broken
+connections and malformed bodies. Never retried: any other 4xx (a bad key, a bad request), which no retry can fix.
+One failure is one request; when the attempts run out the conversation ends as
+`provider_error`, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anthropic
+import openai
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from simulator.errors import ProviderFailure
+
+T = TypeVar("T")
+# A body that is not the JSON the SDK expects is a broken reply, as likely transient as a 5xx.
+TRANSIENT = (openai.APITimeoutError, openai.APIConnectionError, anthropic.APITimeoutError,
+             anthropic.APIConnectionError, openai.APIResponseValidationError,
+             anthropic.APIResponseValidationError, json.JSONDecodeError)
+STATUS = (openai.APIStatusError, anthropic.APIStatusError)
+
+
+def should_retry(exc: BaseException) -> bool:
+    if isinstance(exc, TRANSIENT):
+        return True
+    if isinstance(exc, STATUS):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return False
+
+
+def retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 5
+    base_wait_s: float = 0.5
+    max_wait_s: float = 60.0
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep   # tests pass one that only records
+    waits: list[float] = field(default_factory=list)
+
+    def wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        asked = retry_after(exc) if exc is not None else None
+        if asked is not None:
+            delay = min(asked, self.max_wait_s)
+        else:
+            delay = min(self.max_wait_s, self.base_wait_s * 2 ** (state.attempt_number - 1))
+            delay *= 0.5 + random.random() / 2   # jitter, so concurrent conversations spread out
+        self.waits.append(delay)
+        return delay
+
+    async def call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        try:
+            async for attempt in AsyncRetrying(stop=stop_after_attempt(self.attempts), wait=self.wait,
+                                               retry=retry_if_exception(should_retry), sleep=self.sleep,
+                                               reraise=True):
+                with attempt:
+                    return await fn()
+        except Exception as exc:
+            status = getattr(exc, "status_code", None)
+            raise ProviderFailure(
+                "retries_exhausted" if should_retry(exc) else "refused",
+                f"{type(exc).__name__}: {str(exc)[:300]}", status=status,
+                attempts=self.attempts if should_retry(exc) else 1) from None
+        raise AssertionError("unreachable")  # pragma: no cover
