@@ -22,7 +22,9 @@ from scoring.store import DEFAULT_DB, Store
 from simulator import __version__
 from simulator.errors import ConfigError, SimrunError
 from simulator.money import usd
+from simulator.plan import estimate
 from simulator.project import execute, load_plan, runtime_for
+from simulator.users.model import ReplayCache
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   pretty_exceptions_show_locals=False,
@@ -72,6 +74,11 @@ def run_command(
     runtime_command: Optional[str] = RUNTIME_COMMAND,
     timeout: Optional[float] = TIMEOUT,
     header: Optional[list[str]] = HEADER,
+    replay: Optional[str] = typer.Option(None, "--replay", help="Re-run a stored run's conversations from its "
+                                         "recorded model answers ($0); what the runtime now answers "
+                                         "differently goes live."),
+    replay_only: bool = typer.Option(False, "--replay-only", help="With --replay: never call the model; a "
+                                     "conversation that would need to ends as provider_error."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
     """Run the persona x goal matrix, store it, print the rates and write the report."""
@@ -85,27 +92,48 @@ def run_command(
     if version:
         out.print(f"simrun {__version__}")
         raise typer.Exit(0)
+    if replay_only and not replay:
+        _fail(ConfigError("--replay-only needs --replay RUN", field="--replay-only"))
     try:
+        recorded = _replayed(replay, db, config) if replay else None
+        if recorded:
+            # A replay repeats the recorded run: its user backend, seed and repetitions.
+            user = user or recorded["user_backend"]
+            seed = recorded["seed"] if seed is None else seed
+            repetitions = repetitions or recorded["repetitions"]
         plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
                          repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, db=db,
                          reports=reports, runtime_flags=runtime_flags(transport, url, runtime_command,
-                                                                      timeout, header))
+                                                                      timeout, header),
+                         check_user=not replay_only)
+        cache = ReplayCache(recorded["answers"], only=replay_only) if recorded else None
         runtime = runtime_for(plan)
-        result, code, path = asyncio.run(_run(plan, runtime))
+        result, code, path, estimated = asyncio.run(_run(plan, runtime, cache))
     except SimrunError as exc:
         _fail(exc)
     except KeyboardInterrupt:
         err_line("interrupted: the conversations that finished are stored, and the run is marked interrupted")
         raise typer.Exit(130)
-    paid = "" if plan.user != "scripted" else " (the scripted user is free)"
-    out.print(f"spent {usd(result.spent_usd)} of {usd(result.budget_usd)}{paid}; "
-              f"{usd(result.budget_usd - result.spent_usd)} left", highlight=False)
+    _spend_summary(plan, result, estimated, cache)
     out.print(f"database: {plan.db}   run: {result.run_id}", highlight=False)
     out.print(f"report: {path}", highlight=False)
     raise typer.Exit(code)
 
 
-async def _run(plan, runtime):
+def _replayed(run: str, db: Optional[str], config: Optional[str]) -> dict:
+    from simulator.project import load_project_file
+
+    project = load_project_file(config)
+    with Store(db or project.run.db, create=False) as store:
+        recorded = store.run(run)
+        recorded["answers"] = store.replay_answers(recorded["run_id"])
+    if not recorded["answers"]:
+        raise ConfigError(f"run {recorded['run_id']} recorded no model answers to replay "
+                          f"(its user was {recorded['user_backend']})", field="--replay")
+    return recorded
+
+
+async def _run(plan, runtime, replay=None):
     try:
         await runtime.health()
     except BaseException:
@@ -115,11 +143,36 @@ async def _run(plan, runtime):
     out.print(f"simrun {__version__}: {len(plan.dataset.personas)} personas x {len(plan.dataset.goals)} goals x "
               f"{reps} = {plan.conversations} conversations; user {plan.user}; "
               f"runtime {runtime.description}; budget {usd(plan.budget)}", highlight=False, soft_wrap=True)
+    estimated = None
+    if plan.user != "scripted" and replay is None:
+        # What `simrun plan` would have said, to compare with the spend afterwards.
+        (estimated,) = await estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
+                                      repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user])
     with Store(plan.db) as store:
-        result = await execute(plan, store, runtime=runtime)
+        result = await execute(plan, store, runtime=runtime, replay=replay)
         code = _summary(store, result.run_id)
         path = build_report(store, result.run_id, plan.reports)
-    return result, code, path
+    return result, code, path, estimated
+
+
+def _spend_summary(plan, result, estimated, cache) -> None:
+    if plan.user == "scripted":
+        out.print(f"spent {usd(result.spent_usd)} of {usd(result.budget_usd)} (the scripted user is free); "
+                  f"{usd(result.budget_usd - result.spent_usd)} left", highlight=False)
+        return
+    out.print(f"spent {usd(result.spent_usd)} (exactly ${result.spent_usd:.6f}, the sum of its calls) of "
+              f"{usd(result.budget_usd)}; {usd(result.budget_usd - result.spent_usd)} left; the budget allowed "
+              f"{result.conversations} of {result.planned} conversations", highlight=False, soft_wrap=True)
+    if result.budget_stopped:
+        out.print("the budget ran out: no new conversation started, and those in flight ended as budget_cut "
+                  "(listed in the report; kept out of the rates)", style="yellow", highlight=False)
+    if estimated is not None and estimated.cost_usd:
+        off = (result.spent_usd - estimated.cost_usd) / estimated.cost_usd
+        out.print(f"plan estimated {usd(estimated.cost_usd)} for this matrix; actual {usd(result.spent_usd)} "
+                  f"({off:+.0%})", highlight=False)
+    if cache is not None:
+        out.print(f"replay: {cache.hits} answers from the recorded run, {cache.misses} not in it"
+                  + (" (went live)" if cache.misses and not cache.only else ""), highlight=False)
 
 
 def runtime_flags(transport, url, command, timeout, headers) -> dict:
@@ -323,6 +376,49 @@ def check_runtime_command(
     if report.violations:
         raise typer.Exit(1)
     out.print("protocol 1 kept", style="green")
+
+
+@app.command("plan")
+def plan_command(
+        budget: Optional[str] = typer.Option(None, "--budget", help="The budget to compare with, e.g. 5usd."),
+        config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS, personas: Optional[str] = PERSONAS,
+        goals: Optional[str] = GOALS,
+        repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n"),
+        seed: Optional[int] = typer.Option(None, "--seed"),
+        user: Optional[str] = typer.Option(None, "--user", help="Price only this backend (default: every priced one)."),
+        transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
+        runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
+        header: Optional[list[str]] = HEADER) -> None:
+    """Estimate what the matrix costs per model backend, before spending anything.
+
+    A free dry run with the scripted user gives the conversations' lengths; their prompts are
+    priced with budgets.toml, the stable prefix as cached after each conversation's first call."""
+    try:
+        plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
+                         repetitions=repetitions, seed=seed, check_user=False,
+                         runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
+        if user and user != "scripted" and user not in plan.budgets.prices:
+            from simulator.pricing import price_for
+
+            price_for(plan.budgets, user)
+        estimates = asyncio.run(estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
+                                         repetitions=plan.repetitions, seed=plan.seed,
+                                         backends=[user] if user and user != "scripted" else None))
+    except SimrunError as exc:
+        _fail(exc)
+    table = Table(title=f"{plan.conversations} conversations, budget {usd(plan.budget)}", title_justify="left")
+    for col in ("backend", "calls", "input tokens", "cached", "cache writes", "output", "estimated cost",
+                "per conversation", "the budget buys"):
+        table.add_column(col, justify="left" if col == "backend" else "right", no_wrap=col == "backend")
+    table.add_row("scripted", "0", "0", "0", "0", "0", "$0.00", "$0.00", f"{plan.conversations} (all)")
+    for e in estimates:
+        share = f"{e.affordable} ({e.affordable / e.conversations:.0%})" if e.conversations else "–"
+        table.add_row(e.backend, str(e.calls), f"{e.usage.input_tokens:,}", f"{e.usage.cached_input_tokens:,}",
+                      f"{e.usage.cache_write_tokens:,}", f"{e.usage.output_tokens:,}", f"${e.cost_usd:.4f}",
+                      f"${e.per_conversation:.5f}", share)
+    out.print(table)
+    out.print("estimates count tokens as characters / 4; a run prints its actual spend beside this estimate",
+              highlight=False)
 
 
 @app.command()

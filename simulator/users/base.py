@@ -48,7 +48,7 @@ def make_user(spec: str, *, budgets=None, ledger=None, replay=None, **options) -
 
         budgets = budgets or Budgets()
         price = price_for(budgets, spec)
-        provider = provider_for(spec, **options)
+        provider = provider_for(spec, offline=bool(replay and replay.only), **options)
         per_conversation = budgets.budget.per_conversation
         return ModelUser(spec, provider, price, ledger or Ledger(Decimal(0)), replay=replay,
                          per_conversation=parse_usd(per_conversation, where="budget.per_conversation")

@@ -35,9 +35,11 @@ class Completion:
         return "write" if self.usage.cache_write_tokens else "miss"
 
 
-def api_key(provider: str) -> str:
+def api_key(provider: str, offline: bool = False) -> str:
     variable = KEY_VARIABLES[provider]
     key = os.environ.get(variable)
+    if not key and offline:
+        return "replay-only-no-key"   # --replay-only never calls the API
     if not key:
         raise ConfigError(f"the {provider} user backend needs an API key: set {variable} "
                           "(for an OpenAI-compatible server that needs none, any value will do)", field="--user")
@@ -52,11 +54,11 @@ class OpenAIProvider:
     name = "openai"
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 60.0,
-                 http_client: httpx.AsyncClient | None = None) -> None:
+                 http_client: httpx.AsyncClient | None = None, offline: bool = False) -> None:
         import openai
 
         self.model = model
-        self.key = api_key("openai")
+        self.key = api_key("openai", offline)
         self.client = openai.AsyncOpenAI(api_key=self.key, base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
                                          max_retries=0, timeout=timeout_s, http_client=http_client)
 
@@ -88,11 +90,11 @@ class AnthropicProvider:
     TOOL = {"name": "act", "description": "Your next move in the conversation.", "input_schema": ACTION_SCHEMA}
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 60.0,
-                 http_client: httpx.AsyncClient | None = None) -> None:
+                 http_client=None, offline: bool = False) -> None:
         import anthropic
 
         self.model = model
-        self.key = api_key("anthropic")
+        self.key = api_key("anthropic", offline)
         self.client = anthropic.AsyncAnthropic(api_key=self.key, base_url=base_url, max_retries=0,
                                                timeout=timeout_s, http_client=http_client)
 

@@ -1,0 +1,238 @@
+"""Model-played users: the real openai and anthropic SDKs against a fake API, an exact ledger,
+a hard budget, retries, replay, estimates and secrets. No test touches the network."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from decimal import Decimal
+
+import httpx
+import httpx2
+import pytest
+
+from scoring import rates as R
+from scoring.report import build_report
+from scoring.store import Store
+from simulator.adapters.python import PythonRuntime
+from simulator.config import Budgets, Price
+from simulator.dataset import Dataset
+from simulator.errors import ConfigError
+from simulator.ledger import Ledger
+from simulator.plan import estimate
+from simulator.pricing import Usage, cost, price_for, worst_case
+from simulator.retry import RetryPolicy
+from simulator.runner import run_matrix
+from simulator.users.model import ModelUser, ReplayCache
+from simulator.users.providers import AnthropicProvider, OpenAIProvider
+from tripdesk import TripDesk
+
+from tests.fixtures.model_api import FakeModelAPI
+
+KEY = "sk-planted-4d1c0ffee9"
+PRICE = Price(input_per_mtok=Decimal("2.00"), cached_input_per_mtok=Decimal("0.50"),
+              cache_write_per_mtok=Decimal("2.50"), output_per_mtok=Decimal("8.00"))
+PROVIDERS = {"openai": (OpenAIProvider, httpx), "anthropic": (AnthropicProvider, httpx2)}
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+
+def small(demo, goals=("single-add-bag", "cancel-trip", "new-trip-full")) -> Dataset:
+    return Dataset((demo.persona("plain-paula"), demo.persona("terse-tom")), tuple(demo.goal(g) for g in goals),
+                   demo.hash, demo.item_hashes)
+
+
+def user_for(kind: str, api: FakeModelAPI, ledger: Ledger, waits: list | None = None, **kw) -> ModelUser:
+    provider_cls, http = PROVIDERS[kind]
+
+    async def no_sleep(seconds):   # the policy's waits are recorded, not slept
+        if waits is not None:
+            waits.append(seconds)
+
+    return ModelUser(f"{kind}:m", provider_cls("m", http_client=api.client(http)), PRICE, ledger,
+                     retry=RetryPolicy(sleep=no_sleep), **kw)
+
+
+def run(db, dataset, user, ledger, *, repetitions=1, concurrency=4, runtime=None):
+    with Store(db) as store:
+        result = asyncio.run(run_matrix(dataset, runtime or PythonRuntime(TripDesk()), user, store,
+                                        repetitions=repetitions, seed=5, budget=ledger.budget,
+                                        concurrency=concurrency, ledger=ledger))
+        calls = store.con.execute("SELECT conversation_id, turn, input_tokens, cached_input_tokens, "
+                                  "cache_write_tokens, output_tokens, cost_usd, cache_status, answer "
+                                  "FROM model_calls WHERE run_id = ? ORDER BY 1, 2", [result.run_id]).fetchall()
+        spend = store.spend(result.run_id)
+        ends = dict(store.con.execute("SELECT conversation_id, end_reason FROM conversations WHERE run_id = ?",
+                                      [result.run_id]).fetchall())
+        turns = store.con.execute("SELECT conversation_id, turn, user_turn, result FROM turns WHERE run_id = ? "
+                                  "ORDER BY 1, 2", [result.run_id]).fetchall()
+        findings = store.con.execute("SELECT conversation_id, turn, class FROM findings WHERE run_id = ? "
+                                     "ORDER BY 1, 2, 3", [result.run_id]).fetchall()
+        rates = {r.cls: r for r in R.class_rates(store, result.run_id)}
+    return result, calls, spend, ends, turns, findings, rates
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_a_model_user_drives_conversations_and_every_call_is_priced(tmp_path, demo, kind):
+    api, ledger = FakeModelAPI(), Ledger(Decimal("1.00"))
+    result, calls, (spent, n), ends, *_ = run(tmp_path / "m.duckdb", small(demo), user_for(kind, api, ledger), ledger)
+    assert ends["plain-paula/single-add-bag/0"] == "goal_reached"
+    assert ends["plain-paula/cancel-trip/0"] == "goal_reached"      # a message, then a click on Confirm
+    assert n == len(api.requests) == len(calls) > 0
+    assert spent == ledger.spent == result.spent_usd == sum(Decimal(str(c[6])) for c in calls)
+    assert any(c[3] > 0 for c in calls), "the stable prefix was read from the cache"
+    for _, _, uncached, cached, written, output, price, status, _ in calls:
+        assert Decimal(str(price)) == cost(PRICE, Usage(uncached, cached, written, output))
+        assert status == ("hit" if cached else "write" if written else "miss")
+    if kind == "anthropic":
+        assert all(r["system"][0]["cache_control"] == {"type": "ephemeral"} for r in api.requests)
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_the_stable_prefix_comes_first_and_never_changes_within_a_conversation(demo, kind):
+    api, ledger = FakeModelAPI(), Ledger(Decimal("1"))
+    run_one = lambda: run(":memory:", small(demo, ("cancel-trip",)), user_for(kind, api, ledger), ledger,  # noqa: E731
+                          concurrency=1)
+    run_one()
+    systems = [r["messages"][0]["content"] if kind == "openai" else r["system"][0]["text"] for r in api.requests]
+    assert len(systems) == 4 and systems[0] == systems[1] and systems[2] == systems[3]
+    assert "Cancel a trip" in systems[0] and "Tom" in systems[2] and "Write as briefly" in systems[2]
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "timeout", "malformed"])
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_each_transient_fault_is_retried_within_the_policy(demo, kind, fault):
+    api, ledger, waits = FakeModelAPI([fault, fault]), Ledger(Decimal("1")), []
+    *_, ends, _, _, _ = run(":memory:", small(demo, ("single-add-bag",)), user_for(kind, api, ledger, waits),
+                            ledger, concurrency=1)
+    assert set(ends.values()) == {"goal_reached"}
+    assert len(waits) == 2 and len(api.requests) == 2 + 2   # two failures, then one success per conversation
+    if fault == "429":
+        assert waits == [2.0, 2.0]                          # Retry-After honoured
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_exhausted_retries_end_as_provider_error_and_the_run_goes_on(tmp_path, demo, kind):
+    api, ledger = FakeModelAPI(["500"] * 5), Ledger(Decimal("1"))
+    result, calls, (spent, _), ends, _, _, rates = run(tmp_path / "r.duckdb", small(demo, ("single-add-bag",)),
+                                                     user_for(kind, api, ledger), ledger, concurrency=1)
+    assert ends["plain-paula/single-add-bag/0"] == "provider_error"
+    assert ends["terse-tom/single-add-bag/0"] == "goal_reached"
+    assert spent == sum(Decimal(str(c[6])) for c in calls) and ledger.reserved == 0
+    assert rates["not_understood"].scored == 1                 # the provider_error is not the runtime's
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_an_authentication_error_is_never_retried(demo, kind):
+    api, ledger, waits = FakeModelAPI(["401"]), Ledger(Decimal("1")), []
+    *_, ends, _, _, _ = run(":memory:", small(demo, ("single-add-bag",)), user_for(kind, api, ledger, waits),
+                            ledger, concurrency=1)
+    assert ends["plain-paula/single-add-bag/0"] == "provider_error" and waits == []
+
+
+def test_the_budget_is_never_overshot_by_64_concurrent_conversations(tmp_path, demo):
+    api = FakeModelAPI()
+    budget = Decimal("0.004")      # a few conversations' worth
+    ledger = Ledger(budget)
+    dataset = small(demo, ("new-trip-full", "cancel-trip"))
+    result, calls, (spent, n), ends, _, _, rates = run(tmp_path / "b.duckdb", dataset,
+                                                     user_for("openai", api, ledger), ledger,
+                                                     repetitions=16, concurrency=64)
+    assert spent <= budget and spent == ledger.spent == sum(Decimal(str(c[6])) for c in calls)
+    assert ledger.reserved == 0 and ledger.overruns == 0 and result.budget_stopped
+    cut = [cid for cid, end in ends.items() if end == "budget_cut"]
+    assert cut and len(ends) < 64                           # in flight ended as budget_cut; no new one began
+    assert all(r.scored <= len(ends) - len(cut) for r in rates.values() if r.kind == "progress")
+
+
+def test_a_conversation_budget_cuts_only_that_conversation(demo):
+    api, ledger = FakeModelAPI(), Ledger(Decimal("1"))
+    user = user_for("openai", api, ledger, per_conversation=Decimal("0.009"))
+    *_, ends, _, _, _ = run(":memory:", small(demo, ("new-trip-full", "single-add-bag")), user, ledger)
+    assert ends["plain-paula/new-trip-full/0"] == "budget_cut"
+    assert ends["plain-paula/single-add-bag/0"] == "goal_reached"
+
+
+def test_replay_gives_identical_transcripts_at_no_cost_and_no_request(tmp_path, demo):
+    db = tmp_path / "live.duckdb"
+    live_api, ledger = FakeModelAPI(), Ledger(Decimal("1"))
+    live = run(db, small(demo), user_for("anthropic", live_api, ledger), ledger, concurrency=1)
+    with Store(db) as store:
+        answers = store.replay_answers(live[0].run_id)
+    offline = FakeModelAPI(["500"] * 1000)                  # any request to it would fail the conversation
+    cache = ReplayCache(answers, only=True)
+    ledger2 = Ledger(Decimal("1"))
+    replayed = run(tmp_path / "replay.duckdb", small(demo), user_for("anthropic", offline, ledger2, replay=cache),
+                   ledger2, concurrency=1)
+    assert offline.requests == [] and replayed[2][0] == 0 and cache.misses == 0
+    assert replayed[4] == live[4] and replayed[5] == live[5] and replayed[3] == live[3]
+
+
+def test_replay_only_fails_where_the_runtime_now_answers_differently(tmp_path, demo):
+    db = tmp_path / "live.duckdb"
+    api, ledger = FakeModelAPI(), Ledger(Decimal("1"))
+    live = run(db, small(demo), user_for("openai", api, ledger), ledger, concurrency=1)
+    with Store(db) as store:
+        answers = store.replay_answers(live[0].run_id)
+    changed = PythonRuntime(TripDesk(faults="dead_end=1.0"))
+    cache = ReplayCache(answers, only=True)
+    ledger2 = Ledger(Decimal("1"))
+    _, _, _, ends, *_ = run(tmp_path / "r.duckdb", small(demo), user_for("openai", FakeModelAPI(), ledger2,
+                                                                         replay=cache), ledger2,
+                            concurrency=1, runtime=changed)
+    assert "provider_error" in ends.values() and cache.misses > 0
+    # Without --replay-only, the same misses go live.
+    api3, ledger3 = FakeModelAPI(), Ledger(Decimal("1"))
+    cache3 = ReplayCache(answers)
+    _, _, (spent, _), ends3, *_ = run(tmp_path / "r3.duckdb", small(demo), user_for("openai", api3, ledger3,
+                                                                                  replay=cache3), ledger3,
+                                      concurrency=1, runtime=PythonRuntime(TripDesk(faults="dead_end=1.0")))
+    assert "provider_error" not in ends3.values() and api3.requests and spent > 0
+
+
+def test_a_planted_key_lands_in_no_byte_of_the_store_report_or_logs(tmp_path, demo, caplog, capfd):
+    caplog.set_level(logging.DEBUG)
+    api, ledger = FakeModelAPI(["500", "401"]), Ledger(Decimal("1"))
+    db = tmp_path / "k.duckdb"
+    result, *_ = run(db, small(demo), user_for("openai", api, ledger), ledger)
+    assert any(h.get("authorization") == f"Bearer {KEY}" for h in api.headers)   # it was used...
+    with Store(db) as store:
+        report = build_report(store, result.run_id, tmp_path / "reports")
+    out, err = capfd.readouterr()
+    for blob in (db.read_bytes(), report.read_bytes(), caplog.text.encode(), (out + err).encode()):
+        assert KEY.encode() not in blob                                           # ...and kept nowhere
+
+
+def test_a_model_backend_without_its_key_or_price_refuses_to_start(monkeypatch):
+    from simulator.users.base import make_user
+
+    budgets = Budgets(prices={"openai:m": PRICE})
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
+        make_user("openai:m", budgets=budgets)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with pytest.raises(ConfigError, match=r'no price for .openai:unpriced.*\[prices\."openai:unpriced"\]'):
+        make_user("openai:unpriced", budgets=budgets)
+    assert price_for(budgets, "openai:m") is PRICE
+
+
+def test_the_worst_case_bounds_every_real_call(demo):
+    api, ledger = FakeModelAPI(), Ledger(Decimal("1"))
+    run(":memory:", small(demo), user_for("anthropic", api, ledger), ledger)
+    assert ledger.overruns == 0
+    assert worst_case(PRICE, 1000, 300) == (1000 * Decimal("2.50") + 300 * Decimal("8.00")) / 1_000_000
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_plan_estimates_the_spend_within_30_percent(tmp_path, demo, kind):
+    dataset = small(demo, ("single-add-bag", "cancel-trip"))
+    budgets = Budgets(prices={f"{kind}:m": PRICE})
+    (est,) = asyncio.run(estimate(dataset, PythonRuntime(TripDesk()), budgets, Decimal(1), repetitions=2, seed=5))
+    api, ledger = FakeModelAPI(), Ledger(Decimal("1"))
+    result, *_ = run(tmp_path / "e.duckdb", dataset, user_for(kind, api, ledger), ledger, repetitions=2)
+    assert abs(result.spent_usd - est.cost_usd) / result.spent_usd <= Decimal("0.30"), (est.cost_usd, result.spent_usd)
+    assert est.affordable == est.conversations
