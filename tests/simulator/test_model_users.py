@@ -236,3 +236,64 @@ def test_plan_estimates_the_spend_within_30_percent(tmp_path, demo, kind):
     result, *_ = run(tmp_path / "e.duckdb", dataset, user_for(kind, api, ledger), ledger, repetitions=2)
     assert abs(result.spent_usd - est.cost_usd) / result.spent_usd <= Decimal("0.30"), (est.cost_usd, result.spent_usd)
     assert est.affordable == est.conversations
+
+
+def say(text):
+    return lambda system, messages: {"action": "message", "text": text, "offer": None, "reason": None}
+
+
+def stop(reason, after=0):
+    def policy(system, messages):
+        if sum(m["role"] == "assistant" for m in messages) >= after:
+            return {"action": "stop", "text": None, "offer": None, "reason": reason}
+        return {"action": "message", "text": "Hello, could you help me with my trip?", "offer": None, "reason": None}
+    return policy
+
+
+def brief(system, messages):
+    instructions = system.split("## Your goal\n", 1)[1].split("\n\n", 1)[1].split("\n##", 1)[0]
+    return {"action": "message", "text": " ".join(instructions.split()), "offer": None, "reason": None}
+
+
+def contradicting(system, messages):
+    said = sum(m["role"] == "assistant" for m in messages)
+    text = "Rebook the outbound of Lisbon offsite to 9 September 2031." if not said else "Thanks, that is all."
+    return {"action": "message", "text": text, "offer": None, "reason": None}
+
+
+@pytest.mark.parametrize("policy, finding", [
+    (say(""), "empty message"),
+    (say("As an AI language model, I can help you book that."), "role leakage"),
+    (say("Assistant: How can I help you today?"), "role leakage"),
+    (brief, "leaked instructions"),
+    (stop("done"), "stopped before trying anything"),
+    (stop("done", after=1), "claimed the goal was done while the store says it is not"),
+    (contradicting, "contradicts the goal's facts"),
+    (lambda system, messages: "Sure! I'd like to rebook my flight.", "not answer in the structured form"),
+])
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_simulator_faults_in_model_output_are_caught_by_code(demo, kind, policy, finding):
+    goal = "correct-rebook-date" if policy is contradicting else "new-trip-full"
+    api, ledger = FakeModelAPI(policy=policy), Ledger(Decimal("1"))
+    dataset = Dataset((demo.persona("plain-paula"),), (demo.goal(goal),), demo.hash, demo.item_hashes)
+    with Store(":memory:") as store:
+        run_id = asyncio.run(run_matrix(dataset, PythonRuntime(TripDesk()), user_for(kind, api, ledger), store,
+                                        repetitions=1, seed=5, budget=Decimal(1), ledger=ledger)).run_id
+        end, = store.con.execute("SELECT end_reason FROM conversations").fetchone()
+        details = [d for (d,) in store.con.execute("SELECT detail FROM findings WHERE class = 'simulator_error'")
+                   .fetchall()]
+        rates = {r.cls: r for r in R.class_rates(store, run_id)}
+    assert end == "simulator_error" and any(finding in d for d in details), details
+    assert rates["dead_end"].scored == 0            # kept out of the runtime's rates
+
+
+def test_every_manner_is_honoured_through_the_prompt(demo):
+    from simulator.users.prompt import MANNER_PROMPTS, stable_prefix
+
+    for persona in demo.personas:
+        prefix = stable_prefix(persona, demo.goal("new-trip-full"))
+        for manner, text in MANNER_PROMPTS.items():
+            lead = text.split("{pct}")[0][:30]
+            assert (lead in prefix) == (persona.rate(manner) > 0), (persona.id, manner)
+            if persona.rate(manner) > 0:
+                assert f"{persona.rate(manner):.0%}" in prefix
