@@ -209,3 +209,13 @@ def cell_counts(store: Store, run_id: str) -> dict[tuple[str, str], dict[str, tu
         if cls in ALL_CLASSES:
             counts[(persona, goal)][cls] = (int(fired), int(fired + clean), int(unver))
     return counts
+
+
+def set_aside(store: Store, run_id: str) -> list[dict]:
+    """Conversations kept out of the runtime's rates (simulator_error, provider_error, budget_cut)."""
+    cur = store.con.execute(f"""
+        SELECT conversation_id, end_reason, turns, error->>'message' AS why
+        FROM conversations WHERE run_id = ? AND end_reason IN ({_EXCLUDED})
+        ORDER BY end_reason, conversation_id""", [run_id])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]

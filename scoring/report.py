@@ -56,7 +56,7 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
     return {
         "run": run, "rates": class_rates, "outcome": outcome, "guarantees": GUARANTEES,
         "violations": R.guarantee_violations(class_rates), "worst": transcripts, "embedded": embedded,
-        "members": members, "cells": cells, "severity": R.SEVERITY,
+        "members": members, "cells": cells, "severity": R.SEVERITY, "set_aside": R.set_aside(store, run_id),
         "personas": sorted({c["persona"] for c in cells}), "goals": sorted({c["goal"] for c in cells}),
         "cell_map": {(c["persona"], c["goal"]): c for c in cells},
     }

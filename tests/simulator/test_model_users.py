@@ -147,6 +147,10 @@ def test_the_budget_is_never_overshot_by_64_concurrent_conversations(tmp_path, d
     cut = [cid for cid, end in ends.items() if end == "budget_cut"]
     assert cut and len(ends) < 64                           # in flight ended as budget_cut; no new one began
     assert all(r.scored <= len(ends) - len(cut) for r in rates.values() if r.kind == "progress")
+    with Store(tmp_path / "b.duckdb") as store:
+        html = build_report(store, result.run_id, tmp_path / "reports").read_text()
+    listed = html.split('id="set-aside"', 1)[1].split("</table>", 1)[0]
+    assert all(f"<td>{cid}</td><td>budget_cut</td>" in listed for cid in cut)
 
 
 def test_a_conversation_budget_cuts_only_that_conversation(demo):
