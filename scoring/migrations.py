@@ -103,6 +103,10 @@ ALTER TABLE model_calls ADD COLUMN answer JSON;         -- the model's structure
 ALTER TABLE model_calls ADD COLUMN response JSON;       -- the whole response, as received
 ALTER TABLE runs ADD COLUMN conversations_planned INTEGER;
 """),
+    (4, "resume and shards", """
+ALTER TABLE runs ADD COLUMN run_key VARCHAR;            -- what the run is: an unfinished one with this key resumes
+ALTER TABLE runs ADD COLUMN shard VARCHAR;              -- "i/n" for one shard of a matrix, NULL for all of it
+"""),
 ]
 
 

@@ -75,6 +75,18 @@ class Store:
                          "conversations_planned = coalesce(?, conversations_planned) WHERE run_id = ?",
                          [status, spent_usd, planned, run_id])
 
+    def resumable(self, run_key: str) -> dict[str, Any] | None:
+        """The newest unfinished run with this key (killed, interrupted, or cut short), if any."""
+        row = self.con.execute("SELECT run_id FROM runs WHERE run_key = ? AND status <> 'finished' "
+                               "ORDER BY started_at DESC LIMIT 1", [run_key]).fetchone()
+        return self.run(row[0]) if row else None
+
+    def reopen_run(self, run_id: str) -> None:
+        self.con.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE run_id = ?", [run_id])
+
+    def set_identity(self, run_id: str, run_key: str, shard: str | None) -> None:
+        self.con.execute("UPDATE runs SET run_key = ?, shard = ? WHERE run_id = ?", [run_key, shard, run_id])
+
     def replay_answers(self, run_id: str) -> dict[str, Any]:
         """A run's recorded model answers by request key, for `--replay`."""
         return {key: _load(answer) for key, answer in self.con.execute(
@@ -148,24 +160,35 @@ class Store:
     def replace_scores(self, run_id: str, scorecards: dict[str, Scorecard], *, scorer_version: str) -> None:
         """Rescoring a whole run: every conversation's score and the run's scorer version, atomically.
 
-        One transaction, so a run is never left half scored by one version and half by another.
+        One transaction, so a run is never left half scored by one version and half by another;
+        rows go in by the thousand, since a statement per conversation is most of the time.
         """
         previous = self.run(run_id)["scorer_version"]
-        self.con.execute("BEGIN TRANSACTION")
+        outcomes = [[cid, card.goal_reached, card.goal_detail, card.end] for cid, card in scorecards.items()]
+        checks = [[run_id, cid, cls, kind_of(cls), check.status, len(check.findings), check.checked_turns,
+                   check.unverifiable_turns] for cid, card in scorecards.items() for cls, check in card.checks.items()]
+        findings = [[run_id, cid, f.turn, f.cls, kind_of(f.cls), f.detail, _json(f.evidence)]
+                    for cid, card in scorecards.items() for f in card.findings]
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
         try:
             for table in ("checks", "findings"):
-                self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
-            self.con.executemany(
-                "UPDATE conversations SET goal_reached = ?, goal_detail = ?, end_reason = ? "
-                "WHERE run_id = ? AND conversation_id = ?",
-                [[card.goal_reached, card.goal_detail, card.end, run_id, cid] for cid, card in scorecards.items()])
-            for cid, card in scorecards.items():
-                self._write_score(run_id, cid, card)
-            self.con.execute("UPDATE runs SET scorer_version = ?, rescored_at = now(), rescored_from = ? "
-                             "WHERE run_id = ?", [scorer_version, previous, run_id])
-            self.con.execute("COMMIT")
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            con.execute("CREATE TEMP TABLE rescored (conversation_id VARCHAR, goal_reached BOOLEAN, "
+                        "goal_detail VARCHAR, end_reason VARCHAR)")
+            for table, rows in (("rescored", outcomes), ("checks", checks), ("findings", findings)):
+                for i in range(0, len(rows), 1000):
+                    insert_rows(con, table, rows[i:i + 1000])
+            con.execute("UPDATE conversations SET goal_reached = r.goal_reached, goal_detail = r.goal_detail, "
+                        "end_reason = r.end_reason FROM rescored r "
+                        "WHERE conversations.run_id = ? AND conversations.conversation_id = r.conversation_id",
+                        [run_id])
+            con.execute("DROP TABLE rescored")
+            con.execute("UPDATE runs SET scorer_version = ?, rescored_at = now(), rescored_from = ? "
+                        "WHERE run_id = ?", [scorer_version, previous, run_id])
+            con.execute("COMMIT")
         except Exception:
-            self.con.execute("ROLLBACK")
+            con.execute("ROLLBACK")
             raise
 
     # --- reading ----------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from simulator import __version__
 from simulator.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.plan import estimate
-from simulator.project import execute, load_plan, runtime_for
+from simulator.project import execute, load_plan, load_project_file, parse_shard, runtime_for
 from simulator.users.model import ReplayCache
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
@@ -79,9 +79,15 @@ def run_command(
                                          "differently goes live."),
     replay_only: bool = typer.Option(False, "--replay-only", help="With --replay: never call the model; a "
                                      "conversation that would need to ends as provider_error."),
+    shard: Optional[str] = typer.Option(None, "--shard", help="Run only shard i/n of the matrix (0-based), e.g. "
+                                        "for one job of a CI matrix; `simrun merge` joins the shards."),
+    fresh: bool = typer.Option(False, "--fresh", help="Start a new run even if the same run was cut short "
+                               "(by default it is resumed)."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
-    """Run the persona x goal matrix, store it, print the rates and write the report."""
+    """Run the persona x goal matrix, store it, print the rates and write the report.
+
+    Running the same configuration again finishes a run that was killed or interrupted."""
     if ctx.invoked_subcommand:
         given = [f"--{name}" for name, value in ctx.params.items() if value not in (None, False, [], ())]
         if given:
@@ -107,12 +113,20 @@ def run_command(
                                                                       timeout, header),
                          check_user=not replay_only)
         cache = ReplayCache(recorded["answers"], only=replay_only) if recorded else None
-        runtime = runtime_for(plan)
-        result, code, path, estimated = asyncio.run(_run(plan, runtime, cache))
+        _run_and_report(plan, cache, shard=parse_shard(shard), resume=not fresh)
+    except SimrunError as exc:
+        _fail(exc)
+
+
+def _run_and_report(plan, cache=None, *, shard=None, resume=True) -> None:
+    """Run a plan, print its summary and report, and exit with the run's status."""
+    try:
+        result, code, path, estimated = asyncio.run(_run(plan, runtime_for(plan), cache, shard, resume))
     except SimrunError as exc:
         _fail(exc)
     except KeyboardInterrupt:
-        err_line("interrupted: the conversations that finished are stored, and the run is marked interrupted")
+        err_line("interrupted: the conversations that finished are stored, and the run is marked interrupted; "
+                 "run the same command again (or `simrun resume RUN`) to finish it")
         raise typer.Exit(130)
     _spend_summary(plan, result, estimated, cache)
     out.print(f"database: {plan.db}   run: {result.run_id}", highlight=False)
@@ -120,9 +134,34 @@ def run_command(
     raise typer.Exit(code)
 
 
-def _replayed(run: str, db: Optional[str], config: Optional[str]) -> dict:
-    from simulator.project import load_project_file
+@app.command()
+def resume(run: str = typer.Argument("latest", help="The run to finish (default: the newest)."),
+           config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS, db: Optional[str] = DB,
+           budget: Optional[str] = typer.Option(None, "--budget", help="A new budget for the whole run "
+                                                "(what it spent already counts against it).")) -> None:
+    """Finish a run that was killed, interrupted or stopped by its budget: every conversation it
+    stored is kept once, the rest are run, and its spend carries over."""
+    try:
+        with Store(db or load_project_file(config).run.db, create=False) as store:
+            earlier = store.run(run)
+        if earlier["status"] == "finished":
+            raise ConfigError(f"run {earlier['run_id']} is finished; there is nothing to resume", field="RUN")
+        stored = earlier["config"]
+        shard = parse_shard(earlier.get("shard"))
+        plan = load_plan(config=config, budgets=budgets, db=db, budget=budget or f"{stored['budget_usd']}usd",
+                         repetitions=stored["repetitions"], seed=stored["seed"], user=stored["user"],
+                         runtime_flags={k: v for k, v in stored["runtime"].items()
+                                        if k in ("transport", "url", "command", "timeout_s", "target", "options")})
+        if plan.dataset.hash != earlier["dataset_hash"]:
+            raise ConfigError(f"the personas and goals changed since run {earlier['run_id']} (dataset "
+                              f"{earlier['dataset_hash']}, now {plan.dataset.hash}); it cannot be finished as "
+                              "the same run", field="RUN")
+    except SimrunError as exc:
+        _fail(exc)
+    _run_and_report(plan, shard=shard)
 
+
+def _replayed(run: str, db: Optional[str], config: Optional[str]) -> dict:
     project = load_project_file(config)
     with Store(db or project.run.db, create=False) as store:
         recorded = store.run(run)
@@ -133,7 +172,7 @@ def _replayed(run: str, db: Optional[str], config: Optional[str]) -> dict:
     return recorded
 
 
-async def _run(plan, runtime, replay=None):
+async def _run(plan, runtime, replay=None, shard=None, resume=True):
     try:
         await runtime.health()
     except BaseException:
@@ -149,7 +188,10 @@ async def _run(plan, runtime, replay=None):
         (estimated,) = await estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
                                       repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user])
     with Store(plan.db) as store:
-        result = await execute(plan, store, runtime=runtime, replay=replay)
+        result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume)
+        if result.resumed is not None:
+            out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
+                      f"{result.conversations - result.resumed} more now", highlight=False)
         code = _summary(store, result.run_id)
         path = build_report(store, result.run_id, plan.reports)
     return result, code, path, estimated
@@ -376,6 +418,24 @@ def check_runtime_command(
     if report.violations:
         raise typer.Exit(1)
     out.print("protocol 1 kept", style="green")
+
+
+@app.command()
+def merge(shards: list[str] = typer.Argument(..., help="The DuckDB files of shards 0..n-1 of one run."),
+          out_file: str = typer.Option(..., "--out", help="The DuckDB file to write the joined run to."),
+          reports: str = typer.Option("reports", "--reports", help="Folder for the joined run's report.")) -> None:
+    """Join the shards of a run (each from `simrun --shard i/n`) into one run, and report it."""
+    from scoring.merge import merge as merge_shards
+
+    try:
+        run_id = merge_shards(out_file, shards)
+        with Store(out_file, create=False) as store:
+            code = _summary(store, run_id)
+            path = build_report(store, run_id, reports)
+    except SimrunError as exc:
+        _fail(exc)
+    out.print(f"merged {len(shards)} shards into run {run_id} in {out_file}; report: {path}", highlight=False)
+    raise typer.Exit(code)
 
 
 @app.command("plan")

@@ -162,10 +162,21 @@ def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None) -> UserB
 
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None, replay=None,
-                  ledger: Ledger | None = None, on_conversation=None) -> RunResult:
+                  ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool = True,
+                  on_conversation=None) -> RunResult:
     """Run the plan. One ledger holds the budget for the user backend and the runner alike."""
     ledger = ledger or Ledger(plan.budget)
     return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
                             store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
-                            concurrency=plan.concurrency, config=plan.config(), ledger=ledger,
-                            on_conversation=on_conversation)
+                            concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
+                            resume=resume and replay is None, on_conversation=on_conversation)
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """`--shard i/n`: shard i (0-based) of n."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or int(m.group(2)) < 1 or int(m.group(1)) >= int(m.group(2)):
+        raise ConfigError(f"{text!r}: write the shard as i/n with 0 <= i < n, e.g. 0/4", field="--shard")
+    return int(m.group(1)), int(m.group(2))

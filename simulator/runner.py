@@ -20,7 +20,7 @@ from scoring.store import Store
 from simulator import __version__
 from simulator.adapters.base import RuntimeAdapter
 from simulator.conversation import Cell, Conversation, converse
-from simulator.dataset import Dataset
+from simulator.dataset import Dataset, canonical_json
 from simulator.ledger import Ledger
 from simulator.users.base import UserBackend
 
@@ -39,6 +39,24 @@ def matrix(dataset: Dataset, repetitions: int, seed: int) -> Iterator[Cell]:
                 yield Cell(persona, goal, repetition, cell_seed(seed, persona.id, goal.id, repetition))
 
 
+def in_shard(cell_id: str, shard: tuple[int, int] | None) -> bool:
+    """Shard i of n holds the cells whose id hashes to i: stable whatever the matrix order."""
+    if shard is None:
+        return True
+    index, count = shard
+    return int(hashlib.sha256(cell_id.encode()).hexdigest()[:8], 16) % count == index
+
+
+def run_key(dataset: Dataset, config: dict | None, **identity) -> str:
+    """What a run is, so that running it again finishes it. The budget and the concurrency are
+    left out: a run resumed with more budget, or more workers, is still the same run."""
+    body = {k: v for k, v in (config or {}).items() if k not in ("budget_usd", "concurrency")}
+    shard = identity.pop("shard")
+    return hashlib.sha256(canonical_json({"config": body, "dataset": dataset.hash, "scorer": SCORER_VERSION,
+                                          "shard": list(shard) if shard else None, **identity}).encode()
+                          ).hexdigest()[:16]
+
+
 def new_run_id() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("r%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
@@ -51,11 +69,13 @@ class RunResult:
     budget_usd: Decimal
     planned: int = 0
     budget_stopped: bool = False     # the budget ran out before the matrix did
+    resumed: int | None = None       # conversations an earlier, unfinished attempt had stored
 
 
 async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBackend, store: Store, *,
                      repetitions: int, seed: int, budget: Decimal, concurrency: int = 8,
                      config: dict | None = None, run_id: str | None = None, ledger: Ledger | None = None,
+                     shard: tuple[int, int] | None = None, resume: bool = True,
                      on_conversation: Callable[[Conversation], None] | None = None) -> RunResult:
     """Run every cell once (or until the budget is spent), store it, and return the run's spend.
 
@@ -63,12 +83,26 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     conversation starts, and those in flight end as budget_cut.
     """
     await runtime.health()
-    run_id = run_id or new_run_id()
     ledger = ledger or Ledger(budget)
-    store.create_run(run_id, config=config or {}, dataset_hash=dataset.hash, dataset=dataset.item_hashes,
-                     scorer_version=SCORER_VERSION, simrun_version=__version__, user_backend=user.name,
-                     runtime=runtime.description, seed=seed, repetitions=repetitions, budget_usd=budget)
-    cells = matrix(dataset, repetitions, seed)
+    key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
+                  runtime=runtime.description, shard=shard)
+    earlier = store.resumable(key) if resume and run_id is None else None
+    if earlier is not None:
+        # The same run, cut short (killed, interrupted, out of budget): finish it. What it
+        # stored is kept once, and what it spent still counts against the budget.
+        run_id = earlier["run_id"]
+        stored = set(store.conversation_ids(run_id))
+        ledger.spent += store.spend(run_id)[0]
+        store.reopen_run(run_id)
+    else:
+        run_id = run_id or new_run_id()
+        stored = set()
+        store.create_run(run_id, config=config or {}, dataset_hash=dataset.hash, dataset=dataset.item_hashes,
+                         scorer_version=SCORER_VERSION, simrun_version=__version__, user_backend=user.name,
+                         runtime=runtime.description, seed=seed, repetitions=repetitions, budget_usd=budget)
+        store.set_identity(run_id, key, f"{shard[0]}/{shard[1]}" if shard else None)
+    planned = [c for c in matrix(dataset, repetitions, seed) if in_shard(c.id, shard)]
+    cells = iter([c for c in planned if c.id not in stored])
     done = 0
     status = "interrupted"
 
@@ -87,10 +121,10 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
 
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
-        status = "finished"
+        # A run the budget stopped is unfinished: run it again with more budget to finish it.
+        status = "budget_spent" if ledger.exhausted else "finished"
     finally:
-        store.finish_run(run_id, status=status, spent_usd=ledger.spent,
-                         planned=len(dataset.personas) * len(dataset.goals) * repetitions)
+        store.finish_run(run_id, status=status, spent_usd=ledger.spent, planned=len(planned))
         await runtime.aclose()
-    return RunResult(run_id, done, ledger.spent, budget, planned=len(dataset.personas) * len(dataset.goals)
-                     * repetitions, budget_stopped=ledger.exhausted)
+    return RunResult(run_id, done + len(stored), ledger.spent, budget, planned=len(planned),
+                     budget_stopped=ledger.exhausted, resumed=len(stored) if earlier is not None else None)

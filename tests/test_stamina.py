@@ -1,0 +1,121 @@
+"""Stamina: resume after kill -9, sharded runs merged, two writers on one file."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from simulator.cli import app
+
+SIMRUN = str(Path(sys.executable).with_name("simrun"))
+FAULTS = 'faults = "loop=0.2,phantom_receipt=0.1,dead_end=0.1"'
+
+
+def with_faults(project: Path) -> None:
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('# faults = "loop=0.2,phantom_receipt=0.1"', FAULTS))
+
+
+def snapshot(db: Path) -> tuple:
+    """Each conversation's transcript and findings, by conversation id: what must not depend on
+    how the run was cut up."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        run_id, = con.execute("SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1").fetchone()
+        rows = lambda sql: con.execute(sql, [run_id]).fetchall()  # noqa: E731
+        return (
+            rows("SELECT conversation_id, end_reason, goal_reached, turns FROM conversations "
+                 "WHERE run_id = ? ORDER BY 1"),
+            rows("SELECT conversation_id, turn, user_turn, result, state FROM turns WHERE run_id = ? ORDER BY 1, 2"),
+            rows("SELECT conversation_id, turn, class, detail FROM findings WHERE run_id = ? ORDER BY 1, 2, 3, 4"),
+            rows("SELECT conversation_id, class, status, occurrences FROM checks WHERE run_id = ? ORDER BY 1, 2"),
+        )
+    finally:
+        con.close()
+
+
+def test_kill_9_at_random_points_then_resume_keeps_each_conversation_once(project):
+    with_faults(project)
+    args = [SIMRUN, "-n", "3", "--concurrency", "4"]
+    rng = random.Random(7)
+    kills = 0
+    for _ in range(4):
+        proc = subprocess.Popen(args, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(1.2, 2.5))   # start-up is about a second; then it is mid-run
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert kills >= 2
+    finish = subprocess.run(args, cwd=project, capture_output=True, text=True, timeout=120)
+    assert finish.returncode in (0, 1), finish.stderr
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    runs = con.execute("SELECT run_id, status FROM runs").fetchall()
+    ids = con.execute("SELECT conversation_id FROM conversations").fetchall()
+    con.close()
+    assert len(runs) == 1 and runs[0][1] == "finished"         # one run, resumed, never restarted
+    assert len(ids) == len(set(ids)) == 7 * 10 * 3              # each cell exactly once
+    resumed = snapshot(project / "simrun.duckdb")
+
+    fresh = project / "fresh"
+    fresh.mkdir()
+    subprocess.run([*args, "--db", str(fresh / "u.duckdb"), "--reports", str(fresh)], cwd=project,
+                   capture_output=True, timeout=120)
+    assert snapshot(fresh / "u.duckdb") == resumed             # the same findings as an uninterrupted run
+
+
+def test_sharded_then_merged_equals_unsharded(project, monkeypatch):
+    with_faults(project)
+    cli = CliRunner()
+    monkeypatch.chdir(project)
+    whole = cli.invoke(app, ["-n", "2", "--db", "whole.duckdb"])
+    assert whole.exit_code in (0, 1)
+    for i in range(3):
+        shard = cli.invoke(app, ["-n", "2", "--shard", f"{i}/3", "--db", f"shard{i}.duckdb"])
+        assert shard.exit_code in (0, 1), shard.output
+    merged = cli.invoke(app, ["merge", "shard0.duckdb", "shard1.duckdb", "shard2.duckdb", "--out", "merged.duckdb"])
+    assert merged.exit_code == whole.exit_code, merged.output
+    assert snapshot(project / "merged.duckdb") == snapshot(project / "whole.duckdb")
+    bad = cli.invoke(app, ["merge", "shard0.duckdb", "shard1.duckdb", "--out", "partial.duckdb"])
+    assert bad.exit_code == 2 and "expected shards 0..2 of 3" in bad.output
+
+
+@pytest.mark.parametrize("text", ["3/3", "a/b", "-1/2", "1/0"])
+def test_bad_shards_are_refused(project, monkeypatch, text):
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(app, ["--shard", text])
+    assert result.exit_code == 2 and "--shard" in result.output
+
+
+def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
+    first = subprocess.Popen([SIMRUN, "-n", "5"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    time.sleep(1.5)
+    second = subprocess.run([SIMRUN, "-n", "1"], cwd=project, capture_output=True, text=True, timeout=60)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert second.returncode == 2 and "another process is writing to it" in second.stderr
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM conversations").fetchone()[0] == 7 * 10 * 5
+    assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+
+
+def test_resume_command_finishes_an_interrupted_run(project):
+    proc = subprocess.Popen([SIMRUN, "-n", "3"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()   # the banner: the run has begun
+    time.sleep(0.7)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    result = subprocess.run([SIMRUN, "resume"], cwd=project, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "resumed run" in result.stdout
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    assert con.execute("SELECT count(DISTINCT conversation_id), count(*) FROM conversations").fetchone() == (210, 210)
