@@ -166,10 +166,10 @@ def worst(store: Store, run_id: str, limit: int = 20, cls: str | None = None) ->
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
 
-def conversations_with(store: Store, run_id: str, cls: str) -> list[str]:
+def conversations_with(store: Store, run_id: str, cls: str, limit: int | None = None) -> list[str]:
     return [r[0] for r in store.con.execute(
         "SELECT conversation_id FROM checks WHERE run_id = ? AND class = ? AND status = 'fired' "
-        "ORDER BY conversation_id", [run_id, cls]).fetchall()]
+        "ORDER BY conversation_id LIMIT ?", [run_id, cls, limit]).fetchall()]
 
 
 # --- per cell, for the gate -------------------------------------------------------------------
@@ -219,3 +219,9 @@ def set_aside(store: Store, run_id: str) -> list[dict]:
         ORDER BY end_reason, conversation_id""", [run_id])
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def fired_counts(store: Store, run_id: str) -> dict[str, int]:
+    """Conversations in which each class fired (whatever their end): the lists behind the rates."""
+    return dict(store.con.execute("SELECT class, count(*) FROM checks WHERE run_id = ? AND status = 'fired' "
+                                  "GROUP BY class", [run_id]).fetchall())

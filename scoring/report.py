@@ -17,6 +17,7 @@ from scoring.scorer import GUARANTEES
 from scoring.store import Store
 
 TEMPLATES = Path(__file__).parent / "templates"
+MEMBERS_SHOWN = 300
 
 
 def _env(user_templates: Path | None = None) -> Environment:
@@ -51,12 +52,14 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
         for f in findings:
             by_turn.setdefault(f["turn"], []).append(f)
         transcripts.append({"row": row, "t": transcript, "findings": by_turn})
-    members = {r.cls: R.conversations_with(store, run_id, r.cls) for r in class_rates if r.occurrences}
+    # Every rate links to its conversations; past a few hundred, the list names the first ones
+    # and the count, so that a run of 100,000 conversations still gives a small report.
+    members = {r.cls: R.conversations_with(store, run_id, r.cls, MEMBERS_SHOWN) for r in class_rates if r.occurrences}
     cells = R.cells(store, run_id)
     return {
         "run": run, "rates": class_rates, "outcome": outcome, "guarantees": GUARANTEES,
         "violations": R.guarantee_violations(class_rates), "worst": transcripts, "embedded": embedded,
-        "members": members, "cells": cells, "severity": R.SEVERITY, "set_aside": R.set_aside(store, run_id),
+        "members": members, "member_counts": R.fired_counts(store, run_id), "cells": cells, "severity": R.SEVERITY, "set_aside": R.set_aside(store, run_id),
         "personas": sorted({c["persona"] for c in cells}), "goals": sorted({c["goal"] for c in cells}),
         "cell_map": {(c["persona"], c["goal"]): c for c in cells},
     }
