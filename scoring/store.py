@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,19 @@ from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simulator.errors import StoreError
 
 DEFAULT_DB = "simrun.duckdb"
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished conversation, as the store writes it."""
+
+    conversation_id: str
+    transcript: Transcript
+    scorecard: Scorecard
+    started_at: float
+    duration_s: float
+    cost_usd: Decimal = Decimal(0)
+    model_calls: tuple[dict, ...] = ()
 
 
 def _json(value: Any) -> str | None:
@@ -103,42 +117,63 @@ class Store:
                started_at: float, duration_s: float, cost_usd: Decimal | float = 0,
                model_calls: tuple[dict, ...] = ()) -> None:
         """Write one finished conversation, all of it or nothing."""
-        t = transcript
+        self.record_many(run_id, [Finished(conversation_id, transcript, scorecard, started_at, duration_s,
+                                           Decimal(str(cost_usd)), tuple(model_calls))])
+
+    def record_many(self, run_id: str, finished: list["Finished"]) -> None:
+        """Write finished conversations in one transaction: each is stored whole, or not at all.
+
+        The runner writes a batch at a time; a run killed mid-batch loses only conversations that
+        were never stored, which resuming runs again.
+        """
+        if not finished:
+            return
+        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        conversations, turns, checks, findings, calls = [], [], [], [], []
+        for f in finished:
+            t, card, cid = f.transcript, f.scorecard, f.conversation_id
+            conversations.append([
+                run_id, cid, t.persona, t.goal, t.repetition, t.seed, card.end, card.goal_reached,
+                card.goal_detail, len(t.turns), f.cost_usd, f.duration_s * 1000,
+                dt.datetime.fromtimestamp(f.started_at, dt.timezone.utc).replace(tzinfo=None),
+                _json(t.initial_state), _json(t.final_state), _json(t.audit),
+                _json(t.stop.to_json() if t.stop else None), _json(t.error)])
+            turns += [[run_id, cid, turn.index, _json(turn.user.to_json()), _json(turn.result), _json(turn.state),
+                       turn.latency_ms] for turn in t.turns]
+            checks += self._check_rows(run_id, cid, card)
+            findings += self._finding_rows(run_id, cid, card)
+            calls += [[run_id, cid, c["turn"], c["backend"], c["model"], c["input_tokens"],
+                       c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
+                       c["cache_status"], c["request_hash"], now, c["cache_write_tokens"], _json(c["request"]),
+                       _json(c["answer"]), _json(c["response"])] for c in f.model_calls]
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
-            con.execute(
-                "INSERT INTO conversations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, conversation_id, t.persona, t.goal, t.repetition, t.seed, scorecard.end,
-                 scorecard.goal_reached, scorecard.goal_detail, len(t.turns), Decimal(str(cost_usd)),
-                 duration_s * 1000, dt.datetime.fromtimestamp(started_at, dt.timezone.utc).replace(tzinfo=None),
-                 _json(t.initial_state), _json(t.final_state), _json(t.audit),
-                 _json(t.stop.to_json() if t.stop else None), _json(t.error)])
-            if t.turns:
-                insert_rows(con, "turns", [
-                    [run_id, conversation_id, turn.index, _json(turn.user.to_json()), _json(turn.result),
-                     _json(turn.state), turn.latency_ms] for turn in t.turns])
-            self._write_score(run_id, conversation_id, scorecard)
+            insert_rows(con, "conversations", conversations)
+            insert_rows(con, "turns", turns)
+            insert_rows(con, "checks", checks)
+            insert_rows(con, "findings", findings)
             insert_rows(con, "model_calls (run_id, conversation_id, turn, backend, model, input_tokens, "
                         "cached_input_tokens, output_tokens, cost_usd, latency_ms, cache_status, request_hash, "
-                        "created_at, cache_write_tokens, request, answer, response)", [
-                [run_id, conversation_id, c["turn"], c["backend"], c["model"], c["input_tokens"],
-                 c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
-                 c["cache_status"], c["request_hash"], dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
-                 c["cache_write_tokens"], _json(c["request"]), _json(c["answer"]), _json(c["response"])]
-                for c in model_calls])
+                        "created_at, cache_write_tokens, request, answer, response)", calls)
             con.execute("COMMIT")
         except Exception:
             con.execute("ROLLBACK")
             raise
 
+    @staticmethod
+    def _check_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
+        return [[run_id, conversation_id, cls, kind_of(cls), check.status, len(check.findings),
+                 check.checked_turns, check.unverifiable_turns] for cls, check in scorecard.checks.items()]
+
+    @staticmethod
+    def _finding_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
+        return [[run_id, conversation_id, f.turn, f.cls, kind_of(f.cls), f.detail, _json(f.evidence)]
+                for f in scorecard.findings]
+
     def _write_score(self, run_id: str, conversation_id: str, scorecard: Scorecard) -> None:
-        insert_rows(self.con, "checks", [
-            [run_id, conversation_id, cls, kind_of(cls), check.status, len(check.findings),
-             check.checked_turns, check.unverifiable_turns] for cls, check in scorecard.checks.items()])
-        insert_rows(self.con, "findings", [
-            [run_id, conversation_id, f.turn, f.cls, kind_of(f.cls), f.detail, _json(f.evidence)]
-            for f in scorecard.findings])
+        insert_rows(self.con, "checks", self._check_rows(run_id, conversation_id, scorecard))
+        insert_rows(self.con, "findings", self._finding_rows(run_id, conversation_id, scorecard))
 
     def replace_score(self, run_id: str, conversation_id: str, scorecard: Scorecard) -> None:
         """Rescoring: swap a conversation's findings and checks for new ones, atomically."""

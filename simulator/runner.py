@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import time
 import hashlib
 import secrets
 from collections.abc import Callable, Iterator
@@ -16,13 +17,17 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from scoring.scorer import SCORER_VERSION
-from scoring.store import Store
+from scoring.store import Finished, Store
 from simulator import __version__
 from simulator.adapters.base import RuntimeAdapter
 from simulator.conversation import Cell, Conversation, converse
 from simulator.dataset import Dataset, canonical_json
 from simulator.ledger import Ledger
 from simulator.users.base import UserBackend
+
+
+BATCH = 50          # conversations written per transaction
+FLUSH_S = 1.0       # ...or at least this often, so that a killed run loses at most a second
 
 
 def cell_seed(run_seed: int, persona: str, goal: str, repetition: int) -> int:
@@ -106,24 +111,39 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     done = 0
     status = "interrupted"
 
+    batch: list[Finished] = []
+    flushed = time.monotonic()
+
+    def flush() -> None:
+        nonlocal flushed
+        store.record_many(run_id, batch)
+        batch.clear()
+        flushed = time.monotonic()
+
     async def worker() -> None:
         nonlocal done
         for cell in cells:
             if ledger.exhausted:
                 return
             conversation = await converse(cell, user, runtime)
-            store.record(run_id, cell.id, conversation.transcript, conversation.scorecard,
-                         started_at=conversation.started_at, duration_s=conversation.duration_s,
-                         cost_usd=conversation.cost_usd, model_calls=conversation.model_calls)
+            batch.append(Finished(cell.id, conversation.transcript, conversation.scorecard, conversation.started_at,
+                                  conversation.duration_s, conversation.cost_usd, conversation.model_calls))
+            # One writer, a batch at a time: a transaction per conversation would cost more than
+            # the conversation. A paid conversation is written at once (it cost money to make).
+            if len(batch) >= BATCH or conversation.model_calls or time.monotonic() - flushed > FLUSH_S:
+                flush()
             done += 1
             if on_conversation is not None:
                 on_conversation(conversation)
 
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        flush()
         # A run the budget stopped is unfinished: run it again with more budget to finish it.
         status = "budget_spent" if ledger.exhausted else "finished"
     finally:
+        if batch:
+            flush()   # what finished before an interruption is kept
         store.finish_run(run_id, status=status, spent_usd=ledger.spent, planned=len(planned))
         await runtime.aclose()
     return RunResult(run_id, done + len(stored), ledger.spent, budget, planned=len(planned),

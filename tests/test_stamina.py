@@ -44,12 +44,13 @@ def snapshot(db: Path) -> tuple:
 
 def test_kill_9_at_random_points_then_resume_keeps_each_conversation_once(project):
     with_faults(project)
-    args = [SIMRUN, "-n", "3", "--concurrency", "4"]
+    args = [SIMRUN, "-n", "12", "--concurrency", "4"]
     rng = random.Random(7)
     kills = 0
     for _ in range(4):
         proc = subprocess.Popen(args, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(1.2, 2.5))   # start-up is about a second; then it is mid-run
+        proc.stdout.readline()              # the banner: the run has begun
+        time.sleep(rng.uniform(0.05, 0.8))  # then a random point in it
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
@@ -62,7 +63,7 @@ def test_kill_9_at_random_points_then_resume_keeps_each_conversation_once(projec
     ids = con.execute("SELECT conversation_id FROM conversations").fetchall()
     con.close()
     assert len(runs) == 1 and runs[0][1] == "finished"         # one run, resumed, never restarted
-    assert len(ids) == len(set(ids)) == 7 * 10 * 3              # each cell exactly once
+    assert len(ids) == len(set(ids)) == 7 * 10 * 12             # each cell exactly once
     resumed = snapshot(project / "simrun.duckdb")
 
     fresh = project / "fresh"
@@ -96,26 +97,27 @@ def test_bad_shards_are_refused(project, monkeypatch, text):
 
 
 def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
-    first = subprocess.Popen([SIMRUN, "-n", "5"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    first = subprocess.Popen([SIMRUN, "-n", "25"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-    time.sleep(1.5)
+    first.stdout.readline()   # the banner: it holds the database now
+    time.sleep(0.3)
     second = subprocess.run([SIMRUN, "-n", "1"], cwd=project, capture_output=True, text=True, timeout=60)
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
     assert second.returncode == 2 and "another process is writing to it" in second.stderr
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
-    assert con.execute("SELECT count(*) FROM conversations").fetchone()[0] == 7 * 10 * 5
+    assert con.execute("SELECT count(*) FROM conversations").fetchone()[0] == 7 * 10 * 25
     assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
 
 
 def test_resume_command_finishes_an_interrupted_run(project):
-    proc = subprocess.Popen([SIMRUN, "-n", "3"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([SIMRUN, "-n", "20"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.readline()   # the banner: the run has begun
-    time.sleep(0.7)
+    time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
     result = subprocess.run([SIMRUN, "resume"], cwd=project, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "resumed run" in result.stdout
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
-    assert con.execute("SELECT count(DISTINCT conversation_id), count(*) FROM conversations").fetchone() == (210, 210)
+    assert con.execute("SELECT count(DISTINCT conversation_id), count(*) FROM conversations").fetchone() == (1400, 1400)

@@ -65,10 +65,16 @@ def test_a_conversation_is_written_whole_or_not_at_all(tmp_path, demo, clean_run
                          simrun_version="0", user_backend="scripted", runtime="x", seed=1,
                          repetitions=1, budget_usd=Decimal(0))
 
-        def explode(*args, **kwargs):
-            raise RuntimeError("disk full")
+        import scoring.store as module
 
-        monkeypatch.setattr(store, "_write_score", explode)
+        real = module.insert_rows
+
+        def explode(con, table, rows):   # the disk fills up after the turns are written
+            if table == "checks":
+                raise RuntimeError("disk full")
+            real(con, table, rows)
+
+        monkeypatch.setattr(module, "insert_rows", explode)
         with pytest.raises(RuntimeError):
             store.record("r1", "c1", conversation.transcript, conversation.scorecard,
                          started_at=0.0, duration_s=0.1)
