@@ -23,6 +23,7 @@ from simulator import __version__
 from simulator.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.plan import estimate
+from simulator.progress import RunProgress
 from simulator.project import execute, load_plan, load_project_file, parse_shard, runtime_for
 from simulator.users.model import ReplayCache
 
@@ -187,8 +188,9 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True):
         # What `simrun plan` would have said, to compare with the spend afterwards.
         (estimated,) = await estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
                                       repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user])
-    with Store(plan.db) as store:
-        result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume)
+    with Store(plan.db) as store, RunProgress(out, plan.conversations, plan.budget) as progress:
+        result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume,
+                               on_conversation=progress)
         if result.resumed is not None:
             out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
                       f"{result.conversations - result.resumed} more now", highlight=False)

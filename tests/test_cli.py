@@ -40,6 +40,7 @@ def test_the_main_command_runs_the_demo(project):
                           timeout=120, env={**os.environ, "COLUMNS": "160"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "every guarantee held" in proc.stdout
+    assert "[350/350] goal reached 100% · with a progress finding 0 · guarantees broken in 0" in proc.stdout
     assert "spent $0.00 of $5.00 (the scripted user is free)" in proc.stdout
     report = re.search(r"report: (\S+)", proc.stdout).group(1)
     assert (project / report).exists()
