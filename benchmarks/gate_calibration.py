@@ -14,7 +14,7 @@ TripDesk), each summarised and judged by the same `gate_verdict` that `simrun ga
 (d) Why a t-test: the per-class false-positive rate of the paired t-test and of the Wilcoxon
     signed-rank test on simulated binomial cells, uncorrected, at alpha.
 
-    .venv/bin/python benchmarks/gate_calibration.py [--pairs 200] [--repetitions N] [--workers N]
+    .venv/bin/python benchmarks/gate_calibration.py [--pairs 200] [--repetitions N] [--workers N] [--seed 1]
 
 It exits 1 if the false-alarm rate is above 5% or the power below 80%.
 """
@@ -179,6 +179,7 @@ def main() -> int:
     parser.add_argument("--repetitions", type=int, default=None, help="default: simrun.toml's run.repetitions")
     parser.add_argument("--rise", type=float, default=0.10)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--seed", type=int, default=1, help="first run seed; pairs use the seeds after it")
     args = parser.parse_args()
     repetitions = args.repetitions or load_project(ROOT / "simrun.toml").run.repetitions
     settings = load_budgets(ROOT / "budgets.toml").gate
@@ -186,7 +187,7 @@ def main() -> int:
     cells = len(dataset.personas) * len(dataset.goals)
 
     t0 = time.perf_counter()
-    cal = calibrate(args.pairs, repetitions, settings, rise=args.rise, workers=args.workers)
+    cal = calibrate(args.pairs, repetitions, settings, rise=args.rise, workers=args.workers, seed0=args.seed)
     wall = time.perf_counter() - t0
     n = args.pairs
     print(f"gate calibration: demo matrix {len(dataset.personas)} personas x {len(dataset.goals)} goals = {cells} "

@@ -228,8 +228,9 @@ def junit_xml(result: GateResult) -> str:
     """One testcase per class; a regression or a violation is a failure."""
     failures = len(result.failures)
     suites = ET.Element("testsuites", name="simrun gate", tests=str(len(result.classes)), failures=str(failures))
+    skipped = sum(c.verdict == "untested" for c in result.classes)
     suite = ET.SubElement(suites, "testsuite", name=f"simrun gate {result.candidate.run_id} vs {result.baseline.run_id}",
-                          tests=str(len(result.classes)), failures=str(failures), errors="0", skipped="0")
+                          tests=str(len(result.classes)), failures=str(failures), errors="0", skipped=str(skipped))
     for c in result.classes:
         case = ET.SubElement(suite, "testcase", classname=f"simrun.gate.{c.kind}", name=c.cls)
         detail = (f"baseline {pct(c.baseline_rate)} ({c.baseline.fired}/{c.baseline.scored}), candidate "
@@ -238,6 +239,8 @@ def junit_xml(result: GateResult) -> str:
         if c.failed:
             failure = ET.SubElement(case, "failure", message=f"{c.cls}: {c.verdict}: {c.reason}", type=c.verdict)
             failure.text = detail
+        elif c.verdict == "untested":
+            ET.SubElement(case, "skipped", message=c.reason)
         else:
             ET.SubElement(case, "system-out").text = f"{c.verdict}: {c.reason}; {detail}"
     ET.indent(suites)

@@ -234,3 +234,15 @@ def test_a_baseline_that_is_not_json_gives_its_line(tmp_path):
     path.write_text('{\n  "format": "simrun-baseline",\n  oops\n}')
     with pytest.raises(BaselineError, match=r"b\.json:3: not valid JSON"):
         load_baseline(path)
+
+
+def test_a_class_no_cell_could_decide_is_untested_and_skipped_in_junit():
+    base = summary({"loop": np.full(10, 0.2)})
+    blind = RunSummary("c", "d", "1", 5, {cell: {**counts, "unanswered": Counts(0, 0, 5)}
+                                          for cell, counts in base.cells.items()}, "c")
+    result = gate_verdict(base, blind, SETTINGS)
+    unanswered = next(c for c in result.classes if c.cls == "unanswered")
+    assert unanswered.verdict == "untested" and unanswered.p is None and result.passed
+    assert result.tests == len(TESTED) - 1     # the family holds only the classes tested
+    case = next(c for c in ET.fromstring(junit_xml(result)).iter("testcase") if c.get("name") == "unanswered")
+    assert case.find("skipped") is not None
