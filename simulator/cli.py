@@ -18,13 +18,13 @@ from rich.table import Table
 
 from scoring import rates as R
 from scoring.report import build_report
-from scoring.store import DEFAULT_DB, Store
+from scoring.store import Store
 from simulator import __version__
 from simulator.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.plan import estimate
 from simulator.progress import RunProgress
-from simulator.project import execute, load_plan, load_project_file, parse_shard, runtime_for
+from simulator.project import execute, load_plan, load_project_file, parse_shard, project_db, runtime_for
 from simulator.users.model import ReplayCache
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
@@ -47,7 +47,7 @@ def _fail(exc: SimrunError) -> None:
 
 CONFIG = typer.Option(None, "--config", help="Project file (default: ./simrun.toml if there is one).")
 BUDGETS = typer.Option(None, "--budgets", help="Prices, default budget and gate thresholds (default: ./budgets.toml).")
-DB = typer.Option(None, "--db", help="DuckDB file (default: simrun.duckdb in the project).")
+DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
 PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
 TRANSPORT = typer.Option(None, "--transport", help="python, http or stdio (over simrun.toml's runtime.transport).")
 URL = typer.Option(None, "--url", help="http: the base URL of a running runtime.")
@@ -143,7 +143,7 @@ def resume(run: str = typer.Argument("latest", help="The run to finish (default:
     """Finish a run that was killed, interrupted or stopped by its budget: every conversation it
     stored is kept once, the rest are run, and its spend carries over."""
     try:
-        with Store(db or load_project_file(config).run.db, create=False) as store:
+        with Store(project_db(db, config), create=False) as store:
             earlier = store.run(run)
         if earlier["status"] == "finished":
             raise ConfigError(f"run {earlier['run_id']} is finished; there is nothing to resume", field="RUN")
@@ -302,7 +302,7 @@ async def _health(runtime) -> dict:
 def runs(db: Optional[str] = DB) -> None:
     """List the runs in the database, newest first."""
     try:
-        with Store(db or DEFAULT_DB, create=False) as store:
+        with Store(project_db(db), create=False) as store:
             rows = store.runs()
     except SimrunError as exc:
         _fail(exc)
@@ -321,7 +321,7 @@ def report(run: str = typer.Argument("latest", help="Run id, or 'latest'."), db:
            reports: str = typer.Option("reports", "--reports", help="Output folder.")) -> None:
     """Write (again) the HTML report of a stored run."""
     try:
-        with Store(db or DEFAULT_DB, create=False) as store:
+        with Store(project_db(db), create=False) as store:
             path = build_report(store, run, reports)
     except SimrunError as exc:
         _fail(exc)
@@ -334,7 +334,7 @@ def show(run: str = typer.Argument(..., help="Run id, or 'latest'."),
          db: Optional[str] = DB, as_json: bool = typer.Option(False, "--json", help="Print the raw transcript.")) -> None:
     """Print one stored conversation turn by turn (or list a run's conversations)."""
     try:
-        with Store(db or DEFAULT_DB, create=False) as store:
+        with Store(project_db(db), create=False) as store:
             run_id = store.run(run)["run_id"]
             if conversation is None:
                 for cid, end, reached in store.conversation_list(run_id):

@@ -19,7 +19,8 @@ from scoring import gate as G
 from scoring.baseline import open_baseline, summary_from_store, write_baseline
 from scoring.bundle import export_bundle, import_bundle, load_bundle, write_bundle
 from scoring.rescore import rescore_run
-from scoring.store import DEFAULT_DB, Store
+from scoring.store import Store
+from simulator.project import project_db
 from simulator import __version__
 from simulator.config import Budgets, Project, load_budgets, load_project
 from simulator.dataset import Dataset, load_dataset
@@ -29,7 +30,7 @@ out = Console()
 if not out.is_terminal:
     out = Console(width=120)   # CI logs: keep class names whole
 
-DB = typer.Option(None, "--db", help="DuckDB file (default: simrun.duckdb).")
+DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
 CONFIG = typer.Option(None, "--config", help="Project file, for the personas and goals folders (default: ./simrun.toml).")
 PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
 GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
@@ -76,7 +77,7 @@ def bless(run: str = typer.Argument(..., help="Run id, or 'latest'."),
           db: Optional[str] = DB) -> None:
     """Write a run's per-cell counts, dataset hash and scorer version to a baseline file."""
     try:
-        with Store(db or DEFAULT_DB, create=False) as store:
+        with Store(project_db(db), create=False) as store:
             summary = summary_from_store(store, run)
         path = write_baseline(summary, out_file, simrun_version=__version__)
     except SimrunError as exc:
@@ -94,7 +95,7 @@ def gate(baseline: str = typer.Option(..., "--baseline", help="A blessed baselin
          markdown: Optional[str] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
          junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here.")) -> None:
     """Compare a candidate run with a baseline: exit 1 on a significant regression or any guarantee violation."""
-    database = db or DEFAULT_DB
+    database = project_db(db)
     try:
         budgets_file = _given_file(budgets, "budgets.toml", "--budgets")
         settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
@@ -149,7 +150,7 @@ def rescore(run: str = typer.Argument(..., help="Run id, or 'latest'."), db: Opt
     """Score a stored run's transcripts again with the current scorer (no runtime, no model, no cost)."""
     try:
         dataset = current_dataset(config, personas, goals)
-        with Store(db or DEFAULT_DB, create=False) as store:
+        with Store(project_db(db), create=False) as store:
             result = rescore_run(store, run, dataset)
     except SimrunError as exc:
         _fail(exc)
@@ -163,7 +164,7 @@ def export(run: str = typer.Argument(..., help="Run id, or 'latest'."),
            db: Optional[str] = DB) -> None:
     """Export a run's conversations as a Plumbline-style bundle (turns, responses, whole records)."""
     try:
-        with Store(db or DEFAULT_DB, create=False) as store:
+        with Store(project_db(db), create=False) as store:
             bundle = export_bundle(store, run, producer=f"simrun {__version__}")
         path = write_bundle(bundle, out_file)
     except SimrunError as exc:
@@ -180,7 +181,7 @@ def import_(bundle: str = typer.Argument(..., help="A bundle file (from `simrun 
     try:
         loaded = load_bundle(bundle)
         dataset = current_dataset(config, personas, goals)
-        with Store(db or DEFAULT_DB) as store:
+        with Store(project_db(db)) as store:
             result = import_bundle(store, loaded, dataset, run_id=new_run_id(), source=bundle,
                                    simrun_version=__version__)
     except SimrunError as exc:
@@ -188,7 +189,7 @@ def import_(bundle: str = typer.Argument(..., help="A bundle file (from `simrun 
     for warning in result.warnings:
         out.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     out.print(f"imported {result.conversations} conversations from {bundle} into run {result.run_id} "
-              f"(database {db or DEFAULT_DB})", highlight=False, soft_wrap=True)
+              f"(database {project_db(db)})", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

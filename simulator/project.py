@@ -71,6 +71,16 @@ def load_project_file(config: str | Path | None = None) -> Project:
     return load_project(config_file) if config_file else Project()
 
 
+def project_db(db: str | None, config: str | Path | None = None) -> str:
+    """The database a command reads: --db, else the project's run.db (simrun.toml), else the default."""
+    if db:
+        return db
+    config_file = _file(config, "simrun.toml", "--config")
+    if config_file is None:
+        return "simrun.duckdb"
+    return str(config_file.parent / load_project(config_file).run.db)
+
+
 def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = None,
               budget: str | None = None, personas: str | None = None, goals: str | None = None,
               repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
