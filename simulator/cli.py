@@ -24,7 +24,7 @@ from simulator.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.plan import estimate
 from simulator.progress import RunProgress
-from simulator.project import execute, load_plan, load_project_file, parse_shard, project_db, runtime_for
+from simulator.project import execute, load_plan, parse_shard, project_db, runtime_for
 from simulator.users.model import ReplayCache
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
@@ -163,8 +163,7 @@ def resume(run: str = typer.Argument("latest", help="The run to finish (default:
 
 
 def _replayed(run: str, db: Optional[str], config: Optional[str]) -> dict:
-    project = load_project_file(config)
-    with Store(db or project.run.db, create=False) as store:
+    with Store(project_db(db, config), create=False) as store:
         recorded = store.run(run)
         recorded["answers"] = store.replay_answers(recorded["run_id"])
     if not recorded["answers"]:
