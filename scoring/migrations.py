@@ -107,6 +107,11 @@ ALTER TABLE runs ADD COLUMN conversations_planned INTEGER;
 ALTER TABLE runs ADD COLUMN run_key VARCHAR;            -- what the run is: an unfinished one with this key resumes
 ALTER TABLE runs ADD COLUMN shard VARCHAR;              -- "i/n" for one shard of a matrix, NULL for all of it
 """),
+    (5, "the loop's own end reason", """
+-- How the conversation loop ended it, before the scorer's verdict (which may turn it into
+-- simulator_error): rescoring starts again from this.
+ALTER TABLE conversations ADD COLUMN loop_end VARCHAR;
+"""),
 ]
 
 

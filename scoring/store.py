@@ -137,7 +137,7 @@ class Store:
                 card.goal_detail, len(t.turns), f.cost_usd, f.duration_s * 1000,
                 dt.datetime.fromtimestamp(f.started_at, dt.timezone.utc).replace(tzinfo=None),
                 _json(t.initial_state), _json(t.final_state), _json(t.audit),
-                _json(t.stop.to_json() if t.stop else None), _json(t.error)])
+                _json(t.stop.to_json() if t.stop else None), _json(t.error), t.end])
             turns += [[run_id, cid, turn.index, _json(turn.user.to_json()), _json(turn.result), _json(turn.state),
                        turn.latency_ms] for turn in t.turns]
             checks += self._check_rows(run_id, cid, card)
@@ -149,7 +149,9 @@ class Store:
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
-            insert_rows(con, "conversations", conversations)
+            insert_rows(con, "conversations (run_id, conversation_id, persona, goal, repetition, seed, end_reason, "
+                        "goal_reached, goal_detail, turns, cost_usd, duration_ms, started_at, initial_state, "
+                        "final_state, audit, stop, error, loop_end)", conversations)
             insert_rows(con, "turns", turns)
             insert_rows(con, "checks", checks)
             insert_rows(con, "findings", findings)
@@ -273,7 +275,8 @@ class Store:
 
     def transcript(self, run_id: str, conversation_id: str) -> Transcript:
         row = self.con.execute(
-            "SELECT persona, goal, seed, repetition, end_reason, initial_state, final_state, audit, stop, error "
+            "SELECT persona, goal, seed, repetition, coalesce(loop_end, end_reason), initial_state, final_state, "
+            "audit, stop, error "
             "FROM conversations WHERE run_id = ? AND conversation_id = ?", [run_id, conversation_id]).fetchone()
         if row is None:
             raise StoreError(f"run {run_id} has no conversation {conversation_id!r}; "

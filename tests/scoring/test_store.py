@@ -110,3 +110,20 @@ def test_unknown_run_lists_recent_ones(tmp_path, demo):
     with Store(db) as store, pytest.raises(StoreError) as info:
         store.run("nope")
     assert run_id in str(info.value)
+
+
+def test_the_loops_own_end_is_kept_so_rescoring_starts_from_it(tmp_path, demo):
+    from simulator.users.scripted import ScriptedUser as User
+
+    with Store(tmp_path / "s.duckdb") as store:
+        run_id = asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), User(faults={"contradict_facts": 0.5},
+                                                                               fault_seed=3), store,
+                                        repetitions=1, seed=3, budget=Decimal(0))).run_id
+        relabelled = store.con.execute(
+            "SELECT conversation_id, loop_end FROM conversations WHERE run_id = ? AND end_reason = 'simulator_error' "
+            "AND loop_end <> 'simulator_error'", [run_id]).fetchall()
+        assert relabelled, "the scorer turned some conversations into simulator_error"
+        for cid, loop_end in relabelled:
+            t = store.transcript(run_id, cid)
+            assert t.end == loop_end
+            assert score(t, demo.goal(t.goal), demo.persona(t.persona)).end == "simulator_error"
