@@ -12,6 +12,7 @@ simulated user did. simulator_error is reported over all conversations, on its o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from scipy.stats import binomtest
@@ -225,3 +226,77 @@ def fired_counts(store: Store, run_id: str) -> dict[str, int]:
     """Conversations in which each class fired (whatever their end): the lists behind the rates."""
     return dict(store.con.execute("SELECT class, count(*) FROM checks WHERE run_id = ? AND status = 'fired' "
                                   "GROUP BY class", [run_id]).fetchall())
+
+
+def pass_k(store: Store, run_id: str) -> list[dict]:
+    """Per goal, the chance that every one of k repetitions of a cell reaches the goal.
+
+    pass^k of a cell with c successes in n tries is C(c, k) / C(n, k) (an unbiased estimate);
+    a goal's is the mean over its cells. pass^1 is the plain success rate; pass^k for the full
+    number of repetitions says how often the goal is reached *every* time.
+    """
+    rows = store.con.execute(f"""
+        SELECT goal, persona, count(*) AS n, count(*) FILTER (WHERE goal_reached) AS c
+        FROM conversations WHERE run_id = ? AND end_reason NOT IN ({_EXCLUDED}) AND goal_reached IS NOT NULL
+        GROUP BY goal, persona ORDER BY goal""", [run_id]).fetchall()
+    by_goal: dict[str, list[tuple[int, int]]] = {}
+    for goal, _, n, c in rows:
+        by_goal.setdefault(goal, []).append((n, c))
+    out = []
+    for goal, cells in by_goal.items():
+        k = min(n for n, _ in cells)
+        out.append({"goal": goal, "k": k, "cells": len(cells),
+                    "pass1": sum(c / n for n, c in cells) / len(cells),
+                    "passk": sum(math.comb(c, k) / math.comb(n, k) for n, c in cells) / len(cells)})
+    return out
+
+
+def cell_shares(store: Store, run_id: str) -> dict[str, dict[tuple[str, str], tuple[int, int]]]:
+    """goal_reached and every class, per (persona, goal): (occurrences, conversations decided)."""
+    shares: dict[str, dict[tuple[str, str], tuple[int, int]]] = {}
+    for persona, goal, reached, scored in store.con.execute(f"""
+            SELECT persona, goal, count(*) FILTER (WHERE goal_reached), count(*) FILTER (WHERE goal_reached IS NOT NULL)
+            FROM conversations WHERE run_id = ? AND end_reason NOT IN ({_EXCLUDED}) GROUP BY ALL""",
+                                                 [run_id]).fetchall():
+        shares.setdefault("goal_reached", {})[(persona, goal)] = (reached, scored)
+    for cls, persona, goal, fired, scored in store.con.execute(f"""
+            SELECT k.class, c.persona, c.goal, count(*) FILTER (WHERE k.status = 'fired'),
+                   count(*) FILTER (WHERE k.status <> 'unverifiable')
+            FROM checks k JOIN conversations c USING (run_id, conversation_id)
+            WHERE k.run_id = ? AND (k.kind <> 'progress' OR c.end_reason NOT IN ({_EXCLUDED}))
+            GROUP BY ALL""", [run_id]).fetchall():
+        shares.setdefault(cls, {})[(persona, goal)] = (fired, scored)
+    return shares
+
+
+def distributions(store: Store, run_id: str) -> dict[str, list[tuple[str, int]]]:
+    """Turns to the goal, cost and duration per conversation, as histogram bins."""
+    turns = store.con.execute("SELECT turns, count(*) FROM conversations WHERE run_id = ? AND goal_reached "
+                              "GROUP BY 1 ORDER BY 1", [run_id]).fetchall()
+    out = {"turns": [(str(t), n) for t, n in turns]}
+    for name, column in (("cost", "cost_usd"), ("duration", "duration_ms")):
+        low, high = store.con.execute(f"SELECT min({column}), max({column}) FROM conversations WHERE run_id = ?",
+                                      [run_id]).fetchone()
+        if low is None:
+            out[name] = []
+            continue
+        low, high = float(low), float(high)
+        width = (high - low) / 12 or 1.0
+        rows = dict(store.con.execute(
+            f"SELECT least(floor(({column} - ?) / ?), 11)::INTEGER, count(*) FROM conversations "
+            "WHERE run_id = ? GROUP BY 1", [low, width, run_id]).fetchall())
+        fmt = (lambda v: f"{v:.4f}") if name == "cost" else (lambda v: f"{v:.1f}" if width < 10 else f"{v:.0f}")
+        out[name] = [(fmt(low + i * width), rows.get(i, 0)) for i in range(12 if high > low else 1)]
+    return out
+
+
+def trends(store: Store, limit: int = 30) -> tuple[list[dict], dict[str, list[float | None]]]:
+    """The newest runs (oldest first) and each class's conversation rate across them."""
+    runs = list(reversed(store.runs()[:limit]))
+    series: dict[str, list[float | None]] = {cls: [] for cls in (*ALL_CLASSES, "goal_reached")}
+    for run in runs:
+        rates = {r.cls: r.rate for r in class_rates(store, run["run_id"])}
+        for cls in ALL_CLASSES:
+            series[cls].append(rates.get(cls))
+        series["goal_reached"].append(run["goal_rate"])
+    return runs, series

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from scoring import charts
 from scoring import rates as R
 from scoring.scorer import GUARANTEES
 from scoring.store import Store
@@ -27,12 +28,23 @@ def _env(user_templates: Path | None = None) -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"
     env.filters["anchor"] = lambda s: re.sub(r"[^A-Za-z0-9_-]", "-", str(s))
+    from scoring.gate import delta_text, method_text
+
+    env.globals.update(delta_text=delta_text, method_text=method_text)
     return env
 
 
-def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: int = 3) -> dict:
+def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: int = 3,
+                   baseline=None, gate_settings=None) -> dict:
     run = store.run(run_id)
     run_id = run["run_id"]
+    gate = None
+    if baseline is not None:
+        # The very function `simrun gate` decides with: the report and the gate cannot disagree.
+        from scoring.baseline import summary_from_store
+        from scoring.gate import gate_verdict
+
+        gate = gate_verdict(baseline, summary_from_store(store, run_id), gate_settings)
     class_rates = R.class_rates(store, run_id)
     outcome = R.outcome(store, run_id)
     # The worst overall, and a few of each class that fired, so that every rate can be read.
@@ -56,21 +68,48 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
     # and the count, so that a run of 100,000 conversations still gives a small report.
     members = {r.cls: R.conversations_with(store, run_id, r.cls, MEMBERS_SHOWN) for r in class_rates if r.occurrences}
     cells = R.cells(store, run_id)
+    personas, goals = sorted({c["persona"] for c in cells}), sorted({c["goal"] for c in cells})
+    shares = R.cell_shares(store, run_id)
+    heatmaps = {"goal_reached": charts.heatmap(personas, goals, shares.get("goal_reached", {}), "good",
+                                               "goal reached")}
+    for rate in class_rates:
+        if rate.occurrences:
+            heatmaps[rate.cls] = charts.heatmap(personas, goals, shares.get(rate.cls, {}), "bad", rate.cls)
+    dist = R.distributions(store, run_id)
     return {
+        "gate": gate, "pass_k": R.pass_k(store, run_id), "heatmaps": heatmaps,
+        "histograms": [charts.histogram(dist["turns"], "turns to the goal (conversations that reached it)"),
+                       charts.histogram(dist["cost"], "cost per conversation", " USD"),
+                       charts.histogram(dist["duration"], "wall time per conversation", " ms")],
         "run": run, "rates": class_rates, "outcome": outcome, "guarantees": GUARANTEES,
         "violations": R.guarantee_violations(class_rates), "worst": transcripts, "embedded": embedded,
         "members": members, "member_counts": R.fired_counts(store, run_id), "cells": cells, "severity": R.SEVERITY, "set_aside": R.set_aside(store, run_id),
-        "personas": sorted({c["persona"] for c in cells}), "goals": sorted({c["goal"] for c in cells}),
+        "personas": personas, "goals": goals,
         "cell_map": {(c["persona"], c["goal"]): c for c in cells},
     }
 
 
 def build_report(store: Store, run_id: str | None, out_dir: Path | str = "reports",
-                 user_templates: Path | None = None) -> Path:
-    context = report_context(store, run_id)
-    html = _env(user_templates).get_template("report.html").render(**context)
+                 user_templates: Path | None = None, baseline=None, gate_settings=None) -> Path:
+    """Write the run's report, and the index of every run in the store beside it."""
+    context = report_context(store, run_id, baseline=baseline, gate_settings=gate_settings)
+    env = _env(user_templates)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{context['run']['run_id']}.html"
+    path.write_text(env.get_template("report.html").render(**context), encoding="utf-8")
+    build_index(store, out_dir, env)
+    return path
+
+
+def build_index(store: Store, out_dir: Path, env: Environment | None = None) -> Path:
+    """reports/index.html: every run, newest first, and each class's trend across runs."""
+    runs, series = R.trends(store)
+    reports = {p.stem for p in out_dir.glob("*.html")}
+    rows = [{"cls": cls, "spark": charts.sparkline(points), "last": points[-1] if points else None}
+            for cls, points in series.items()]
+    html = (env or _env()).get_template("index.html").render(runs=list(reversed(runs)), trends=rows,
+                                                             reports=reports)
+    path = out_dir / "index.html"
     path.write_text(html, encoding="utf-8")
     return path

@@ -20,6 +20,7 @@ from scoring import rates as R
 from scoring.report import build_report
 from scoring.store import Store
 from simulator import __version__
+from simulator.config import Budgets, load_budgets
 from simulator.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.plan import estimate
@@ -317,11 +318,21 @@ def runs(db: Optional[str] = DB) -> None:
 
 @app.command()
 def report(run: str = typer.Argument("latest", help="Run id, or 'latest'."), db: Optional[str] = DB,
-           reports: str = typer.Option("reports", "--reports", help="Output folder.")) -> None:
-    """Write (again) the HTML report of a stored run."""
+           reports: str = typer.Option("reports", "--reports", help="Output folder."),
+           baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file or a run id: "
+                                                  "the report shows each class's delta and the gate's verdict."),
+           budgets: Optional[str] = BUDGETS) -> None:
+    """Write (again) the HTML report of a stored run, against a baseline if given."""
+    from scoring.baseline import open_baseline
+    from simulator.project import _file
+
     try:
-        with Store(project_db(db), create=False) as store:
-            path = build_report(store, run, reports)
+        database = project_db(db)
+        base = open_baseline(baseline, database) if baseline else None
+        budgets_file = _file(budgets, "budgets.toml", "--budgets")
+        settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
+        with Store(database, create=False) as store:
+            path = build_report(store, run, reports, baseline=base, gate_settings=settings)
     except SimrunError as exc:
         _fail(exc)
     out.print(f"report: {path}", highlight=False)
