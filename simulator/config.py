@@ -48,6 +48,11 @@ class Price(_Model):
     output_per_mtok: Decimal = Field(ge=0, description="USD per million output tokens.")
 
 
+class Limit(_Model):
+    requests_per_minute: int | None = Field(None, gt=0, description="Most calls a minute to this backend.")
+    tokens_per_minute: int | None = Field(None, gt=0, description="Most tokens (prompt and answer) a minute.")
+
+
 class GateSection(_Model):
     alpha: float = Field(0.05, gt=0, lt=1, description="One-sided significance level per class.")
     min_effect: float = Field(0.05, ge=0, lt=1, description="Smallest rise of a class rate worth failing on.")
@@ -57,6 +62,7 @@ class GateSection(_Model):
 class Budgets(_Model):
     budget: BudgetSection = BudgetSection()
     prices: dict[str, Price] = Field(default_factory=dict, description="Backend spec -> price.")
+    limits: dict[str, Limit] = Field(default_factory=dict, description="Backend spec -> rate limits.")
     gate: GateSection = GateSection()
 
 

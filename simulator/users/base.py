@@ -41,6 +41,7 @@ def make_user(spec: str, *, budgets=None, ledger=None, replay=None, **options) -
     if kind in ("openai", "anthropic"):
         from simulator.config import Budgets
         from simulator.ledger import Ledger
+        from simulator.limits import RateLimiter
         from simulator.money import parse_usd
         from simulator.pricing import price_for
         from simulator.users.model import ModelUser
@@ -50,7 +51,9 @@ def make_user(spec: str, *, budgets=None, ledger=None, replay=None, **options) -
         price = price_for(budgets, spec)
         provider = provider_for(spec, offline=bool(replay and replay.only), **options)
         per_conversation = budgets.budget.per_conversation
-        return ModelUser(spec, provider, price, ledger or Ledger(Decimal(0)), replay=replay,
+        limit = budgets.limits.get(spec)
+        limiter = RateLimiter(limit.requests_per_minute, limit.tokens_per_minute) if limit else None
+        return ModelUser(spec, provider, price, ledger or Ledger(Decimal(0)), replay=replay, limiter=limiter,
                          per_conversation=parse_usd(per_conversation, where="budget.per_conversation")
                          if per_conversation else None)
     raise ConfigError(f"unknown user backend {spec!r}; use scripted, openai:<model> or anthropic:<model>",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from decimal import Decimal
 from typing import Any
@@ -21,6 +22,7 @@ from simulator.config import Price
 from simulator.dataset import Goal, Persona, canonical_json
 from simulator.errors import BudgetCut, ProviderFailure
 from simulator.ledger import Ledger
+from simulator.limits import RateLimiter
 from simulator.pricing import Usage, cost, worst_case
 from simulator.retry import RetryPolicy
 from simulator.users.prompt import OPENING, parse_action, render_result, stable_prefix
@@ -41,7 +43,7 @@ class ModelUser:
 
     def __init__(self, spec: str, provider, price: Price, ledger: Ledger, *, max_tokens: int = 300,
                  per_conversation: Decimal | None = None, retry: RetryPolicy | None = None,
-                 replay: ReplayCache | None = None) -> None:
+                 replay: ReplayCache | None = None, limiter: RateLimiter | None = None) -> None:
         self.name = spec
         self.provider = provider
         self.price = price
@@ -50,6 +52,7 @@ class ModelUser:
         self.per_conversation = per_conversation
         self.retry = retry or RetryPolicy()
         self.replay = replay
+        self.limiter = limiter
 
     def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> "ModelSession":
         return ModelSession(self, persona, goal, seed, repetition)
@@ -98,6 +101,8 @@ class ModelSession:
                             f"the next call's worst case ({worst:.6f} USD)")
         started = time.perf_counter()
         try:
+            if b.limiter is not None:
+                await b.limiter.acquire(math.ceil(len(canonical_json(request)) / 4) + b.max_tokens)
             completion = await b.retry.call(lambda: b.provider.complete(request))
         except ProviderFailure as failure:
             b.ledger.release(held)

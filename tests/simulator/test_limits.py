@@ -1,0 +1,60 @@
+"""Per-provider rate limits: requests and tokens per minute, waited for, never exceeded."""
+
+from __future__ import annotations
+
+import asyncio
+
+from simulator.config import Budgets
+from simulator.limits import RateLimiter
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def starts(limiter: RateLimiter, clock: Clock, tokens: list[int]) -> list[float]:
+    async def go():
+        times = []
+        for n in tokens:
+            await limiter.acquire(n)
+            times.append(clock.now)
+        return times
+
+    return asyncio.run(go())
+
+
+def test_requests_per_minute_are_never_exceeded():
+    clock = Clock()
+    times = starts(RateLimiter(3, None, clock=clock, sleep=clock.sleep), clock, [10] * 7)
+    assert times == [0, 0, 0, 60, 60, 60, 120]
+    for t in times:
+        assert sum(1 for u in times if t - 60 < u <= t) <= 3
+
+
+def test_tokens_per_minute_are_never_exceeded():
+    clock = Clock()
+    tokens = [400, 400, 300, 500, 100]
+    times = starts(RateLimiter(None, 1000, clock=clock, sleep=clock.sleep), clock, tokens)
+    for i, t in enumerate(times):
+        assert sum(n for u, n in zip(times, tokens) if t - 60 < u <= t) <= 1000, (i, times)
+    assert times == [0, 0, 60, 60, 60]
+
+
+def test_limits_are_read_from_budgets_and_reach_the_model_user(monkeypatch):
+    from simulator.users.base import make_user
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    budgets = Budgets.model_validate({
+        "prices": {"openai:m": {"input_per_mtok": 1, "output_per_mtok": 2}},
+        "limits": {"openai:m": {"requests_per_minute": 5, "tokens_per_minute": 9000}}})
+    user = make_user("openai:m", budgets=budgets)
+    assert (user.limiter.rpm, user.limiter.tpm) == (5, 9000)
