@@ -1,0 +1,210 @@
+"""The HTML report in a real browser: Debian's headless Chromium, driven by Playwright.
+
+A report of a run with planted faults, and with a hostile reply in every runtime turn, is opened
+from its file:// URL. It must load with no console error and no request but the file itself,
+show the hostile reply as text and run none of it, and its filters must show exactly the
+transcripts that match. The last test proves that the listeners catch what the others say is
+absent, so that none of them passes for want of hearing.
+
+Chromium is never downloaded: Playwright drives /usr/bin/chromium. If it is missing, the tests
+fail (they do not skip), saying how to install it; `.ci/run` installs it.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from scoring.report import build_report
+from scoring.store import Store
+
+from tests.scoring.test_store import stored_run
+
+CHROMIUM = Path("/usr/bin/chromium")
+INSTALL = ("install Debian's Chromium with `apt-get update && apt-get install -y chromium` "
+           "(as root; .ci/run does it), and Playwright with `.venv/bin/pip install -e '.[test]'`; "
+           "Playwright must not download a browser of its own")
+# The probe's flags: without the background-networking ones Chromium calls out at every start.
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCRIPT = "<script>alert(1)</script>"
+IMG = '<img src=x onerror="window.__pwned=1">'
+HOSTILE = f"{SCRIPT}{IMG} "
+FAULTS = {"phantom_receipt": 0.4, "loop": 0.4, "dead_end": 0.3, "audit_gap": 0.3, "crash": 0.1}
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:
+        pytest.fail(f"the Python package playwright is missing ({exc}): {INSTALL}")
+    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+        pytest.fail(f"no Chromium at {CHROMIUM}: {INSTALL}")
+    with sync_playwright() as p:
+        # launch() gives every browser a fresh, empty user-data-dir of its own, removed on close.
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS, timeout=60_000)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, demo) -> Path:
+    """A report of the demo matrix with faults planted, every runtime reply prefixed with markup."""
+    import tripdesk.runtime as rt
+
+    tmp = tmp_path_factory.mktemp("browser-report")
+    original = rt.Session._finish
+
+    def hostile(self, out):
+        result = original(self, out)
+        result["reply"] = HOSTILE + result["reply"]
+        return result
+
+    with pytest.MonkeyPatch.context() as mp, ThreadPoolExecutor(1) as pool:
+        mp.setattr(rt.Session, "_finish", hostile)
+        # In a thread of its own: once Playwright's sync API has started, this thread has an
+        # event loop running, and the run's asyncio.run() would refuse to start.
+        run_id = pool.submit(stored_run, tmp / "s.duckdb", demo, **FAULTS).result()
+    with Store(tmp / "s.duckdb") as store:
+        return build_report(store, run_id, tmp / "reports").resolve()
+
+
+@dataclass
+class Opened:
+    """A page and everything it was heard to do."""
+
+    page: object
+    url: str
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+
+def open_page(browser, path: Path):
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    opened = Opened(page, path.as_uri())
+    page.on("console", lambda m: m.type == "error" and opened.errors.append(f"console: {m.text}"))
+    page.on("pageerror", lambda e: opened.errors.append(f"pageerror: {e}"))
+    context.on("request", lambda r: opened.requests.append(r.url))
+    page.on("websocket", lambda w: opened.requests.append(w.url))
+
+    def dialog(d):
+        opened.dialogs.append(f"{d.type}: {d.message}")
+        d.dismiss()
+
+    page.on("dialog", dialog)
+    page.goto(opened.url, wait_until="load")
+    page.wait_for_timeout(300)   # let anything deferred (timers, lazy images) run and be heard
+    return context, opened
+
+
+@pytest.fixture()
+def opened(browser, report):
+    context, o = open_page(browser, report)
+    yield o
+    context.close()
+
+
+def test_loads_with_no_console_error_and_no_request_but_the_file(opened):
+    page = opened.page
+    assert page.title().startswith("simrun")
+    assert page.locator("section.conv").count() > 0
+    assert opened.errors == []
+    assert opened.requests == [opened.url], opened.requests
+
+
+def test_a_hostile_reply_is_shown_as_text_and_runs_nothing(opened):
+    page = opened.page
+    assert opened.dialogs == []
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.evaluate("""() => [...document.scripts].filter(s => s.textContent.includes('alert(1)')).length""") == 0
+    assert page.locator('img[src="x"]').count() == 0
+    text = page.locator("body").inner_text()   # rendered text only: what a reader sees
+    assert SCRIPT in text and IMG in text
+    shown = page.get_by_text(SCRIPT + IMG).first
+    assert shown.is_visible()
+    assert opened.errors == []
+
+
+def convs(page) -> list[dict]:
+    return page.locator("section.conv").evaluate_all("""els => els.map(e => ({
+        id: e.id, classes: (e.dataset.classes || '').split(' ').filter(Boolean),
+        persona: e.dataset.persona, goal: e.dataset.goal, visible: e.checkVisibility()}))""")
+
+
+def check_filter(page, all_convs, expected_ids: set[str]):
+    now = convs(page)
+    assert [c["id"] for c in now] == [c["id"] for c in all_convs]   # filtering hides, never removes
+    visible = {c["id"] for c in now if c["visible"]}
+    assert visible == expected_ids
+    assert page.locator("#f-count").inner_text().strip() == f"{len(expected_ids)} shown"
+
+
+def test_the_filters_show_exactly_the_matching_transcripts(opened):
+    page = opened.page
+    every = convs(page)
+    ids = {c["id"] for c in every}
+    assert len(ids) == len(every) >= 5
+    check_filter(page, every, ids)   # nothing chosen: all shown
+
+    def pick(key):
+        """A value of this filter that some transcripts have and some do not."""
+        options = [o for o in page.locator(f"#f-{key} option").all_inner_texts() if o != "any"]
+        has = (lambda c, v: v in c["classes"]) if key == "class" else (lambda c, v: c[key] == v)
+        counts = {v: sum(has(c, v) for c in every) for v in options}
+        value = max((v for v in options if counts[v] < len(every)), key=lambda v: counts[v])
+        assert 0 < counts[value] < len(every), counts
+        return value, {c["id"] for c in every if has(c, value)}
+
+    for key in ("class", "persona", "goal"):
+        value, expected = pick(key)
+        page.select_option(f"#f-{key}", label=value)
+        check_filter(page, every, expected)
+        page.select_option(f"#f-{key}", label="any")
+        check_filter(page, every, ids)
+
+    # All three at once: those of one transcript, so that at least it matches.
+    target = next(c for c in every if c["classes"])
+    cls = target["classes"][-1]
+    page.select_option("#f-class", label=cls)
+    page.select_option("#f-persona", label=target["persona"])
+    page.select_option("#f-goal", label=target["goal"])
+    expected = {c["id"] for c in every
+                if cls in c["classes"] and c["persona"] == target["persona"] and c["goal"] == target["goal"]}
+    assert target["id"] in expected
+    check_filter(page, every, expected)
+    # A combination that matches nothing shows nothing, and says so.
+    other = next(c["goal"] for c in every if c["goal"] != target["goal"])
+    page.select_option("#f-goal", label=other)
+    expected = {c["id"] for c in every if cls in c["classes"] and c["persona"] == target["persona"]
+                and c["goal"] == other}
+    check_filter(page, every, expected)
+    assert opened.errors == [] and opened.dialogs == []
+    assert opened.requests == [opened.url]
+
+
+def test_the_listeners_hear_what_the_other_tests_say_is_absent(browser, tmp_path):
+    """Control: a page that does everything the report must not; every listener hears it."""
+    bad = tmp_path / "bad.html"
+    bad.write_text(f"""<!doctype html><title>bad</title><body>{HOSTILE}
+<img src="http://127.0.0.1:9/pixel.png">
+<script>console.error("boom"); throw new Error("thrown");</script></body>""")
+    context, o = open_page(browser, bad)
+    try:
+        assert o.dialogs == ["alert: 1"]
+        assert o.page.evaluate("window.__pwned") == 1
+        assert SCRIPT not in o.page.locator("body").inner_text()
+        assert any("boom" in e for e in o.errors) and any("thrown" in e for e in o.errors)
+        assert o.requests[0] == o.url
+        assert "http://127.0.0.1:9/pixel.png" in o.requests and (bad.parent / "x").as_uri() in o.requests
+    finally:
+        context.close()
