@@ -67,7 +67,7 @@ async def measure(concurrency: int, base_url: str, latency: float, repetitions: 
             wall = time.perf_counter() - started
             calls = store.con.execute("SELECT count(*) FROM model_calls").fetchone()[0]
     finally:
-        await provider.client.close()
+        await provider.pool.close()
     per_conversation = calls / result.conversations
     actual = result.conversations / wall * 3600
     ideal = concurrency * 3600 / (per_conversation * latency)

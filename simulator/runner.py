@@ -129,8 +129,8 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
             batch.append(Finished(cell.id, conversation.transcript, conversation.scorecard, conversation.started_at,
                                   conversation.duration_s, conversation.cost_usd, conversation.model_calls))
             # One writer, a batch at a time: a transaction per conversation would cost more than
-            # the conversation. A paid conversation is written at once (it cost money to make).
-            if len(batch) >= BATCH or conversation.model_calls or time.monotonic() - flushed > FLUSH_S:
+            # the conversation.
+            if len(batch) >= BATCH or time.monotonic() - flushed > FLUSH_S:
                 flush()
             done += 1
             if on_conversation is not None:

@@ -19,6 +19,7 @@ from simulator.adapters.process import ManagedProcess, free_port
 from simulator.errors import RuntimeFault, RuntimeUnavailable
 
 BODY_EXCERPT = 2000
+POOL = 32           # connections per client of the pool
 
 
 class _NotSupported(Exception):
@@ -45,17 +46,27 @@ class HttpRuntime(Checked):
         self.startup_timeout_s = startup_timeout_s
         self.headers = dict(headers or {})
         self.concurrency = concurrency
-        self.client: httpx.AsyncClient | None = None
+        self.clients: list[httpx.AsyncClient] = []
+        self._next = 0
         self._server_up = False
         self.restarts = 0
 
-    def _client(self) -> httpx.AsyncClient:
-        if self.client is None:
-            self.client = httpx.AsyncClient(
-                base_url=self.url, headers=self.headers, timeout=self.timeout_s,
-                limits=httpx.Limits(max_connections=self.concurrency,
-                                    max_keepalive_connections=self.concurrency))
-        return self.client
+    def _client(self, session: str | None = None) -> httpx.AsyncClient:
+        """A client of the pool; a session keeps to one, so its connection stays warm.
+
+        Several small pools rather than one large one: httpcore scans its whole pool for every
+        request, which at hundreds of connections costs more CPU than the requests themselves.
+        """
+        if not self.clients:
+            size = min(self.concurrency, POOL)
+            self.clients = [httpx.AsyncClient(base_url=self.url, headers=self.headers, timeout=self.timeout_s,
+                                              limits=httpx.Limits(max_connections=size,
+                                                                  max_keepalive_connections=size))
+                            for _ in range(max(1, -(-self.concurrency // POOL)))]
+        if session is None:
+            self._next = (self._next + 1) % len(self.clients)
+            return self.clients[self._next]
+        return self.clients[hash(session) % len(self.clients)]
 
     def _evidence(self, **more: Any) -> dict[str, Any]:
         if self.process is not None:
@@ -63,11 +74,11 @@ class HttpRuntime(Checked):
         return more
 
     async def _request(self, op: str, method: str, path: str, body: Any = None,
-                       optional: bool = False) -> Any:
+                       optional: bool = False, session: str | None = None) -> Any:
         started = time.perf_counter()
         elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
         try:
-            response = await self._client().request(method, path, json=body)
+            response = await self._client(session).request(method, path, json=body)
         except httpx.TimeoutException:
             raise RuntimeFault("timeout", f"{op}: no answer within {self.timeout_s}s",
                                **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed())) from None
@@ -130,28 +141,29 @@ class HttpRuntime(Checked):
         return self._started(reply)
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self._turn(await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload))
+        return self._turn(await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload,
+                                              session=session))
 
     async def state(self, session: str) -> dict[str, Any] | None:
         try:
             return self._state(await self._request("state", "GET", f"/v1/sessions/{session}/state",
-                                                   optional=True))
+                                                   optional=True, session=session))
         except _NotSupported:
             return None
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         try:
             return self._audit(await self._request("audit", "GET", f"/v1/sessions/{session}/audit",
-                                                   optional=True))
+                                                   optional=True, session=session))
         except _NotSupported:
             return None
 
     async def close(self, session: str) -> None:
-        await self._request("close", "DELETE", f"/v1/sessions/{session}")
+        await self._request("close", "DELETE", f"/v1/sessions/{session}", session=session)
 
     async def aclose(self) -> None:
-        client, self.client = self.client, None
-        if client is not None:
+        clients, self.clients = self.clients, []
+        for client in clients:
             await client.aclose()
         if self.process is not None:
             await self.process.stop()
