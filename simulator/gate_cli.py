@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from scoring import gate as G
@@ -20,25 +19,17 @@ from scoring.baseline import open_baseline, summary_from_store, write_baseline
 from scoring.bundle import export_bundle, import_bundle, load_bundle, write_bundle
 from scoring.rescore import rescore_run
 from scoring.store import Store
+from simulator.cli_common import fail, out
 from simulator.project import project_db
 from simulator import __version__
 from simulator.config import Budgets, Project, load_budgets, load_project
 from simulator.dataset import Dataset, load_dataset
 from simulator.errors import ConfigError, SimrunError, StoreError
 
-out = Console()
-if not out.is_terminal:
-    out = Console(width=120)   # CI logs: keep class names whole
-
 DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
 CONFIG = typer.Option(None, "--config", help="Project file, for the personas and goals folders (default: ./simrun.toml).")
 PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
 GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
-
-
-def _fail(exc: SimrunError) -> None:
-    typer.secho(f"error: {exc}", err=True, fg="red", bold=True)
-    raise typer.Exit(2)
 
 
 def _given_file(given: Optional[str], default: str, flag: str) -> Optional[Path]:
@@ -81,7 +72,7 @@ def bless(run: str = typer.Argument(..., help="Run id, or 'latest'."),
             summary = summary_from_store(store, run)
         path = write_baseline(summary, out_file, simrun_version=__version__)
     except SimrunError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(f"blessed run {summary.run_id} ({len(summary.cells)} cells, dataset {summary.dataset_hash}, "
               f"scorer {summary.scorer_version}) -> {path}", highlight=False, soft_wrap=True)
 
@@ -116,9 +107,9 @@ def gate(baseline: str = typer.Option(..., "--baseline", help="A blessed baselin
             with open(summary_file, "a", encoding="utf-8") as fh:
                 fh.write(text + "\n")
     except SimrunError as exc:
-        _fail(exc)
+        fail(exc)
     except OSError as exc:
-        _fail(SimrunError(f"cannot write the gate's summary: {exc}"))
+        fail(SimrunError(f"cannot write the gate's summary: {exc}"))
     _print(result)
     raise typer.Exit(result.exit_code)
 
@@ -153,7 +144,7 @@ def rescore(run: str = typer.Argument(..., help="Run id, or 'latest'."), db: Opt
         with Store(project_db(db), create=False) as store:
             result = rescore_run(store, run, dataset)
     except SimrunError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(f"rescored run {result.run_id}: {result.conversations} conversations with scorer "
               f"{result.scorer_version} (was {result.previous_version}); {result.changed} changed",
               highlight=False, soft_wrap=True)
@@ -168,7 +159,7 @@ def export(run: str = typer.Argument(..., help="Run id, or 'latest'."),
             bundle = export_bundle(store, run, producer=f"simrun {__version__}")
         path = write_bundle(bundle, out_file)
     except SimrunError as exc:
-        _fail(exc)
+        fail(exc)
     out.print(f"exported run {bundle['run']['run_id']}: {len(bundle['items'])} items -> {path}", highlight=False)
 
 
@@ -185,7 +176,7 @@ def import_(bundle: str = typer.Argument(..., help="A bundle file (from `simrun 
             result = import_bundle(store, loaded, dataset, run_id=new_run_id(), source=bundle,
                                    simrun_version=__version__)
     except SimrunError as exc:
-        _fail(exc)
+        fail(exc)
     for warning in result.warnings:
         out.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     out.print(f"imported {result.conversations} conversations from {bundle} into run {result.run_id} "

@@ -1,0 +1,87 @@
+"""What the `simrun` commands share: the console, one-line errors, and the common options."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scoring import rates as R
+from scoring.store import Store
+from simulator.errors import ConfigError, SimrunError
+
+out = Console()
+if not out.is_terminal:
+    out = Console(width=120)   # CI logs: keep class names whole
+
+
+def err_line(text: str) -> None:
+    # One line, never wrapped: editors and CI annotations jump to "file:line".
+    typer.secho(text, err=True, fg="red", bold=True)
+
+
+def fail(exc: SimrunError) -> None:
+    err_line(f"error: {exc}")
+    raise typer.Exit(2)
+
+
+CONFIG = typer.Option(None, "--config", help="Project file (default: ./simrun.toml if there is one).")
+BUDGETS = typer.Option(None, "--budgets", help="Prices, default budget and gate thresholds (default: ./budgets.toml).")
+DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
+PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
+TRANSPORT = typer.Option(None, "--transport", help="python, http or stdio (over simrun.toml's runtime.transport).")
+URL = typer.Option(None, "--url", help="http: the base URL of a running runtime.")
+RUNTIME_COMMAND = typer.Option(None, "--runtime-command", help="http or stdio: the command that starts the runtime.")
+TIMEOUT = typer.Option(None, "--timeout", help="Seconds one runtime request may take.")
+HEADER = typer.Option(None, "--header", help="http: NAME=VALUE request header; ${VAR} is read from the environment.")
+GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
+
+
+
+def runtime_flags(transport, url, command, timeout, headers) -> dict:
+    """Runtime settings given as flags, over simrun.toml's [runtime]."""
+    flags: dict = {}
+    if transport:
+        flags["transport"] = transport
+    if url:
+        flags |= {"url": url, "command": None, "transport": transport or "http"}
+    if command:
+        flags |= {"command": command, "url": None}
+    if timeout is not None:
+        flags["timeout_s"] = timeout
+    for item in headers or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{item!r}: write a header as NAME=VALUE (VALUE may use ${{VAR}})", field="--header")
+        flags.setdefault("headers", {})[name.strip()] = value
+    return flags
+
+
+def print_summary(store: Store, run_id: str) -> int:
+    rates = R.class_rates(store, run_id)
+    outcome = R.outcome(store, run_id)
+    table = Table(title=f"run {run_id}", title_justify="left")
+    for col in ("class", "kind", "rate", "95% interval", "conversations", "UNVERIFIABLE"):
+        table.add_column(col, justify="left" if col in ("class", "kind") else "right")
+    pct = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    for r in [*rates, outcome.runtime_error_rate]:
+        low, high = r.interval
+        style = "bold red" if r.occurrences and r.kind == "guarantee" else ("yellow" if r.occurrences else None)
+        table.add_row(r.cls, r.kind, pct(r.rate), f"{pct(low)} – {pct(high)}", f"{r.occurrences}/{r.scored}",
+                      str(r.unverifiable), style=style)
+    out.print(table)
+    low, high = outcome.goal_interval
+    ends = ", ".join(f"{k} {v}" for k, v in outcome.ends.items())
+    out.print(f"goal reached: {pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, "
+              f"95% {pct(low)} – {pct(high)}); ends: {ends}", highlight=False, soft_wrap=True)
+    if outcome.runtime_errors:
+        out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): see runtime_error in the report",
+                  style="yellow", highlight=False)
+    broken = [r for r in rates if r.kind == "guarantee" and r.occurrences]
+    if broken:
+        out.print("FAILED: guarantees broken: " + ", ".join(
+            f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken),
+            style="bold red", highlight=False, soft_wrap=True)
+        return 1
+    out.print("every guarantee held", style="green")
+    return 0

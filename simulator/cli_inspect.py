@@ -1,0 +1,117 @@
+"""The commands that read stored runs: `runs`, `report`, `show` and `merge`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from scoring.report import build_report
+from scoring.store import Store
+from simulator.cli_common import BUDGETS, DB, fail, out, print_summary
+from simulator.config import Budgets, load_budgets
+from simulator.errors import SimrunError
+from simulator.money import usd
+from simulator.project import project_db
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def runs(db: Optional[str] = DB) -> None:
+        """List the runs in the database, newest first."""
+        try:
+            with Store(project_db(db), create=False) as store:
+                rows = store.runs()
+        except SimrunError as exc:
+            fail(exc)
+        table = Table()
+        for col in ("run", "started", "status", "user", "dataset", "conversations", "goal reached", "spent"):
+            table.add_column(col, no_wrap=col == "run")
+        for r in rows:
+            rate = "–" if r["goal_rate"] is None else f"{100 * r['goal_rate']:.1f}%"
+            table.add_row(r["run_id"], str(r["started_at"])[:19], r["status"], r["user_backend"], r["dataset_hash"],
+                          str(r["conversations"]), rate, usd(r["spent_usd"]))
+        out.print(table)
+
+
+    @app.command()
+    def report(run: str = typer.Argument("latest", help="Run id, or 'latest'."), db: Optional[str] = DB,
+               reports: str = typer.Option("reports", "--reports", help="Output folder."),
+               baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file or a run id: "
+                                                      "the report shows each class's delta and the gate's verdict."),
+               budgets: Optional[str] = BUDGETS) -> None:
+        """Write (again) the HTML report of a stored run, against a baseline if given."""
+        from scoring.baseline import open_baseline
+        from simulator.project import _file
+
+        try:
+            database = project_db(db)
+            base = open_baseline(baseline, database) if baseline else None
+            budgets_file = _file(budgets, "budgets.toml", "--budgets")
+            settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
+            with Store(database, create=False) as store:
+                path = build_report(store, run, reports, baseline=base, gate_settings=settings)
+        except SimrunError as exc:
+            fail(exc)
+        out.print(f"report: {path}", highlight=False)
+
+
+    @app.command()
+    def show(run: str = typer.Argument(..., help="Run id, or 'latest'."),
+             conversation: Optional[str] = typer.Argument(None, help="persona/goal/repetition; omit to list them."),
+             db: Optional[str] = DB, as_json: bool = typer.Option(False, "--json", help="Print the raw transcript.")) -> None:
+        """Print one stored conversation turn by turn (or list a run's conversations)."""
+        try:
+            with Store(project_db(db), create=False) as store:
+                run_id = store.run(run)["run_id"]
+                if conversation is None:
+                    for cid, end, reached in store.conversation_list(run_id):
+                        goal = "goal reached" if reached else "goal UNVERIFIABLE" if reached is None else "goal not reached"
+                        out.print(f"{cid}  {end}  {goal}", highlight=False, soft_wrap=True)
+                    return
+                t = store.transcript(run_id, conversation)
+                findings = store.findings(run_id, conversation)
+                detail = store.conversation_row(run_id, conversation)
+        except SimrunError as exc:
+            fail(exc)
+        if as_json:
+            from dataclasses import asdict
+
+            sys.stdout.write(json.dumps(asdict(t), indent=2, default=str) + "\n")
+            return
+        out.print(f"{conversation}: end {detail['end_reason']}, {len(t.turns)} turns, seed {t.seed}; "
+                  f"goal: {detail['goal_detail']}", highlight=False, soft_wrap=True)
+        for turn in t.turns:
+            said = f"clicks {turn.user.offer}" if turn.user.kind == "click" else turn.user.text
+            out.print(f"#{turn.index} user:    {said}", highlight=False, markup=False)
+            if turn.result:
+                out.print(f"   runtime: {turn.result.get('reply')}", highlight=False, markup=False)
+            for f in findings:
+                if f["turn"] == turn.index:
+                    out.print(f"   ! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
+        for f in findings:
+            if f["turn"] is None:
+                out.print(f"! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
+        if t.error:
+            out.print(f"error: {t.error.get('message')}", style="red", highlight=False, markup=False)
+
+
+    @app.command()
+    def merge(shards: list[str] = typer.Argument(..., help="The DuckDB files of shards 0..n-1 of one run."),
+              out_file: str = typer.Option(..., "--out", help="The DuckDB file to write the joined run to."),
+              reports: str = typer.Option("reports", "--reports", help="Folder for the joined run's report.")) -> None:
+        """Join the shards of a run (each from `simrun --shard i/n`) into one run, and report it."""
+        from scoring.merge import merge as merge_shards
+
+        try:
+            run_id = merge_shards(out_file, shards)
+            with Store(out_file, create=False) as store:
+                code = print_summary(store, run_id)
+                path = build_report(store, run_id, reports)
+        except SimrunError as exc:
+            fail(exc)
+        out.print(f"merged {len(shards)} shards into run {run_id} in {out_file}; report: {path}", highlight=False)
+        raise typer.Exit(code)
