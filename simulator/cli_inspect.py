@@ -15,7 +15,7 @@ from simulator.cli_common import BUDGETS, DB, fail, out, print_summary
 from simulator.config import Budgets, load_budgets
 from simulator.errors import SimrunError
 from simulator.money import usd
-from simulator.project import project_db
+from simulator.project import given_file, project_db
 
 
 def register(app: typer.Typer) -> None:
@@ -45,12 +45,10 @@ def register(app: typer.Typer) -> None:
                budgets: Optional[str] = BUDGETS) -> None:
         """Write (again) the HTML report of a stored run, against a baseline if given."""
         from scoring.baseline import open_baseline
-        from simulator.project import _file
-
         try:
             database = project_db(db)
             base = open_baseline(baseline, database) if baseline else None
-            budgets_file = _file(budgets, "budgets.toml", "--budgets")
+            budgets_file = given_file(budgets, "budgets.toml", "--budgets")
             settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
             with Store(database, create=False) as store:
                 path = build_report(store, run, reports, baseline=base, gate_settings=settings)

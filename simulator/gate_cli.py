@@ -20,11 +20,11 @@ from scoring.bundle import export_bundle, import_bundle, load_bundle, write_bund
 from scoring.rescore import rescore_run
 from scoring.store import Store
 from simulator.cli_common import fail, out
-from simulator.project import project_db
+from simulator.project import given_file, project_db
 from simulator import __version__
 from simulator.config import Budgets, Project, load_budgets, load_project
 from simulator.dataset import Dataset, load_dataset
-from simulator.errors import ConfigError, SimrunError, StoreError
+from simulator.errors import SimrunError, StoreError
 
 DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
 CONFIG = typer.Option(None, "--config", help="Project file, for the personas and goals folders (default: ./simrun.toml).")
@@ -32,17 +32,9 @@ PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files."
 GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
 
 
-def _given_file(given: Optional[str], default: str, flag: str) -> Optional[Path]:
-    if given is None:
-        return Path(default) if Path(default).is_file() else None
-    if not Path(given).is_file():
-        raise ConfigError(f"no such file: {given}", field=flag)
-    return Path(given)
-
-
 def current_dataset(config: Optional[str], personas: Optional[str], goals: Optional[str]) -> Dataset:
     """The project's personas and goals, resolved as `simrun` resolves them (paths relative to simrun.toml)."""
-    config_file = _given_file(config, "simrun.toml", "--config")
+    config_file = given_file(config, "simrun.toml", "--config")
     project = load_project(config_file) if config_file else Project()
     base = config_file.parent if config_file else Path(".")
     return load_dataset(Path(personas) if personas else base / project.run.personas,
@@ -88,7 +80,7 @@ def gate(baseline: str = typer.Option(..., "--baseline", help="A blessed baselin
     """Compare a candidate run with a baseline: exit 1 on a significant regression or any guarantee violation."""
     database = project_db(db)
     try:
-        budgets_file = _given_file(budgets, "budgets.toml", "--budgets")
+        budgets_file = given_file(budgets, "budgets.toml", "--budgets")
         settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
         base = open_baseline(baseline, database)
         with Store(database, create=False) as store:

@@ -57,7 +57,7 @@ class Plan:
         }
 
 
-def _file(given: str | Path | None, default: str, flag: str) -> Path | None:
+def given_file(given: str | Path | None, default: str, flag: str) -> Path | None:
     """A file named by a flag must exist; the default file is optional."""
     if given is None:
         return Path(default) if Path(default).exists() else None
@@ -67,7 +67,7 @@ def _file(given: str | Path | None, default: str, flag: str) -> Path | None:
 
 
 def load_project_file(config: str | Path | None = None) -> Project:
-    config_file = _file(config, "simrun.toml", "--config")
+    config_file = given_file(config, "simrun.toml", "--config")
     return load_project(config_file) if config_file else Project()
 
 
@@ -75,7 +75,7 @@ def project_db(db: str | None, config: str | Path | None = None) -> str:
     """The database a command reads: --db, else the project's run.db (simrun.toml), else the default."""
     if db:
         return db
-    config_file = _file(config, "simrun.toml", "--config")
+    config_file = given_file(config, "simrun.toml", "--config")
     if config_file is None:
         return "simrun.duckdb"
     return str(config_file.parent / load_project(config_file).run.db)
@@ -87,8 +87,8 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
               user: str | None = None, db: str | None = None, reports: str | None = None,
               runtime_flags: dict[str, Any] | None = None, check_user: bool = True) -> Plan:
     """Resolve flags over files over defaults, and validate all of it before anything runs."""
-    config_file = _file(config, "simrun.toml", "--config")
-    budgets_file = _file(budgets, "budgets.toml", "--budgets")
+    config_file = given_file(config, "simrun.toml", "--config")
+    budgets_file = given_file(budgets, "budgets.toml", "--budgets")
     project = load_project(config_file) if config_file else Project()
     money = load_budgets(budgets_file) if budgets_file else Budgets()
     amount = parse_usd(budget) if budget is not None else parse_usd(money.budget.default, where="budget.default")
