@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scoring.transcript import TurnRecord, UserTurn
+from scoring.evidence import shown
 from simulator.adapters.base import RuntimeAdapter, check_health
 from simulator.adapters.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, violations
 from simulator.dataset import Goal, Persona, canonical_json
@@ -81,13 +82,8 @@ def _json(value: Any) -> str:
 
 
 def _offers(result: Any) -> list[str]:
-    if not isinstance(result, dict):
-        return []
-    ids = [o.get("id") for o in result.get("next_steps") or [] if isinstance(o, dict)]
-    card = result.get("card")
-    if isinstance(card, dict):
-        ids += [a.get("id") for a in card.get("actions") or [] if isinstance(a, dict)]
-    return [i for i in ids if isinstance(i, str)]
+    """The ids a turn offered, of a result that may be malformed."""
+    return [i for i in shown(result if isinstance(result, dict) else None).offers if isinstance(i, str)]
 
 
 def _probe_turns(goal: Goal | None):

@@ -144,20 +144,19 @@ class Store:
         target = record or args.get("trip")
         if reason is None:
             target = self._commit(operation, args, target)
-        event = {
-            "id": f"e-{len(self.events) + 1}", "turn": turn, "operation": operation,
-            "record": target, "status": "committed" if reason is None else "refused",
-            "offer": offer, "reason": reason,
-            "arguments": {k: str(v) for k, v in args.items() if k != "trip"},
-        }
-        self.events.append(event)
-        return event
+        return self._log(operation, args, turn=turn, offer=offer, record=target,
+                         status="committed" if reason is None else "refused", reason=reason)
 
     def refuse(self, operation: str, args: dict[str, Any], *, turn: int, offer: str | None,
                reason: str) -> dict[str, Any]:
+        return self._log(operation, args, turn=turn, offer=offer, record=args.get("trip"), status="refused",
+                         reason=reason)
+
+    def _log(self, operation: str, args: dict[str, Any], *, turn: int, offer: str | None, record: str | None,
+             status: str, reason: str | None) -> dict[str, Any]:
         event = {
-            "id": f"e-{len(self.events) + 1}", "turn": turn, "operation": operation,
-            "record": args.get("trip"), "status": "refused", "offer": offer, "reason": reason,
+            "id": f"e-{len(self.events) + 1}", "turn": turn, "operation": operation, "record": record,
+            "status": status, "offer": offer, "reason": reason,
             "arguments": {k: str(v) for k, v in args.items() if k != "trip"},
         }
         self.events.append(event)

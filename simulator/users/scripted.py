@@ -20,7 +20,7 @@ import datetime as dt
 import random
 from typing import Any
 
-from scoring.evidence import MISSING, get
+from scoring.evidence import MISSING, get, shown
 from scoring.transcript import TurnRecord, UserTurn
 from simulator.dataset import Goal, Persona, Step
 from simulator.errors import ConfigError
@@ -69,7 +69,7 @@ class ScriptedSession:
         self.corrected: set[int] = set()
         self.seen_offers: list[str] = []     # offers shown before the last turn
         self._current_offers: set[str] = set()
-        self.seen_kinds: dict[str, tuple] = {}  # offer id -> (operation, record)
+        self.seen_kinds: dict[str, dict] = {}   # offer id -> {operation, record}
         self._streams: dict[str, random.Random] = {}
         self.faults_drawn = {
             name for name, rate in backend.faults.items()
@@ -112,8 +112,9 @@ class ScriptedSession:
         if turn.kind == "message":
             turn = self._simulator_fault(turn)
         if last is not None and last.result is not None:
-            self.seen_offers.extend(o for o in _offer_ids(last.result) if o not in self.seen_offers)
-            self.seen_kinds.update(_offer_kinds(last.result))
+            offers = shown(last.result).offers
+            self.seen_offers.extend(o for o in offers if o not in self.seen_offers)
+            self.seen_kinds.update(offers)
         return turn
 
     def _simulator_fault(self, turn: UserTurn) -> UserTurn:
@@ -173,14 +174,15 @@ class ScriptedSession:
             self.asked_once = True
             return self._message(self.rng("say").choice(step.say), self._facts(), meta)
         result = last.result if last is not None else None
-        self._current_offers = set(_offer_ids(result or {}))
-        self.seen_kinds.update(_offer_kinds(result or {}))
+        offers = shown(result).offers
+        self._current_offers = set(offers)
+        self.seen_kinds.update(offers)
         args = {k: self.goal.resolve(v) for k, v in step.arguments.items()}
         card = get(result, "card")
         if isinstance(card, dict) and _relates(card.get("operation"), step.operation) and (
                 step.record is None or card.get("record") in (None, step.record)):
-            shown = card.get("arguments") or {}
-            if all(str(_plain(args[k])) == str(v) for k, v in shown.items() if k in args):
+            on_card = card.get("arguments") or {}
+            if all(str(_plain(args[k])) == str(v) for k, v in on_card.items() if k in args):
                 confirm = _confirm_action(card)
                 return self._take(confirm, meta, words=self._confirm_words())
         ask = get(result, "ask")
@@ -299,21 +301,3 @@ def _confirm_action(card: dict) -> str | None:
         if str(action.get("label", "")).lower().split()[0:1] in (["confirm"], ["yes"], ["ok"], ["do"]):
             return action["id"]
     return actions[0]["id"] if actions else None
-
-
-def _offer_ids(result: dict) -> list[str]:
-    ids = [o["id"] for o in result.get("next_steps") or [] if isinstance(o, dict) and "id" in o]
-    card = result.get("card")
-    if isinstance(card, dict):
-        ids += [a["id"] for a in card.get("actions") or [] if isinstance(a, dict) and "id" in a]
-    return ids
-
-
-def _offer_kinds(result: dict) -> dict[str, tuple]:
-    kinds = {o["id"]: (o.get("operation"), o.get("record"))
-             for o in result.get("next_steps") or [] if isinstance(o, dict) and "id" in o}
-    card = result.get("card")
-    if isinstance(card, dict):
-        kinds.update({a["id"]: (card.get("operation"), card.get("record"))
-                      for a in card.get("actions") or [] if isinstance(a, dict) and "id" in a})
-    return kinds
