@@ -18,16 +18,11 @@ from simulator.conformance import NEEDS, check_runtime
 from simulator.runner import run_matrix
 from simulator.users.scripted import ScriptedUser
 
+from tests.conftest import ROOT
+
 PY = sys.executable
-MINIMAL = '''
-class OnlyReplies:
-    def health(self):
-        return {"protocol": 1, "runtime": "only-replies", "version": "0"}
-    def start(self, request):
-        return {"session": "s"}
-    def turn(self, session, request):
-        return {"reply": "Noted."}
-'''
+# A user's own runtime file, as they would point simrun.toml at it.
+MINIMAL = (ROOT / "tests" / "fixtures" / "minimal_runtime.py").read_text()
 SLOPPY = '''
 from tripdesk import TripDesk
 class Sloppy(TripDesk):

@@ -13,23 +13,12 @@ from simulator.errors import RuntimeUnavailable
 from simulator.users.scripted import ScriptedUser
 from tripdesk import TripDesk
 
+from tests.fixtures.minimal_runtime import OnlyReplies
+
 
 def talk(demo, persona: str, goal: str, runtime, seed: int = 5, **goal_changes):
     g = demo.goal(goal).model_copy(update=goal_changes)
     return asyncio.run(converse(Cell(demo.persona(persona), g, 0, seed), ScriptedUser(), PythonRuntime(runtime)))
-
-
-class OnlyReplies:
-    """The least a runtime may be: it answers with `reply` and nothing else."""
-
-    def health(self):
-        return {"protocol": 1, "runtime": "only-replies", "version": "0"}
-
-    def start(self, request):
-        return {"session": "s"}
-
-    def turn(self, session, request):
-        return {"reply": "Noted."}
 
 
 class Broken(OnlyReplies):
