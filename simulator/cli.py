@@ -10,14 +10,13 @@ Exit status: 0 when the run kept every guarantee, 1 when a guarantee was broken 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Optional
 
 import typer
 
 from scoring.report import build_report
 from scoring.store import Store
-from simulator import __version__
+from simulator import __version__, eventloop
 from simulator.cli_common import (BUDGETS, CONFIG, DB, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
                                   URL, err_line, fail, out, print_summary, runtime_flags)
 from simulator.errors import ConfigError, SimrunError
@@ -97,7 +96,7 @@ def run_command(
 def _run_and_report(plan, cache=None, *, shard=None, resume=True) -> None:
     """Run a plan, print its summary and report, and exit with the run's status."""
     try:
-        result, code, path, estimated = asyncio.run(_run(plan, runtime_for(plan), cache, shard, resume))
+        result, code, path, estimated = eventloop.run(_run(plan, runtime_for(plan), cache, shard, resume))
     except SimrunError as exc:
         fail(exc)
     except KeyboardInterrupt:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Optional
@@ -10,6 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from simulator import eventloop
 from simulator.cli_common import (BUDGETS, CONFIG, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
                                   URL, fail, out, runtime_flags)
 from simulator.errors import ConfigError, SimrunError
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         try:
             plan = load_plan(config=config, budgets=budgets, personas=personas, goals=goals,
                              runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
-            health = asyncio.run(_health(runtime_for(plan)))
+            health = eventloop.run(_health(runtime_for(plan)))
         except SimrunError as exc:
             fail(exc)
         files = ", ".join(f"{p} ok" for p in plan.files) or "no simrun.toml or budgets.toml (defaults)"
@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
             plan = load_plan(config=config, personas=personas, goals=goals,
                              runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
             chosen = plan.dataset.goal(goal) if goal else plan.dataset.goals[0]
-            report = asyncio.run(check_runtime(runtime_for(plan), chosen))
+            report = eventloop.run(check_runtime(runtime_for(plan), chosen))
         except StopIteration:
             fail(ConfigError(f"no goal {goal!r}; goals are: {', '.join(g.id for g in plan.dataset.goals)}",
                               field="--goal"))
@@ -122,7 +122,7 @@ def register(app: typer.Typer) -> None:
                 from simulator.pricing import price_for
 
                 price_for(plan.budgets, user)
-            estimates = asyncio.run(estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
+            estimates = eventloop.run(estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
                                              repetitions=plan.repetitions, seed=plan.seed,
                                              backends=[user] if user and user != "scripted" else None))
         except SimrunError as exc:

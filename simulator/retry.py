@@ -9,7 +9,6 @@ One failure is one request; when the attempts run out the conversation ends as
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,12 +19,13 @@ import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from simulator.errors import ProviderFailure
+from simulator.users.providers import MalformedResponse
 
 T = TypeVar("T")
-# A body that is not the JSON the SDK expects is a broken reply, as likely transient as a 5xx.
+# A body that is not the JSON the API documents is a broken reply, as likely transient as a 5xx.
 TRANSIENT = (openai.APITimeoutError, openai.APIConnectionError, anthropic.APITimeoutError,
              anthropic.APIConnectionError, openai.APIResponseValidationError,
-             anthropic.APIResponseValidationError, json.JSONDecodeError)
+             anthropic.APIResponseValidationError, MalformedResponse)
 STATUS = (openai.APIStatusError, anthropic.APIStatusError)
 
 

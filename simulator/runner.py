@@ -1,7 +1,7 @@
 """The runner: the persona x goal x repetition matrix, run with bounded concurrency.
 
 Workers pull cells from one iterator (memory does not grow with the matrix), and one writer
-stores each finished conversation in its own transaction. The run row is written only after
+thread stores finished conversations a batch per transaction. The run row is written only after
 every input has been validated: bad input never leaves a run behind.
 """
 
@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import gc
 import time
 import hashlib
 import secrets
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -113,12 +115,28 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
 
     batch: list[Finished] = []
     flushed = time.monotonic()
+    # One writer thread, so that the event loop is not held while DuckDB writes a batch (at
+    # hundreds of conversations in flight, every millisecond the loop is held is latency added
+    # to each of them). A single thread keeps the writes in order; a failed write is raised at
+    # the next flush or at the end, never lost.
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simrun-writer")
+    writes: list[Future] = []
 
     def flush() -> None:
         nonlocal flushed
-        store.record_many(run_id, batch)
+        for write in [w for w in writes if w.done()]:
+            writes.remove(write)
+            write.result()
+        writes.append(writer.submit(store.record_many, run_id, batch.copy()))
         batch.clear()
         flushed = time.monotonic()
+
+    def drain() -> None:
+        writer.shutdown(wait=True)
+        pending = writes.copy()
+        writes.clear()
+        for write in pending:
+            write.result()
 
     async def worker() -> None:
         nonlocal done
@@ -136,15 +154,25 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
             if on_conversation is not None:
                 on_conversation(conversation)
 
+    # What lives before the run (modules, the dataset, clients) is never garbage; frozen, the
+    # collector stops scanning it, and its full collections no longer stall every conversation
+    # in flight for a tenth of a second or more at high concurrency (benchmarks/throughput.py).
+    gc.freeze()
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
         flush()
+        drain()
         # A run the budget stopped is unfinished: run it again with more budget to finish it.
         status = "budget_spent" if ledger.exhausted else "finished"
     finally:
         if batch:
             flush()   # what finished before an interruption is kept
-        store.finish_run(run_id, status=status, spent_usd=ledger.spent, planned=len(planned))
-        await runtime.aclose()
+        try:
+            drain()
+        finally:
+            store.finish_run(run_id, status=status, spent_usd=ledger.spent, planned=len(planned))
+            await runtime.aclose()
+            await user.aclose()
+            gc.unfreeze()
     return RunResult(run_id, done + len(stored), ledger.spent, budget, planned=len(planned),
                      budget_stopped=ledger.exhausted, resumed=len(stored) if earlier is not None else None)

@@ -1,4 +1,4 @@
-"""The http transport: protocol 1 over HTTP, with httpx (async, keep-alive sized to concurrency).
+"""The http transport: protocol 1 over HTTP, with aiohttp (async, keep-alive sized to concurrency).
 
 Either simrun starts the runtime itself from a command (with `{port}` replaced by a free port),
 waits for `/v1/health`, and stops it at the end, or it talks to a URL that is already running.
@@ -9,17 +9,17 @@ timing, the managed server's stderr tail), which the loop records as `runtime_er
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
-import httpx
+import aiohttp
 
 from simulator.adapters.base import Checked, check_health
 from simulator.adapters.process import ManagedProcess, free_port
 from simulator.errors import RuntimeFault, RuntimeUnavailable
 
 BODY_EXCERPT = 2000
-POOL = 32           # connections per client of the pool
 
 
 class _NotSupported(Exception):
@@ -46,27 +46,23 @@ class HttpRuntime(Checked):
         self.startup_timeout_s = startup_timeout_s
         self.headers = dict(headers or {})
         self.concurrency = concurrency
-        self.clients: list[httpx.AsyncClient] = []
-        self._next = 0
+        self._session: aiohttp.ClientSession | None = None
         self._server_up = False
         self.restarts = 0
 
-    def _client(self, session: str | None = None) -> httpx.AsyncClient:
-        """A client of the pool; a session keeps to one, so its connection stays warm.
+    def _http(self) -> aiohttp.ClientSession:
+        """One session whose keep-alive pool is sized to the concurrency.
 
-        Several small pools rather than one large one: httpcore scans its whole pool for every
-        request, which at hundreds of connections costs more CPU than the requests themselves.
+        aiohttp rather than httpx here: at hundreds of requests in flight, httpcore's pool
+        scans every connection per request and costs more CPU than the runtime's own work
+        (benchmarks/README.md); aiohttp's connector hands out idle connections from a queue.
         """
-        if not self.clients:
-            size = min(self.concurrency, POOL)
-            self.clients = [httpx.AsyncClient(base_url=self.url, headers=self.headers, timeout=self.timeout_s,
-                                              limits=httpx.Limits(max_connections=size,
-                                                                  max_keepalive_connections=size))
-                            for _ in range(max(1, -(-self.concurrency // POOL)))]
-        if session is None:
-            self._next = (self._next + 1) % len(self.clients)
-            return self.clients[self._next]
-        return self.clients[hash(session) % len(self.clients)]
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                connector=aiohttp.TCPConnector(limit=max(self.concurrency, 1), limit_per_host=0,
+                                               keepalive_timeout=30))
+        return self._session
 
     def _evidence(self, **more: Any) -> dict[str, Any]:
         if self.process is not None:
@@ -74,29 +70,30 @@ class HttpRuntime(Checked):
         return more
 
     async def _request(self, op: str, method: str, path: str, body: Any = None,
-                       optional: bool = False, session: str | None = None) -> Any:
+                       optional: bool = False) -> Any:
         started = time.perf_counter()
         elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
         try:
-            response = await self._client(session).request(method, path, json=body)
-        except httpx.TimeoutException:
+            async with self._http().request(method, self.url + path, json=body) as response:
+                status, raw = response.status, await response.read()
+        except TimeoutError:
             raise RuntimeFault("timeout", f"{op}: no answer within {self.timeout_s}s",
                                **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed())) from None
-        except httpx.TransportError as exc:
+        except aiohttp.ClientError as exc:
             raise RuntimeFault("connection", f"{op}: {type(exc).__name__}: {exc}",
                                **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed())) from None
-        if optional and response.status_code == 404:
+        if optional and status == 404:
             raise _NotSupported
-        if not response.is_success:
-            raise RuntimeFault("http_status", f"{op} answered HTTP {response.status_code}",
-                               **self._evidence(request=f"{method} {path}", status=response.status_code,
-                                                body=response.text[:BODY_EXCERPT], elapsed_ms=elapsed()))
+        if not 200 <= status < 300:
+            raise RuntimeFault("http_status", f"{op} answered HTTP {status}",
+                               **self._evidence(request=f"{method} {path}", status=status,
+                                                body=_text(raw), elapsed_ms=elapsed()))
         try:
-            return response.json()
+            return json.loads(raw)
         except ValueError:
             raise RuntimeFault("malformed", f"{op} answered with a body that is not JSON",
-                               **self._evidence(request=f"{method} {path}", status=response.status_code,
-                                                body=response.text[:BODY_EXCERPT], elapsed_ms=elapsed())) from None
+                               **self._evidence(request=f"{method} {path}", status=status,
+                                                body=_text(raw), elapsed_ms=elapsed())) from None
 
     async def health(self) -> dict[str, Any]:
         if self.process is not None and not self._server_up:
@@ -117,10 +114,11 @@ class HttpRuntime(Checked):
                     f"the runtime {self.process.command!r} exited with status {self.process.returncode} "
                     f"before answering /v1/health; its stderr ends:\n{self.process.stderr_tail()}")
             try:
-                response = await self._client().get("/v1/health", timeout=1.0)
-                if response.is_success:
-                    return
-            except httpx.TransportError:
+                async with self._http().get(self.url + "/v1/health",
+                                            timeout=aiohttp.ClientTimeout(total=1.0)) as response:
+                    if 200 <= response.status < 300:
+                        return
+            except (aiohttp.ClientError, TimeoutError):
                 pass
             await asyncio.sleep(0.05)
         await self.aclose()
@@ -142,29 +140,33 @@ class HttpRuntime(Checked):
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
         return self._turn(await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload,
-                                              session=session))
+                                              ))
 
     async def state(self, session: str) -> dict[str, Any] | None:
         try:
             return self._state(await self._request("state", "GET", f"/v1/sessions/{session}/state",
-                                                   optional=True, session=session))
+                                                   optional=True, ))
         except _NotSupported:
             return None
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         try:
             return self._audit(await self._request("audit", "GET", f"/v1/sessions/{session}/audit",
-                                                   optional=True, session=session))
+                                                   optional=True, ))
         except _NotSupported:
             return None
 
     async def close(self, session: str) -> None:
-        await self._request("close", "DELETE", f"/v1/sessions/{session}", session=session)
+        await self._request("close", "DELETE", f"/v1/sessions/{session}")
 
     async def aclose(self) -> None:
-        clients, self.clients = self.clients, []
-        for client in clients:
-            await client.aclose()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
         if self.process is not None:
             await self.process.stop()
             self._server_up = False
+
+
+def _text(raw: bytes) -> str:
+    return raw[:BODY_EXCERPT].decode("utf-8", "replace")

@@ -29,6 +29,9 @@ class UserBackend(Protocol):
 
     def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> UserSession: ...
 
+    async def aclose(self) -> None:
+        """Release connections; the runner calls it once the run is over."""
+
 
 def make_user(spec: str, *, budgets=None, ledger=None, replay=None, **options) -> UserBackend:
     """The backend for `spec`. A model backend fails here, before anything runs, if its API key

@@ -54,6 +54,9 @@ class ModelUser:
         self.replay = replay
         self.limiter = limiter
 
+    async def aclose(self) -> None:
+        await self.provider.client.close()
+
     def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> "ModelSession":
         return ModelSession(self, persona, goal, seed, repetition)
 
@@ -72,6 +75,7 @@ class ModelSession:
             self.messages.append({"role": "user", "content": render_result(turns[-1].result)})
         b = self.backend
         request = b.provider.request(self.prefix, self.messages, b.max_tokens)
+        body = canonical_json(request)   # serialised once, for the worst case and the rate limiter
         key = hashlib.sha256(canonical_json({"request": request, **self.identity}).encode()).hexdigest()
         if b.replay is not None and key in b.replay.answers:
             b.replay.hits += 1
@@ -84,15 +88,15 @@ class ModelSession:
         else:
             if b.replay is not None:
                 b.replay.misses += 1
-            answer = await self._call(len(turns) + 1, key, request)
+            answer = await self._call(len(turns) + 1, key, request, body)
         # What the model said goes back into its conversation as it said it.
         self.messages.append({"role": "assistant", "content": answer if isinstance(answer, str)
                               else json.dumps(answer, sort_keys=True)})
         return parse_action(answer)
 
-    async def _call(self, index: int, key: str, request: dict[str, Any]) -> Any:
+    async def _call(self, index: int, key: str, request: dict[str, Any], body: str) -> Any:
         b = self.backend
-        worst = worst_case(b.price, len(canonical_json(request).encode()), b.max_tokens)
+        worst = worst_case(b.price, len(body.encode()), b.max_tokens)
         if b.per_conversation is not None and self.spent + worst > b.per_conversation:
             raise BudgetCut(f"this conversation's budget ({b.per_conversation} USD) cannot cover its next call")
         held = b.ledger.reserve(worst)
@@ -102,7 +106,7 @@ class ModelSession:
         started = time.perf_counter()
         try:
             if b.limiter is not None:
-                await b.limiter.acquire(math.ceil(len(canonical_json(request)) / 4) + b.max_tokens)
+                await b.limiter.acquire(math.ceil(len(body) / 4) + b.max_tokens)
             completion = await b.retry.call(lambda: b.provider.complete(request))
         except ProviderFailure as failure:
             b.ledger.release(held)

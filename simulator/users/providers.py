@@ -9,6 +9,7 @@ never part of a request record, an error message or anything stored.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -46,26 +47,10 @@ def api_key(provider: str, offline: bool = False) -> str:
     return key
 
 
-class ClientPool:
-    """A few SDK clients, each with its own connection pool, taken in turn.
-
-    httpcore scans its whole pool for every request; at hundreds of conversations in flight,
-    one large pool costs more CPU than the calls. Tests hand in one client (`http_client`).
-    """
-
-    SIZE = 8
-
-    def __init__(self, make, http_client=None) -> None:
-        self.clients = [make(http_client)] if http_client is not None else [make(None) for _ in range(self.SIZE)]
-        self._turn = 0
-
-    def next(self):
-        self._turn = (self._turn + 1) % len(self.clients)
-        return self.clients[self._turn]
-
-    async def close(self) -> None:
-        for client in self.clients:
-            await client.close()
+def _aiohttp(sdk, timeout_s: float):
+    """The SDK's own aiohttp-backed client. At hundreds of calls in flight, httpx's connection
+    pool costs more CPU than the calls themselves (benchmarks/README.md); aiohttp's does not."""
+    return sdk.DefaultAioHttpClient(timeout=timeout_s)
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -81,9 +66,9 @@ class OpenAIProvider:
 
         self.model = model
         self.key = api_key("openai", offline)
-        self.pool = ClientPool(lambda client: openai.AsyncOpenAI(
+        self.client = openai.AsyncOpenAI(
             api_key=self.key, base_url=base_url or os.environ.get("OPENAI_BASE_URL"), max_retries=0,
-            timeout=timeout_s, http_client=client), http_client)
+            timeout=timeout_s, http_client=http_client or _aiohttp(openai, timeout_s))
 
     def request(self, prefix: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
         """The exact request body (no credentials): what is cached and replayed by."""
@@ -96,20 +81,19 @@ class OpenAIProvider:
         }
 
     async def complete(self, request: dict[str, Any]) -> Completion:
-        from openai.types.chat import ChatCompletion
-
-        # `post` with the finished body: the same SDK request, errors and parsing, without
-        # `create`'s per-call walk over the parameters' type hints (milliseconds a call).
-        response = await self.pool.next().post("/chat/completions", cast_to=ChatCompletion, body=request)
-        usage = response.usage
-        prompt = usage.prompt_tokens if usage else 0
-        details = getattr(usage, "prompt_tokens_details", None) if usage else None
-        cached = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+        # `post` with the finished body, answered as bytes: the SDK's request path, errors and
+        # status handling, without `create`'s walk over the parameters' type hints or building
+        # response models only to turn them back into JSON for the replay cache.
+        response = _json_object(await self.client.post("/chat/completions", cast_to=bytes, body=request))
+        usage = _field(response, "usage", required=False)
+        prompt = usage.get("prompt_tokens") or 0
+        cached = _field(usage, "prompt_tokens_details", required=False).get("cached_tokens") or 0
+        choices = response.get("choices") or [{}]
         return Completion(
-            answer=response.choices[0].message.content if response.choices else None,
+            answer=_field(choices[0], "message").get("content"),
             usage=Usage(input_tokens=prompt - cached, cached_input_tokens=cached, cache_write_tokens=0,
-                        output_tokens=usage.completion_tokens if usage else 0),
-            response=response.model_dump(mode="json"))
+                        output_tokens=usage.get("completion_tokens") or 0),
+            response=response)
 
 
 class AnthropicProvider:
@@ -122,8 +106,9 @@ class AnthropicProvider:
 
         self.model = model
         self.key = api_key("anthropic", offline)
-        self.pool = ClientPool(lambda client: anthropic.AsyncAnthropic(
-            api_key=self.key, base_url=base_url, max_retries=0, timeout=timeout_s, http_client=client), http_client)
+        self.client = anthropic.AsyncAnthropic(
+            api_key=self.key, base_url=base_url, max_retries=0, timeout=timeout_s,
+            http_client=http_client or _aiohttp(anthropic, timeout_s))
 
     def request(self, prefix: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
         return {
@@ -135,18 +120,44 @@ class AnthropicProvider:
         }
 
     async def complete(self, request: dict[str, Any]) -> Completion:
-        from anthropic.types import Message
-
-        response = await self.pool.next().post("/v1/messages", cast_to=Message, body=request)
-        answer = next((block.input for block in response.content if block.type == "tool_use"), None)
+        response = _json_object(await self.client.post("/v1/messages", cast_to=bytes, body=request))
+        content = response.get("content")
+        if not isinstance(content, list):
+            raise MalformedResponse("the API's answer has no 'content' list")
+        blocks = [block for block in content if isinstance(block, dict)]
+        answer = next((block.get("input") for block in blocks if block.get("type") == "tool_use"), None)
         if answer is None:
-            answer = "".join(getattr(block, "text", "") for block in response.content)
-        u = response.usage
+            answer = "".join(block.get("text") or "" for block in blocks)
+        u = _field(response, "usage", required=False)
         return Completion(
             answer=answer,
-            usage=Usage(input_tokens=u.input_tokens, cached_input_tokens=u.cache_read_input_tokens or 0,
-                        cache_write_tokens=u.cache_creation_input_tokens or 0, output_tokens=u.output_tokens),
-            response=response.model_dump(mode="json"))
+            usage=Usage(input_tokens=u.get("input_tokens") or 0, cached_input_tokens=u.get("cache_read_input_tokens") or 0,
+                        cache_write_tokens=u.get("cache_creation_input_tokens") or 0,
+                        output_tokens=u.get("output_tokens") or 0),
+            response=response)
+
+
+class MalformedResponse(ValueError):
+    """A 2xx answer that is not the JSON object the API documents: retried, like a 5xx."""
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise MalformedResponse(f"the API answered with a body that is not JSON: {raw[:200]!r}") from None
+    if not isinstance(value, dict):
+        raise MalformedResponse(f"the API answered with JSON that is not an object: {raw[:200]!r}")
+    return value
+
+
+def _field(value: Any, name: str, required: bool = True) -> dict[str, Any]:
+    field = value.get(name) if isinstance(value, dict) else None
+    if field is None and not required:
+        return {}
+    if not isinstance(field, dict):
+        raise MalformedResponse(f"the API's answer has no {name!r} object")
+    return field
 
 
 def _alternating(messages: list[dict]) -> list[dict]:

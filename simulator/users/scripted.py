@@ -42,6 +42,9 @@ class ScriptedUser:
         self.fault_seed = fault_seed
         self.planted: dict[str, list[tuple[str, str, int]]] = {}
 
+    async def aclose(self) -> None:
+        pass   # nothing to release: the scripted user holds no connections
+
     def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> "ScriptedSession":
         return ScriptedSession(self, persona, goal, seed)
 
