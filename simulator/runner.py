@@ -8,6 +8,7 @@ every input has been validated: bad input never leaves a run behind.
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 import gc
 import time
@@ -30,6 +31,7 @@ from simulator.users.base import UserBackend
 
 BATCH = 50          # conversations written per transaction
 FLUSH_S = 1.0       # ...or at least this often, so that a killed run loses at most a second
+MAX_PENDING_WRITES = 2   # batches waiting for the writer thread before conversations wait for it
 
 
 def cell_seed(run_seed: int, persona: str, goal: str, repetition: int) -> int:
@@ -120,23 +122,27 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     # to each of them). A single thread keeps the writes in order; a failed write is raised at
     # the next flush or at the end, never lost.
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simrun-writer")
-    writes: list[Future] = []
+    pending: collections.deque[Future] = collections.deque()
 
-    def flush() -> None:
+    def submit() -> None:
         nonlocal flushed
-        for write in [w for w in writes if w.done()]:
-            writes.remove(write)
-            write.result()
-        writes.append(writer.submit(store.record_many, run_id, batch.copy()))
+        pending.append(writer.submit(store.record_many, run_id, batch.copy()))
         batch.clear()
         flushed = time.monotonic()
 
+    async def flush() -> None:
+        submit()
+        # A writer slower than the conversations slows them down rather than letting finished
+        # batches pile up in memory.
+        while len(pending) > MAX_PENDING_WRITES:
+            await asyncio.wrap_future(pending.popleft())
+        while pending and pending[0].done():
+            pending.popleft().result()
+
     def drain() -> None:
         writer.shutdown(wait=True)
-        pending = writes.copy()
-        writes.clear()
-        for write in pending:
-            write.result()
+        while pending:
+            pending.popleft().result()
 
     async def worker() -> None:
         nonlocal done
@@ -149,7 +155,7 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
             # One writer, a batch at a time: a transaction per conversation would cost more than
             # the conversation.
             if len(batch) >= BATCH or time.monotonic() - flushed > FLUSH_S:
-                flush()
+                await flush()
             done += 1
             if on_conversation is not None:
                 on_conversation(conversation)
@@ -160,13 +166,14 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     gc.freeze()
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
-        flush()
+        if batch:
+            submit()
         drain()
         # A run the budget stopped is unfinished: run it again with more budget to finish it.
         status = "budget_spent" if ledger.exhausted else "finished"
     finally:
         if batch:
-            flush()   # what finished before an interruption is kept
+            submit()   # what finished before an interruption is kept
         try:
             drain()
         finally:

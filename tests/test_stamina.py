@@ -97,7 +97,9 @@ def test_bad_shards_are_refused(project, monkeypatch, text):
 
 
 def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
-    first = subprocess.Popen([SIMRUN, "-n", "25"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    # Long enough (seconds) that the second process, starting up while the first uses both
+    # cores, meets it still writing.
+    first = subprocess.Popen([SIMRUN, "-n", "80"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     first.stdout.readline()   # the banner: it holds the database now
     time.sleep(0.3)
@@ -106,7 +108,7 @@ def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
     assert first.returncode == 0, err
     assert second.returncode == 2 and "another process is writing to it" in second.stderr
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
-    assert con.execute("SELECT count(*) FROM conversations").fetchone()[0] == 7 * 10 * 25
+    assert con.execute("SELECT count(*) FROM conversations").fetchone()[0] == 7 * 10 * 80
     assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
 
 

@@ -259,3 +259,17 @@ def test_the_scoring_package_imports_on_its_own():
     run = subprocess.run([sys.executable, "-c", "import scoring.goal"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
+
+
+def test_a_query_answered_once_is_not_run_again_on_the_same_store_but_is_on_a_changed_one():
+    from scoring.goal import _query_holds
+
+    g = goal({"sql": ["SELECT count(*) = 1 FROM events WHERE operation = 'add_bag' AND status = 'committed'"]})
+    committed, refused = state(None, event("e-1", 2)), state(None, event("e-1", 2, status="refused"))
+    _query_holds.cache_clear()
+    assert goal_status(g, EMPTY, committed)[0] is True
+    assert goal_status(g, EMPTY, committed)[0] is True
+    assert _query_holds.cache_info().hits == 1 and _query_holds.cache_info().misses == 1
+    assert goal_status(g, EMPTY, refused)[0] is False      # one field of one event differs: asked anew
+    assert goal_status(g, EMPTY, state(with_record("trip:T-2", bags=3), event("e-1", 2)))[0] is True
+    assert _query_holds.cache_info().misses == 3

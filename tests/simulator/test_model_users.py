@@ -103,7 +103,7 @@ def test_the_stable_prefix_comes_first_and_never_changes_within_a_conversation(d
     assert "Cancel a trip" in systems[0] and "Tom" in systems[2] and "Write as briefly" in systems[2]
 
 
-@pytest.mark.parametrize("fault", ["429", "500", "timeout", "malformed"])
+@pytest.mark.parametrize("fault", ["429", "500", "timeout", "malformed", "wrong_shape"])
 @pytest.mark.parametrize("kind", PROVIDERS)
 def test_each_transient_fault_is_retried_within_the_policy(demo, kind, fault):
     api, ledger, waits = FakeModelAPI([fault, fault]), Ledger(Decimal("1")), []
@@ -113,6 +113,25 @@ def test_each_transient_fault_is_retried_within_the_policy(demo, kind, fault):
     assert len(waits) == 2 and len(api.requests) == 2 + 2   # two failures, then one success per conversation
     if fault == "429":
         assert waits == [2.0, 2.0]                          # Retry-After honoured
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_the_run_closes_the_users_connections(demo, kind):
+    api, ledger = FakeModelAPI(), Ledger(Decimal("1"))
+    user = user_for(kind, api, ledger)
+    assert not user.provider.client.is_closed()
+    run(":memory:", small(demo, ("single-add-bag",)), user, ledger, concurrency=1)
+    assert user.provider.client.is_closed()
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_without_a_client_given_the_sdks_use_their_aiohttp_transport(kind):
+    import anthropic
+    import openai
+
+    provider_cls, _ = PROVIDERS[kind]
+    sdk = openai if kind == "openai" else anthropic
+    assert isinstance(provider_cls("m").client._client, sdk.DefaultAioHttpClient)
 
 
 @pytest.mark.parametrize("kind", PROVIDERS)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from decimal import Decimal
+
+import pytest
 
 from scoring.store import Store
 from simulator.adapters.python import PythonRuntime
@@ -39,3 +42,36 @@ def test_concurrency_does_not_change_what_is_recorded(tmp_path, demo):
     serial, parallel = run(1), run(8)
     assert serial == parallel
     assert serial[1], "the planted loops were found"
+
+
+class FailingStore(Store):
+    """A store whose disk fills up after its first batch."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.batches = 0
+
+    def record_many(self, run_id, finished):
+        self.batches += 1
+        if self.batches > 1:
+            raise OSError("No space left on device")
+        super().record_many(run_id, finished)
+
+
+def test_a_failed_write_is_raised_and_the_run_is_not_marked_finished(tmp_path, demo):
+    with FailingStore(tmp_path / "f.duckdb") as store:
+        with pytest.raises(OSError, match="No space left"):
+            asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=3, seed=1,
+                                   budget=Decimal(0), concurrency=4))
+        status, = store.con.execute("SELECT status FROM runs").fetchone()
+        stored, = store.con.execute("SELECT count(*) FROM conversations").fetchone()
+    assert status == "interrupted"          # resumable, not reported as a finished run
+    assert 0 < stored < len(demo.personas) * len(demo.goals) * 3
+
+
+def test_the_collector_is_left_as_it_was_found(demo):
+    before = gc.get_freeze_count()
+    with Store(":memory:") as store:
+        asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=1, seed=1,
+                               budget=Decimal(0)))
+    assert gc.get_freeze_count() == before
