@@ -1,0 +1,37 @@
+"""The benchmark scripts still run and print their figures, at a tiny size (their figures are
+claims in benchmarks/README.md; a script broken by a schema change would leave them unbacked).
+What the figures are is measured by running the scripts, not here: tests assert no timings."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SMALL = {
+    "harness.py": (["--repetitions", "1"], r"turns/s, with DuckDB writes:\s+\d+"),
+    "memory.py": (["--conversations", "140"], r"peak RSS of the simrun process: \d+ MB"),
+    "report_scale.py": (["--turns", "3000"], r"report built in [\d.]+ s; [\d.]+ MB"),
+    "throughput.py": (["--latency", "0.05", "--concurrency", "4", "--waves", "1"],
+                      r"\n\s+4\s+\d+\s+[\d,]+\s+[\d,]+\s+[\d.]+%"),
+    "prompt_caching.py": (["--repetitions", "1"], r"\d+%"),
+}
+
+
+@pytest.mark.parametrize("script", SMALL)
+def test_each_benchmark_runs_and_prints_its_figures(script):
+    args, figure = SMALL[script]
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(figure, done.stdout), done.stdout
+
+
+def test_every_benchmark_script_is_covered():
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py")} - {"gate_calibration.py"}  # its own test
+    assert scripts == set(SMALL)
