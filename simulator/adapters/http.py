@@ -139,20 +139,19 @@ class HttpRuntime(Checked):
         return self._started(reply)
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self._turn(await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload,
-                                              ))
+        return self._turn(await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload))
 
     async def state(self, session: str) -> dict[str, Any] | None:
         try:
             return self._state(await self._request("state", "GET", f"/v1/sessions/{session}/state",
-                                                   optional=True, ))
+                                                   optional=True))
         except _NotSupported:
             return None
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         try:
             return self._audit(await self._request("audit", "GET", f"/v1/sessions/{session}/audit",
-                                                   optional=True, ))
+                                                   optional=True))
         except _NotSupported:
             return None
 

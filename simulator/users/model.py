@@ -115,7 +115,8 @@ class ModelSession:
         except BaseException:
             b.ledger.release(held)
             raise
-        price = cost(b.price, completion.usage)
+        # Without the usage the exact cost is unknown: the budget is held to the worst case.
+        price = cost(b.price, completion.usage) if completion.usage_reported else worst
         b.ledger.settle(held, price)
         self.spent += price
         self._record(index, key, request, completion.answer, completion.response, completion.usage, price,

@@ -30,7 +30,14 @@ class Completion:
     response: dict[str, Any]      # the whole response, for the replay cache
 
     @property
+    def usage_reported(self) -> bool:
+        """Some OpenAI-compatible servers leave usage out; such a call is billed at its worst case."""
+        return isinstance(self.response.get("usage"), dict)
+
+    @property
     def cache_status(self) -> str:
+        if not self.usage_reported:
+            return "no_usage"
         if self.usage.cached_input_tokens:
             return "hit"
         return "write" if self.usage.cache_write_tokens else "miss"

@@ -16,7 +16,7 @@ from scoring.report import build_report
 from scoring.store import Store
 from simulator.adapters.python import PythonRuntime
 from simulator.config import Budgets, Price
-from simulator.dataset import Dataset
+from simulator.dataset import Dataset, canonical_json
 from simulator.errors import ConfigError
 from simulator.ledger import Ledger
 from simulator.plan import estimate
@@ -320,3 +320,16 @@ def test_every_manner_is_honoured_through_the_prompt(demo):
             assert (lead in prefix) == (persona.rate(manner) > 0), (persona.id, manner)
             if persona.rate(manner) > 0:
                 assert f"{persona.rate(manner):.0%}" in prefix
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_a_call_whose_usage_is_not_reported_is_billed_at_its_worst_case(demo, kind):
+    api, ledger = FakeModelAPI(["no_usage"]), Ledger(Decimal("1"))
+    _, calls, (spent, _), ends, *_ = run(":memory:", small(demo, ("single-add-bag",)), user_for(kind, api, ledger),
+                                         ledger, concurrency=1)
+    assert set(ends.values()) == {"goal_reached"}            # the answer itself was good
+    first, *rest = calls
+    assert first[7] == "no_usage" and first[2] == 0
+    worst = worst_case(PRICE, len(canonical_json(api.requests[0]).encode()), 300)
+    assert Decimal(str(first[6])) == worst > max(Decimal(str(c[6])) for c in rest)
+    assert spent == ledger.spent == sum(Decimal(str(c[6])) for c in calls) and ledger.reserved == 0
