@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -33,6 +35,7 @@ ODD = str(ROOT / "tests" / "fixtures" / "odd_runtime.py")
 SERVER = [PY, "-m", "tripdesk.server", "--port", "{port}"]
 STDIO = [PY, "-m", "tripdesk.stdio"]
 MODES = ("crash", "hang", "garbage", "status", "noreply")
+TAG = "SIMRUN_TEST_PROCESS_TAG"
 
 
 def stored(db: Path, dataset, runtime, repetitions=1, concurrency=1):
@@ -50,14 +53,24 @@ def stored(db: Path, dataset, runtime, repetitions=1, concurrency=1):
     return turns, findings, ends, errors
 
 
+@pytest.fixture(autouse=True)
+def tagged(monkeypatch):
+    """Every process a test here starts inherits this test's own tag, so that looking for
+    leftovers finds only its own, not those of a benchmark or another suite on the machine."""
+    monkeypatch.setenv(TAG, uuid.uuid4().hex)
+
+
 def leftovers(marker: str) -> list[str]:
+    """The live processes this test started (by its tag) whose command line holds `marker`."""
+    tag = f"{TAG}={os.environ[TAG]}".encode()
     found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode()
+            text = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            environ = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if marker in text and "pytest" not in text:
+        if marker in text and "pytest" not in text and tag in environ:
             found.append(text)
     return found
 
