@@ -12,7 +12,8 @@ A goal's success is three kinds of check, all of which must hold:
 
 from __future__ import annotations
 
-import functools
+import collections
+import hashlib
 import json
 import re
 import threading
@@ -30,6 +31,9 @@ RECORDS = (("id", "VARCHAR"), ("type", "VARCHAR"), ("data", "JSON"))
 EVENTS = (("id", "VARCHAR"), ("turn", "INTEGER"), ("operation", "VARCHAR"), ("record", "VARCHAR"),
           ("status", "VARCHAR"), ("offer", "VARCHAR"), ("reason", "VARCHAR"), ("arguments", "JSON"))
 _local = threading.local()
+ANSWERS_KEPT = 4096                                   # (query, store digest) -> answer, least recent out
+_answers: collections.OrderedDict[tuple[str, str], bool] = collections.OrderedDict()
+_answers_lock = threading.Lock()
 
 
 def _connection() -> duckdb.DuckDBPyConnection:
@@ -67,19 +71,30 @@ def check_goal_sql(query: str) -> str | None:
 
 
 def _sql_holds(query: str, state: dict) -> bool:
-    records = tuple((rid, rec.get("type"), json.dumps(rec)) for rid, rec in (state.get("records") or {}).items())
-    events = tuple((e.get("id"), e.get("turn"), e.get("operation"), e.get("record"), e.get("status"), e.get("offer"),
-                    e.get("reason"), json.dumps(e.get("arguments"))) for e in state.get("events") or [])
-    return _query_holds(query, records, events)
+    records = [(rid, _as_text(rec.get("type")), json.dumps(rec)) for rid, rec in (state.get("records") or {}).items()]
+    events = [(e.get("id"), e.get("turn"), e.get("operation"), e.get("record"), e.get("status"), e.get("offer"),
+               e.get("reason"), json.dumps(e.get("arguments"))) for e in state.get("events") or []]
+    # The loop checks the goal after every turn and the scorer checks the final store again,
+    # often the same store: a query costs about a millisecond of DuckDB planning, a lookup here
+    # a hash of the rows. The key is a digest, so the cache's size does not grow with the store's.
+    key = (query, hashlib.sha256(json.dumps([records, events], default=str).encode()).hexdigest())
+    with _answers_lock:
+        if key in _answers:
+            _answers.move_to_end(key)
+            return _answers[key]
+    rows = _run_query(query, records, events)
+    holds = bool(rows and rows[0] and rows[0][0])
+    with _answers_lock:
+        _answers[key] = holds
+        if len(_answers) > ANSWERS_KEPT:
+            _answers.popitem(last=False)
+    return holds
 
 
-@functools.lru_cache(maxsize=4096)
-def _query_holds(query: str, records: tuple, events: tuple) -> bool:
-    """A query's answer on one store. The loop checks the goal after every turn and the scorer
-    checks the final store again, often the same store: a query costs about a millisecond of
-    DuckDB planning, a lookup here a microsecond."""
-    rows = _run_query(query, list(records), list(events))
-    return bool(rows and rows[0] and rows[0][0])
+def _as_text(value):
+    """A record's type may be any JSON value (protocol 1 leaves records open); the column is
+    text, so anything but a string or null goes in as its JSON."""
+    return value if value is None or isinstance(value, str) else json.dumps(value)
 
 
 def _record_holds(goal: Goal, check, records: dict) -> bool:

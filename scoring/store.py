@@ -7,6 +7,7 @@ and the report's worst transcripts stand on.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 from dataclasses import dataclass
@@ -65,6 +66,13 @@ class Store:
 
     def close(self) -> None:
         self.con.close()
+
+    def for_another_thread(self) -> "Store":
+        """The same database through a connection of its own (a DuckDB cursor), for a writer
+        thread: one DuckDB connection must not be used by two threads at once."""
+        twin = copy.copy(self)
+        twin.con = self.con.cursor()
+        return twin
 
     def __enter__(self) -> "Store":
         return self

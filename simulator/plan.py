@@ -62,8 +62,8 @@ async def call_shapes(dataset: Dataset, runtime, repetitions: int, seed: int) ->
     """The model calls each conversation of the matrix would make, from a scripted dry run."""
     user = ScriptedUser()
     shapes = []
-    await runtime.health()
     try:
+        await runtime.health()
         for cell in matrix(dataset, repetitions, seed):
             conv = await converse(cell, user, runtime)
             prefix = stable_prefix(cell.persona, cell.goal)

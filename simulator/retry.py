@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import aiohttp
 import anthropic
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
@@ -23,9 +24,11 @@ from simulator.users.providers import MalformedResponse
 
 T = TypeVar("T")
 # A body that is not the JSON the API documents is a broken reply, as likely transient as a 5xx.
+# aiohttp's own errors (an invalid HTTP answer) can reach here unwrapped through the SDKs'
+# aiohttp transport; they are broken connections too.
 TRANSIENT = (openai.APITimeoutError, openai.APIConnectionError, anthropic.APITimeoutError,
              anthropic.APIConnectionError, openai.APIResponseValidationError,
-             anthropic.APIResponseValidationError, MalformedResponse)
+             anthropic.APIResponseValidationError, MalformedResponse, aiohttp.ClientError)
 STATUS = (openai.APIStatusError, anthropic.APIStatusError)
 
 

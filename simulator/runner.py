@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import datetime as dt
 import gc
 import time
@@ -31,7 +32,22 @@ from simulator.users.base import UserBackend
 
 BATCH = 50          # conversations written per transaction
 FLUSH_S = 1.0       # ...or at least this often, so that a killed run loses at most a second
-MAX_PENDING_WRITES = 2   # batches waiting for the writer thread before conversations wait for it
+MAX_PENDING_WRITES = 2   # batches handed to the writer thread before conversations wait for it
+
+
+@contextlib.contextmanager
+def frozen_heap():
+    """What lives before a run (modules, the dataset, clients) is never garbage; frozen, the
+    collector stops scanning it, and its full collections no longer stall every conversation in
+    flight for a tenth of a second or more at high concurrency (benchmarks/README.md). What the
+    caller had frozen stays frozen."""
+    thaw = gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if thaw:
+            gc.unfreeze()
 
 
 def cell_seed(run_seed: int, persona: str, goal: str, repetition: int) -> int:
@@ -91,7 +107,12 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     `ledger` is the one a paid user backend reserves against; once it refuses a call, no new
     conversation starts, and those in flight end as budget_cut.
     """
-    await runtime.health()
+    try:
+        await runtime.health()
+    except BaseException:
+        await runtime.aclose()   # a runtime that never answered still has a session, or a process, to stop
+        await user.aclose()
+        raise
     ledger = ledger or Ledger(budget)
     key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
                   runtime=runtime.description, shard=shard)
@@ -117,32 +138,39 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
 
     batch: list[Finished] = []
     flushed = time.monotonic()
-    # One writer thread, so that the event loop is not held while DuckDB writes a batch (at
-    # hundreds of conversations in flight, every millisecond the loop is held is latency added
-    # to each of them). A single thread keeps the writes in order; a failed write is raised at
-    # the next flush or at the end, never lost.
+    # One writer thread, on a connection of its own, so that the event loop is not held while
+    # DuckDB writes a batch (at hundreds of conversations in flight, every millisecond the loop
+    # is held is latency added to each of them). A single thread keeps the writes in order; a
+    # failed write is raised at the next flush or at the end, never lost.
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simrun-writer")
+    writes_to = store.for_another_thread()
     pending: collections.deque[Future] = collections.deque()
 
-    def submit() -> None:
-        nonlocal flushed
-        pending.append(writer.submit(store.record_many, run_id, batch.copy()))
-        batch.clear()
-        flushed = time.monotonic()
-
-    async def flush() -> None:
-        submit()
-        # A writer slower than the conversations slows them down rather than letting finished
-        # batches pile up in memory.
-        while len(pending) > MAX_PENDING_WRITES:
-            await asyncio.wrap_future(pending.popleft())
+    def settle_written() -> None:
         while pending and pending[0].done():
             pending.popleft().result()
 
+    async def flush() -> None:
+        # A writer slower than the conversations slows them down: room first, then the batch.
+        # A batch leaves `batch` only when it is handed to the writer, and a write leaves
+        # `pending` only once it is done, so an interruption while waiting loses nothing.
+        while len(pending) >= MAX_PENDING_WRITES:
+            await asyncio.shield(asyncio.wrap_future(pending[0]))
+            settle_written()
+        if batch:
+            submit()
+
+    def submit() -> None:
+        nonlocal flushed
+        pending.append(writer.submit(writes_to.record_many, run_id, batch.copy()))
+        batch.clear()
+        flushed = time.monotonic()
+
     def drain() -> None:
+        if batch:
+            submit()   # what finished before an interruption is kept
         writer.shutdown(wait=True)
-        while pending:
-            pending.popleft().result()
+        settle_written()
 
     async def worker() -> None:
         nonlocal done
@@ -152,34 +180,26 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
             conversation = await converse(cell, user, runtime)
             batch.append(Finished(cell.id, conversation.transcript, conversation.scorecard, conversation.started_at,
                                   conversation.duration_s, conversation.cost_usd, conversation.model_calls))
-            # One writer, a batch at a time: a transaction per conversation would cost more than
-            # the conversation.
-            if len(batch) >= BATCH or time.monotonic() - flushed > FLUSH_S:
-                await flush()
             done += 1
             if on_conversation is not None:
                 on_conversation(conversation)
+            # A batch per transaction: a transaction per conversation would cost more than the
+            # conversation.
+            if len(batch) >= BATCH or time.monotonic() - flushed > FLUSH_S:
+                await flush()
 
-    # What lives before the run (modules, the dataset, clients) is never garbage; frozen, the
-    # collector stops scanning it, and its full collections no longer stall every conversation
-    # in flight for a tenth of a second or more at high concurrency (benchmarks/throughput.py).
-    gc.freeze()
-    try:
+    # Each step of the way out runs even if one before it fails (the stack unwinds in reverse).
+    async with contextlib.AsyncExitStack() as leaving:
+        leaving.enter_context(frozen_heap())
+        leaving.push_async_callback(user.aclose)
+        leaving.push_async_callback(runtime.aclose)
+        leaving.callback(lambda: store.finish_run(run_id, status=status, spent_usd=ledger.spent,
+                                                  planned=len(planned)))
+        leaving.callback(writes_to.close)
+        leaving.callback(drain)
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
-        if batch:
-            submit()
-        drain()
+        drain()   # before the status: a failed write leaves the run unfinished
         # A run the budget stopped is unfinished: run it again with more budget to finish it.
         status = "budget_spent" if ledger.exhausted else "finished"
-    finally:
-        if batch:
-            submit()   # what finished before an interruption is kept
-        try:
-            drain()
-        finally:
-            store.finish_run(run_id, status=status, spent_usd=ledger.spent, planned=len(planned))
-            await runtime.aclose()
-            await user.aclose()
-            gc.unfreeze()
     return RunResult(run_id, done + len(stored), ledger.spent, budget, planned=len(planned),
                      budget_stopped=ledger.exhausted, resumed=len(stored) if earlier is not None else None)

@@ -96,13 +96,24 @@ def test_bad_shards_are_refused(project, monkeypatch, text):
     assert result.exit_code == 2 and "--shard" in result.output
 
 
+def holds_the_lock(db: Path) -> bool:
+    try:
+        duckdb.connect(str(db), read_only=True).close()
+    except duckdb.Error as exc:
+        return "lock" in str(exc).lower()
+    return False
+
+
 def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
     # Long enough (seconds) that the second process, starting up while the first uses both
     # cores, meets it still writing.
     first = subprocess.Popen([SIMRUN, "-n", "80"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
-    first.stdout.readline()   # the banner: it holds the database now
-    time.sleep(0.3)
+    first.stdout.readline()   # the banner: the run begins
+    deadline = time.monotonic() + 30
+    while not holds_the_lock(project / "simrun.duckdb"):
+        assert time.monotonic() < deadline and first.poll() is None, "the first run never opened its database"
+        time.sleep(0.05)
     second = subprocess.run([SIMRUN, "-n", "1"], cwd=project, capture_output=True, text=True, timeout=60)
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err

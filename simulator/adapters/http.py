@@ -74,7 +74,10 @@ class HttpRuntime(Checked):
         started = time.perf_counter()
         elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
         try:
-            async with self._http().request(method, self.url + path, json=body) as response:
+            # No redirects: a runtime that answers 3xx is misconfigured, and following one would
+            # send the configured headers (often a key) and the body to wherever it points.
+            async with self._http().request(method, self.url + path, json=body,
+                                            allow_redirects=False) as response:
                 status, raw = response.status, await response.read()
         except TimeoutError:
             raise RuntimeFault("timeout", f"{op}: no answer within {self.timeout_s}s",
@@ -110,9 +113,10 @@ class HttpRuntime(Checked):
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
             if not self.process.alive:
-                raise RuntimeUnavailable(
-                    f"the runtime {self.process.command!r} exited with status {self.process.returncode} "
-                    f"before answering /v1/health; its stderr ends:\n{self.process.stderr_tail()}")
+                why = (f"the runtime {self.process.command!r} exited with status {self.process.returncode} "
+                       f"before answering /v1/health; its stderr ends:\n{self.process.stderr_tail()}")
+                await self.aclose()
+                raise RuntimeUnavailable(why)
             try:
                 async with self._http().get(self.url + "/v1/health",
                                             timeout=aiohttp.ClientTimeout(total=1.0)) as response:

@@ -28,11 +28,9 @@ class Completion:
     answer: str | dict | None     # the structured answer: JSON text (OpenAI) or tool input (Anthropic)
     usage: Usage
     response: dict[str, Any]      # the whole response, for the replay cache
-
-    @property
-    def usage_reported(self) -> bool:
-        """Some OpenAI-compatible servers leave usage out; such a call is billed at its worst case."""
-        return isinstance(self.response.get("usage"), dict)
+    # Some OpenAI-compatible servers leave usage out, or send it empty: such a call's cost is
+    # unknown, and it is billed at its worst case.
+    usage_reported: bool = True
 
     @property
     def cache_status(self) -> str:
@@ -100,7 +98,7 @@ class OpenAIProvider:
             answer=_field(choices[0], "message").get("content"),
             usage=Usage(input_tokens=prompt - cached, cached_input_tokens=cached, cache_write_tokens=0,
                         output_tokens=usage.get("completion_tokens") or 0),
-            response=response)
+            response=response, usage_reported=_counted(usage, "prompt_tokens", "completion_tokens"))
 
 
 class AnthropicProvider:
@@ -141,7 +139,7 @@ class AnthropicProvider:
             usage=Usage(input_tokens=u.get("input_tokens") or 0, cached_input_tokens=u.get("cache_read_input_tokens") or 0,
                         cache_write_tokens=u.get("cache_creation_input_tokens") or 0,
                         output_tokens=u.get("output_tokens") or 0),
-            response=response)
+            response=response, usage_reported=_counted(u, "input_tokens", "output_tokens"))
 
 
 class MalformedResponse(ValueError):
@@ -156,6 +154,10 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise MalformedResponse(f"the API answered with JSON that is not an object: {raw[:200]!r}")
     return value
+
+
+def _counted(usage: dict[str, Any], *counts: str) -> bool:
+    return all(isinstance(usage.get(name), int) for name in counts)
 
 
 def _field(value: Any, name: str, required: bool = True) -> dict[str, Any]:

@@ -261,15 +261,27 @@ def test_the_scoring_package_imports_on_its_own():
     assert run.returncode == 0, run.stderr
 
 
-def test_a_query_answered_once_is_not_run_again_on_the_same_store_but_is_on_a_changed_one():
-    from scoring.goal import _query_holds
+def test_a_query_answered_once_is_not_run_again_on_the_same_store_but_is_on_a_changed_one(monkeypatch):
+    import scoring.goal as goal_module
 
+    ran = []
+    real = goal_module._run_query
+    monkeypatch.setattr(goal_module, "_run_query", lambda *args: ran.append(args) or real(*args))
+    monkeypatch.setattr(goal_module, "_answers", goal_module.collections.OrderedDict())
     g = goal({"sql": ["SELECT count(*) = 1 FROM events WHERE operation = 'add_bag' AND status = 'committed'"]})
     committed, refused = state(None, event("e-1", 2)), state(None, event("e-1", 2, status="refused"))
-    _query_holds.cache_clear()
     assert goal_status(g, EMPTY, committed)[0] is True
-    assert goal_status(g, EMPTY, committed)[0] is True
-    assert _query_holds.cache_info().hits == 1 and _query_holds.cache_info().misses == 1
-    assert goal_status(g, EMPTY, refused)[0] is False      # one field of one event differs: asked anew
+    assert goal_status(g, EMPTY, committed)[0] is True and len(ran) == 1
+    assert goal_status(g, EMPTY, refused)[0] is False and len(ran) == 2    # one field of one event differs
+    monkeypatch.setattr(goal_module, "ANSWERS_KEPT", 2)      # the least recent answer makes room
     assert goal_status(g, EMPTY, state(with_record("trip:T-2", bags=3), event("e-1", 2)))[0] is True
-    assert _query_holds.cache_info().misses == 3
+    assert len(ran) == 3
+    assert goal_status(g, EMPTY, refused)[0] is False and len(ran) == 3     # still kept
+    assert goal_status(g, EMPTY, committed)[0] is True and len(ran) == 4    # made room, asked again
+    assert len(goal_module._answers) == 2
+
+
+def test_a_record_type_that_is_not_text_is_queried_as_its_json():
+    odd = {**RECORDS, "trip:T-3": {"type": {"kind": "trip"}, "name": "Odd"}}
+    g = goal({"sql": ["""SELECT count(*) = 1 FROM records WHERE type = '{"kind": "trip"}'"""]})
+    assert goal_status(g, EMPTY, state(odd))[0] is True

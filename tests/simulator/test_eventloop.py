@@ -6,6 +6,8 @@ import asyncio
 import builtins
 import sys
 
+import pytest
+
 from simulator import eventloop
 
 
@@ -14,6 +16,7 @@ async def loop_module() -> str:
 
 
 def test_commands_run_on_uvloop_where_it_is_installed():
+    pytest.importorskip("uvloop", reason="uvloop has no Windows build")
     assert eventloop.run(loop_module()).startswith("uvloop")
 
 

@@ -322,9 +322,10 @@ def test_every_manner_is_honoured_through_the_prompt(demo):
                 assert f"{persona.rate(manner):.0%}" in prefix
 
 
+@pytest.mark.parametrize("fault", ["no_usage", "empty_usage"])
 @pytest.mark.parametrize("kind", PROVIDERS)
-def test_a_call_whose_usage_is_not_reported_is_billed_at_its_worst_case(demo, kind):
-    api, ledger = FakeModelAPI(["no_usage"]), Ledger(Decimal("1"))
+def test_a_call_whose_usage_is_not_reported_is_billed_at_its_worst_case(demo, kind, fault):
+    api, ledger = FakeModelAPI([fault]), Ledger(Decimal("1"))
     _, calls, (spent, _), ends, *_ = run(":memory:", small(demo, ("single-add-bag",)), user_for(kind, api, ledger),
                                          ledger, concurrency=1)
     assert set(ends.values()) == {"goal_reached"}            # the answer itself was good

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from decimal import Decimal
 
 import pytest
 
 from scoring.store import Store
 from simulator.adapters.python import PythonRuntime
+from simulator import runner
 from simulator.runner import cell_seed, matrix, run_matrix
 from simulator.users.scripted import ScriptedUser
 from tripdesk import TripDesk
@@ -69,9 +71,52 @@ def test_a_failed_write_is_raised_and_the_run_is_not_marked_finished(tmp_path, d
     assert 0 < stored < len(demo.personas) * len(demo.goals) * 3
 
 
-def test_the_collector_is_left_as_it_was_found(demo):
-    before = gc.get_freeze_count()
-    with Store(":memory:") as store:
-        asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=1, seed=1,
-                               budget=Decimal(0)))
-    assert gc.get_freeze_count() == before
+class SlowStore(Store):
+    """A store whose disk is slow: the writer thread falls behind the conversations."""
+
+    def record_many(self, run_id, finished):
+        time.sleep(0.05)
+        super().record_many(run_id, finished)
+
+
+def test_an_interrupted_run_keeps_every_conversation_that_finished_even_with_writes_queued(
+        tmp_path, demo, monkeypatch):
+    monkeypatch.setattr(runner, "BATCH", 2)
+    finished = []
+
+    async def interrupted(store):
+        task = asyncio.create_task(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store,
+                                              repetitions=5, seed=1, budget=Decimal(0), concurrency=16,
+                                              on_conversation=lambda c: finished.append(c.cell.id)))
+        while len(finished) < 60:
+            await asyncio.sleep(0.01)
+        task.cancel()      # what Ctrl-C does to the run
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with SlowStore(tmp_path / "i.duckdb") as store:
+        asyncio.run(interrupted(store))
+        stored = [cid for (cid,) in store.con.execute("SELECT conversation_id FROM conversations").fetchall()]
+        status, = store.con.execute("SELECT status FROM runs").fetchone()
+    assert len(finished) < len(demo.personas) * len(demo.goals) * 5, "the run was cut short"
+    assert sorted(stored) == sorted(finished) and status == "interrupted"
+
+
+def test_the_heap_is_frozen_during_a_run_and_a_callers_freeze_is_kept(demo):
+    during = []
+
+    def run_once():
+        with Store(":memory:") as store:
+            asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=1, seed=1,
+                                   budget=Decimal(0), on_conversation=lambda c: during.append(gc.get_freeze_count())))
+
+    assert gc.get_freeze_count() == 0
+    run_once()
+    assert min(during) > 0 and gc.get_freeze_count() == 0
+    gc.freeze()            # a caller that froze its own heap keeps it frozen
+    try:
+        frozen = gc.get_freeze_count()
+        run_once()
+        assert gc.get_freeze_count() >= frozen > 0
+    finally:
+        gc.unfreeze()

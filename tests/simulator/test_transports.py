@@ -220,3 +220,46 @@ def test_a_started_command_gets_its_env_and_working_directory(tmp_path):
             await runtime.aclose()
 
     assert asyncio.run(go()) == {"protocol": 1, "runtime": "envy", "version": "7.1"}
+
+
+def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
+    from aiohttp import web
+
+    from simulator.errors import RuntimeFault
+
+    seen = []
+
+    async def elsewhere(request):
+        seen.append(dict(request.headers))
+        return web.json_response({"session": "stolen"})
+
+    async def go():
+        other = web.AppRunner(web.Application())
+        other.app.router.add_route("*", "/{tail:.*}", elsewhere)
+        await other.setup()
+        await web.TCPSite(other, "127.0.0.1", 0).start()
+        other_port = other.addresses[0][1]
+
+        async def moved(request):
+            if request.path == "/v1/health":
+                return web.json_response({"protocol": 1, "runtime": "moved", "version": "1"})
+            raise web.HTTPTemporaryRedirect(f"http://127.0.0.1:{other_port}{request.path}")
+
+        main = web.AppRunner(web.Application())
+        main.app.router.add_route("*", "/{tail:.*}", moved)
+        await main.setup()
+        await web.TCPSite(main, "127.0.0.1", 0).start()
+        runtime = HttpRuntime(url=f"http://127.0.0.1:{main.addresses[0][1]}", headers={"X-Api-Key": "SECRET-1"})
+        try:
+            await runtime.health()
+            with pytest.raises(RuntimeFault) as fault:
+                await runtime.start({"seed": 1, "persona": "p", "goal": "g", "setup": {}})
+            return fault.value
+        finally:
+            await runtime.aclose()
+            await main.cleanup()
+            await other.cleanup()
+
+    fault = asyncio.run(go())
+    assert fault.kind == "http_status" and fault.evidence["status"] == 307
+    assert seen == []
