@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scoring.store import Store  # noqa: E402
-from scoring.goal import _query_holds  # noqa: E402
+from scoring.goal import forget_answers  # noqa: E402
 from simulator import PythonRuntime, ScriptedUser, converse, eventloop, load_dataset, matrix, run_matrix  # noqa: E402
 from tripdesk import TripDesk  # noqa: E402
 
@@ -45,7 +45,7 @@ def main() -> None:
     turns, runtime_ms = eventloop.run(in_memory(dataset, args.repetitions))
     wall = time.perf_counter() - t0
 
-    _query_holds.cache_clear()   # the same seeds give the same stores: start the second run cold
+    forget_answers()   # the same seeds give the same stores: start the second run cold
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "b.duckdb") as store:
         t1 = time.perf_counter()
         eventloop.run(run_matrix(dataset, PythonRuntime(TripDesk()), ScriptedUser(), store,
