@@ -103,6 +103,14 @@ class Store:
                                "ORDER BY started_at DESC LIMIT 1", [run_key]).fetchone()
         return self.run(row[0]) if row else None
 
+    def latest_unfinished(self) -> dict[str, Any]:
+        """The newest run that is not finished (killed, interrupted, or stopped by its budget)."""
+        row = self.con.execute("SELECT run_id FROM runs WHERE status <> 'finished' "
+                               "ORDER BY started_at DESC LIMIT 1").fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: every run in it is finished; there is nothing to resume")
+        return self.run(row[0])
+
     def reopen_run(self, run_id: str) -> None:
         self.con.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE run_id = ?", [run_id])
 

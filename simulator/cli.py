@@ -93,7 +93,7 @@ def run_command(
         fail(exc)
 
 
-def _run_and_report(plan, cache=None, *, shard=None, resume=True) -> None:
+def _run_and_report(plan, cache=None, *, shard=None, resume: bool | str = True) -> None:
     """Run a plan, print its summary and report, and exit with the run's status."""
     try:
         result, code, path, estimated = eventloop.run(_run(plan, runtime_for(plan), cache, shard, resume))
@@ -110,7 +110,7 @@ def _run_and_report(plan, cache=None, *, shard=None, resume=True) -> None:
 
 
 @app.command()
-def resume(run: str = typer.Argument("latest", help="The run to finish (default: the newest)."),
+def resume(run: str = typer.Argument("latest", help="The run to finish (default: the newest unfinished one)."),
            config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS, db: Optional[str] = DB,
            budget: Optional[str] = typer.Option(None, "--budget", help="A new budget for the whole run "
                                                 "(what it spent already counts against it).")) -> None:
@@ -118,7 +118,7 @@ def resume(run: str = typer.Argument("latest", help="The run to finish (default:
     stored is kept once, the rest are run, and its spend carries over."""
     try:
         with Store(project_db(db, config), create=False) as store:
-            earlier = store.run(run)
+            earlier = store.latest_unfinished() if run == "latest" else store.run(run)
         if earlier["status"] == "finished":
             raise ConfigError(f"run {earlier['run_id']} is finished; there is nothing to resume", field="RUN")
         stored = earlier["config"]
@@ -133,7 +133,7 @@ def resume(run: str = typer.Argument("latest", help="The run to finish (default:
                               "the same run", field="RUN")
     except SimrunError as exc:
         fail(exc)
-    _run_and_report(plan, shard=shard)
+    _run_and_report(plan, shard=shard, resume=earlier["run_id"])
 
 
 def _replayed(run: str, db: Optional[str], config: Optional[str]) -> dict:

@@ -172,14 +172,14 @@ def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None) -> UserB
 
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None, replay=None,
-                  ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool = True,
+                  ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool | str = True,
                   on_conversation=None) -> RunResult:
     """Run the plan. One ledger holds the budget for the user backend and the runner alike."""
     ledger = ledger or Ledger(plan.budget)
     return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
                             store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
                             concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
-                            resume=resume and replay is None, on_conversation=on_conversation)
+                            resume=resume if replay is None else False, on_conversation=on_conversation)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

@@ -26,6 +26,7 @@ from simulator import __version__
 from simulator.adapters.base import RuntimeAdapter
 from simulator.conversation import Cell, Conversation, converse
 from simulator.dataset import Dataset, canonical_json
+from simulator.errors import ConfigError
 from simulator.ledger import Ledger
 from simulator.users.base import UserBackend
 
@@ -100,9 +101,12 @@ class RunResult:
 async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBackend, store: Store, *,
                      repetitions: int, seed: int, budget: Decimal, concurrency: int = 8,
                      config: dict | None = None, run_id: str | None = None, ledger: Ledger | None = None,
-                     shard: tuple[int, int] | None = None, resume: bool = True,
+                     shard: tuple[int, int] | None = None, resume: bool | str = True,
                      on_conversation: Callable[[Conversation], None] | None = None) -> RunResult:
     """Run every cell once (or until the budget is spent), store it, and return the run's spend.
+
+    `resume`: True finishes the unfinished run of this configuration, if there is one; a run id
+    finishes that run (an error if it was made with another configuration); False starts anew.
 
     `ledger` is the one a paid user backend reserves against; once it refuses a call, no new
     conversation starts, and those in flight end as budget_cut.
@@ -115,8 +119,16 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         raise
     ledger = ledger or Ledger(budget)
     key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
-                  runtime=runtime.description, shard=shard)
-    earlier = store.resumable(key) if resume and run_id is None else None
+                  runtime=runtime.identity, shard=shard)
+    if isinstance(resume, str):
+        earlier = store.run(resume)
+        if earlier.get("run_key") != key:
+            await runtime.aclose()
+            await user.aclose()
+            raise ConfigError(f"run {earlier['run_id']} was made with another configuration (runtime, user, "
+                              "matrix, seed or scorer); it cannot be finished as the same run", field="RUN")
+    else:
+        earlier = store.resumable(key) if resume and run_id is None else None
     if earlier is not None:
         # The same run, cut short (killed, interrupted, out of budget): finish it. What it
         # stored is kept once, and what it spent still counts against the budget.

@@ -134,3 +134,37 @@ def test_resume_command_finishes_an_interrupted_run(project):
     assert "resumed run" in result.stdout
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
     assert con.execute("SELECT count(DISTINCT conversation_id), count(*) FROM conversations").fetchone() == (1400, 1400)
+
+
+def test_a_run_over_http_that_simrun_started_resumes_though_its_server_got_a_new_port(project):
+    http = ["--transport", "http", "--runtime-command", f"{sys.executable} -m tripdesk.server --port {{port}}",
+            "-n", "20"]
+    proc = subprocess.Popen([SIMRUN, *http], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()   # the banner: the run has begun
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    again = subprocess.run([SIMRUN, *http], cwd=project, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "resumed run" in again.stdout
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchone() == (1, 1)
+    assert con.execute("SELECT count(DISTINCT conversation_id), count(*) FROM conversations").fetchone() == (1400, 1400)
+
+
+def test_resume_finishes_the_run_it_is_given_or_says_why_it_cannot(project):
+    proc = subprocess.Popen([SIMRUN, "-n", "20"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    done = subprocess.run([SIMRUN, "-n", "1"], cwd=project, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0      # a finished run, newer than the interrupted one
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    interrupted, = con.execute("SELECT run_id FROM runs WHERE status = 'interrupted'").fetchone()
+    con.close()
+    # The newest run is finished: bare `resume` finishes the newest unfinished one instead.
+    result = subprocess.run([SIMRUN, "resume"], cwd=project, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and f"resumed run {interrupted}" in result.stdout, result.stderr
+    again = subprocess.run([SIMRUN, "resume"], cwd=project, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and "every run in it is finished" in again.stderr

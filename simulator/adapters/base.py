@@ -16,7 +16,8 @@ PROTOCOL_VERSION = 1
 
 
 class RuntimeAdapter(Protocol):
-    description: str
+    description: str     # what it is, as the user will recognise it (with the port it got)
+    identity: str        # what it is across runs: part of a run's key, so never a random port
 
     async def health(self) -> dict[str, Any]: ...
     async def start(self, request: dict[str, Any]) -> str: ...
@@ -71,6 +72,10 @@ class Checked:
     default for runs), or as it came, for `simrun check-runtime` to list every violation."""
 
     strict = True
+
+    @property
+    def identity(self) -> str:
+        return self.description
 
     def _turn(self, raw: Any) -> dict[str, Any]:
         return check_turn_result(raw) if self.strict else raw

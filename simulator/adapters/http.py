@@ -35,6 +35,8 @@ class HttpRuntime(Checked):
             raise RuntimeUnavailable("the http transport needs exactly one of runtime.url "
                                      "(a running server) or runtime.command (simrun starts it)")
         self.process: ManagedProcess | None = None
+        # A server simrun starts gets a new port each time: a run is known by its command.
+        self._identity = f"http:{url.rstrip('/')}" if url is not None else f"http:{' '.join(command)}"
         if command is not None:
             port = free_port()
             command = [part.replace("{port}", str(port)) for part in command]
@@ -49,6 +51,10 @@ class HttpRuntime(Checked):
         self._session: aiohttp.ClientSession | None = None
         self._server_up = False
         self.restarts = 0
+
+    @property
+    def identity(self) -> str:
+        return self._identity
 
     def _http(self) -> aiohttp.ClientSession:
         """One session whose keep-alive pool is sized to the concurrency.

@@ -120,3 +120,18 @@ def test_the_heap_is_frozen_during_a_run_and_a_callers_freeze_is_kept(demo):
         assert gc.get_freeze_count() >= frozen > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_named_run_is_finished_only_by_its_own_configuration(demo):
+    from simulator.errors import ConfigError
+
+    with Store(":memory:") as store:
+        first = asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=1, seed=1,
+                                       budget=Decimal(0)))
+        store.finish_run(first.run_id, status="interrupted", spent_usd=Decimal(0))
+        with pytest.raises(ConfigError, match=f"run {first.run_id} was made with another configuration"):
+            asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=1, seed=2,
+                                   budget=Decimal(0), resume=first.run_id))
+        same = asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=1, seed=1,
+                                      budget=Decimal(0), resume=first.run_id))
+        assert same.run_id == first.run_id and same.resumed == first.conversations
