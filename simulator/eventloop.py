@@ -8,6 +8,9 @@ dependency on Linux and macOS; Windows has none, and runs on the standard loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -23,6 +26,19 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run` on the fastest loop available."""
-    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+    """`asyncio.run` on the fastest loop available. SIGTERM (what CI sends a cancelled job, and
+    `timeout`) stops it the way Ctrl-C does: finished work is kept, and started processes stopped."""
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner, _terminate_as_interrupt():
         return runner.run(coroutine)
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -128,7 +128,8 @@ def test_every_runtime_fault_is_recorded_with_evidence_and_the_run_goes_on(tmp_p
     assert not leftovers(ODD)
 
 
-def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])   # Ctrl-C, and a cancelled CI job
+def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project, stop):
     proc = subprocess.Popen(
         [str(Path(PY).with_name("simrun")), "--transport", "http", "--runtime-command",
          f"{PY} {ODD} http --port {{port}}", "--concurrency", "1"],
@@ -137,7 +138,7 @@ def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project):
     port = int(re.search(r"127\.0\.0\.1:(\d+)", banner).group(1))
     time.sleep(0.5)
     assert leftovers(ODD), "the runtime server is up while the run goes"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err
     assert not leftovers(ODD) and port_is_free(port)
