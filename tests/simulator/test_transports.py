@@ -128,7 +128,7 @@ def test_every_runtime_fault_is_recorded_with_evidence_and_the_run_goes_on(tmp_p
     assert not leftovers(ODD)
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])   # Ctrl-C, and a cancelled CI job
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])  # Ctrl-C; a cancelled CI job
 def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project, stop):
     proc = subprocess.Popen(
         [str(Path(PY).with_name("simrun")), "--transport", "http", "--runtime-command",
