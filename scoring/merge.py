@@ -31,8 +31,9 @@ def _shard_runs(paths: list[Path]) -> list[tuple[Path, dict]]:
     return runs
 
 
-def merge(out: Path | str, shards: list[Path | str]) -> str:
-    """Join the shard files into a new run in `out`; return its id."""
+def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -> str:
+    """Join the shard files into a new run in `out`; return its id. A shard that did not finish
+    is refused, unless `partial`: then the joined run is marked interrupted."""
     runs = _shard_runs([Path(p) for p in shards])
     first = runs[0][1]
     count = int(first["shard"].split("/")[1])
@@ -45,6 +46,11 @@ def merge(out: Path | str, shards: list[Path | str]) -> str:
     if got != list(range(count)) or any(int(r["shard"].split("/")[1]) != count for _, r in runs):
         raise ConfigError(f"expected shards 0..{count - 1} of {count} once each, got {got}", field="SHARDS")
     unfinished = [str(p) for p, r in runs if r["status"] != "finished"]
+    if unfinished and not partial:
+        path, run = next((p, r) for p, r in runs if r["status"] != "finished")
+        raise ConfigError(f"{path}: shard {run['shard']} (run {run['run_id']}) is {run['status']}, not finished; "
+                          f"finish it with `simrun resume --db {path}`, or pass --partial to join what there is",
+                          field="SHARDS")
     run_id = new_run_id()
     with Store(out) as store:
         con = store.con

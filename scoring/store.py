@@ -52,7 +52,7 @@ class Store:
         self.path = str(path)
         where = Path(path)
         if not create and not where.exists():
-            raise StoreError(f"{self.path}: no such database; run `simrun` first, or pass --db FILE")
+            raise StoreError(f"{self.path}: no such database; check the path (a run creates it)")
         if not where.parent.is_dir():
             raise StoreError(f"{self.path}: the folder {where.parent} does not exist; create it or pass another --db")
         try:
@@ -114,8 +114,10 @@ class Store:
     def reopen_run(self, run_id: str) -> None:
         self.con.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE run_id = ?", [run_id])
 
-    def set_identity(self, run_id: str, run_key: str, shard: str | None) -> None:
-        self.con.execute("UPDATE runs SET run_key = ?, shard = ? WHERE run_id = ?", [run_key, shard, run_id])
+    def set_identity(self, run_id: str, run_key: str, shard: str | None, planned: int | None = None) -> None:
+        self.con.execute("UPDATE runs SET run_key = ?, shard = ?, "
+                         "conversations_planned = coalesce(?, conversations_planned) WHERE run_id = ?",
+                         [run_key, shard, planned, run_id])
 
     def replay_answers(self, run_id: str) -> dict[str, Any]:
         """A run's recorded model answers by request key, for `--replay`."""

@@ -24,6 +24,7 @@ from simulator.money import usd
 from simulator.plan import estimate
 from simulator.progress import RunProgress
 from simulator.project import execute, load_plan, parse_shard, project_db, runtime_for
+from simulator.runner import in_shard, matrix
 from simulator.users.model import ReplayCache
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
@@ -161,7 +162,11 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True):
         # What `simrun plan` would have said, to compare with the spend afterwards.
         (estimated,) = await estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
                                       repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user])
-    with Store(plan.db) as store, RunProgress(out, plan.conversations, plan.budget) as progress:
+    total = plan.conversations
+    if shard is not None:
+        total = sum(1 for cell in matrix(plan.dataset, plan.repetitions, plan.seed) if in_shard(cell.id, shard))
+        out.print(f"shard {shard[0]}/{shard[1]}: {total} of the {plan.conversations} conversations", highlight=False)
+    with Store(plan.db) as store, RunProgress(out, total, plan.budget) as progress:
         result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume,
                                on_conversation=progress)
         if result.resumed is not None:

@@ -100,12 +100,14 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def merge(shards: list[str] = typer.Argument(..., help="The DuckDB files of shards 0..n-1 of one run."),
               out_file: str = typer.Option(..., "--out", help="The DuckDB file to write the joined run to."),
-              reports: str = typer.Option("reports", "--reports", help="Folder for the joined run's report.")) -> None:
+              reports: str = typer.Option("reports", "--reports", help="Folder for the joined run's report."),
+              partial: bool = typer.Option(False, "--partial", help="Join shards that did not finish too; the "
+                                           "joined run is then marked interrupted.")) -> None:
         """Join the shards of a run (each from `simrun --shard i/n`) into one run, and report it."""
         from scoring.merge import merge as merge_shards
 
         try:
-            run_id = merge_shards(out_file, shards)
+            run_id = merge_shards(out_file, shards, partial=partial)
             with Store(out_file, create=False) as store:
                 code = print_summary(store, run_id)
                 path = build_report(store, run_id, reports)

@@ -142,8 +142,10 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         store.create_run(run_id, config=config or {}, dataset_hash=dataset.hash, dataset=dataset.item_hashes,
                          scorer_version=SCORER_VERSION, simrun_version=__version__, user_backend=user.name,
                          runtime=runtime.description, seed=seed, repetitions=repetitions, budget_usd=budget)
-        store.set_identity(run_id, key, f"{shard[0]}/{shard[1]}" if shard else None)
     planned = [c for c in matrix(dataset, repetitions, seed) if in_shard(c.id, shard)]
+    if earlier is None:
+        # What the run means to do is known from its start, so that a killed run says it too.
+        store.set_identity(run_id, key, f"{shard[0]}/{shard[1]}" if shard else None, planned=len(planned))
     cells = iter([c for c in planned if c.id not in stored])
     done = 0
     status = "interrupted"

@@ -87,6 +87,17 @@ def test_sharded_then_merged_equals_unsharded(project, monkeypatch):
     assert snapshot(project / "merged.duckdb") == snapshot(project / "whole.duckdb")
     bad = cli.invoke(app, ["merge", "shard0.duckdb", "shard1.duckdb", "--out", "partial.duckdb"])
     assert bad.exit_code == 2 and "expected shards 0..2 of 3" in bad.output
+    con = duckdb.connect(str(project / "shard2.duckdb"))
+    con.execute("UPDATE runs SET status = 'running'")    # as a shard killed mid-run leaves it
+    con.close()
+    unfinished = cli.invoke(app, ["merge", "shard0.duckdb", "shard1.duckdb", "shard2.duckdb", "--out", "u.duckdb"])
+    assert unfinished.exit_code == 2 and "shard2.duckdb: shard 2/3" in unfinished.output
+    assert "simrun resume --db shard2.duckdb" in unfinished.output and "--partial" in unfinished.output
+    joined = cli.invoke(app, ["merge", "shard0.duckdb", "shard1.duckdb", "shard2.duckdb", "--out", "p.duckdb",
+                              "--partial"])
+    assert joined.exit_code in (0, 1), joined.output
+    con = duckdb.connect(str(project / "p.duckdb"), read_only=True)
+    assert con.execute("SELECT status, conversations_planned FROM runs").fetchone() == ("interrupted", 7 * 10 * 2)
 
 
 @pytest.mark.parametrize("text", ["3/3", "a/b", "-1/2", "1/0"])
