@@ -32,7 +32,10 @@ def register(app: typer.Typer) -> None:
             table.add_column(col, no_wrap=col == "run")
         for r in rows:
             rate = "–" if r["goal_rate"] is None else f"{100 * r['goal_rate']:.1f}%"
-            table.add_row(r["run_id"], str(r["started_at"])[:19], r["status"], r["user_backend"], r["dataset_hash"],
+            # This command holds the database's only write lock, so no run in it is running now:
+            # one still marked running was killed (kill -9, a lost machine). Resuming finishes it.
+            status = "killed" if r["status"] == "running" else r["status"]
+            table.add_row(r["run_id"], str(r["started_at"])[:19], status, r["user_backend"], r["dataset_hash"],
                           str(r["conversations"]), rate, usd(r["spent_usd"]))
         out.print(table)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -51,10 +52,15 @@ def test_kill_9_at_random_points_then_resume_keeps_each_conversation_once(projec
         proc = subprocess.Popen(args, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         proc.stdout.readline()              # the banner: the run has begun
         time.sleep(rng.uniform(0.05, 0.8))  # then a random point in it
-        if proc.poll() is None:
+        killed = proc.poll() is None
+        if killed:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
+        if killed and (project / "simrun.duckdb").exists():
+            listing = subprocess.run([SIMRUN, "runs"], cwd=project, capture_output=True, text=True, timeout=60)
+            if re.search(r"r\d{8}-", listing.stdout):   # killed after its run was recorded
+                assert "killed" in listing.stdout and "running" not in listing.stdout, listing.stdout
     assert kills >= 2
     finish = subprocess.run(args, cwd=project, capture_output=True, text=True, timeout=120)
     assert finish.returncode in (0, 1), finish.stderr
