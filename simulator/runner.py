@@ -111,6 +111,15 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     `ledger` is the one a paid user backend reserves against; once it refuses a call, no new
     conversation starts, and those in flight end as budget_cut.
     """
+    key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
+                  runtime=runtime.identity, shard=shard)
+    if isinstance(resume, str):
+        earlier = store.run(resume)
+        if earlier.get("run_key") != key:
+            raise ConfigError(f"run {earlier['run_id']} was made with another configuration (runtime, user, "
+                              "matrix, seed or scorer); it cannot be finished as the same run", field="RUN")
+    else:
+        earlier = store.resumable(key) if resume and run_id is None else None
     try:
         await runtime.health()
     except BaseException:
@@ -118,17 +127,6 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         await user.aclose()
         raise
     ledger = ledger or Ledger(budget)
-    key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
-                  runtime=runtime.identity, shard=shard)
-    if isinstance(resume, str):
-        earlier = store.run(resume)
-        if earlier.get("run_key") != key:
-            await runtime.aclose()
-            await user.aclose()
-            raise ConfigError(f"run {earlier['run_id']} was made with another configuration (runtime, user, "
-                              "matrix, seed or scorer); it cannot be finished as the same run", field="RUN")
-    else:
-        earlier = store.resumable(key) if resume and run_id is None else None
     if earlier is not None:
         # The same run, cut short (killed, interrupted, out of budget): finish it. What it
         # stored is kept once, and what it spent still counts against the budget.
