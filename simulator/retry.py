@@ -19,7 +19,7 @@ import anthropic
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from simulator.errors import ProviderFailure
+from simulator.errors import BudgetCut, ProviderFailure
 from simulator.users.providers import MalformedResponse
 
 T = TypeVar("T")
@@ -75,6 +75,8 @@ class RetryPolicy:
                                                reraise=True):
                 with attempt:
                     return await fn()
+        except BudgetCut:
+            raise   # the budget, not the provider, ended it (a retry could not be held)
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             raise ProviderFailure(

@@ -26,7 +26,7 @@ from simulator.limits import RateLimiter
 from simulator.pricing import Usage, cost, worst_case
 from simulator.retry import RetryPolicy
 from simulator.users.prompt import OPENING, parse_action, render_result, stable_prefix
-from simulator.users.providers import redact
+from simulator.users.providers import MalformedResponse, redact
 
 
 class ReplayCache:
@@ -99,21 +99,36 @@ class ModelSession:
         worst = worst_case(b.price, len(body.encode()), b.max_tokens)
         if b.per_conversation is not None and self.spent + worst > b.per_conversation:
             raise BudgetCut(f"this conversation's budget ({b.per_conversation} USD) cannot cover its next call")
-        held = b.ledger.reserve(worst)
-        if held is None:
-            raise BudgetCut(f"what is left of the run's budget ({b.ledger.remaining:.6f} USD) cannot cover "
-                            f"the next call's worst case ({worst:.6f} USD)")
+        held = self._hold(worst)
         started = time.perf_counter()
+
+        async def attempt():
+            nonlocal held, started
+            try:
+                return await b.provider.complete(request)
+            except MalformedResponse:
+                # A 2xx answer that cannot be read was most likely billed: it is charged at its
+                # worst case, and the next attempt holds a worst case of its own.
+                b.ledger.settle(held, worst)
+                held = None
+                self.spent += worst
+                self._record(index, key, request, None, None, Usage(0, 0, 0, 0), worst,
+                             (time.perf_counter() - started) * 1000, "unreadable")
+                held, started = self._hold(worst), time.perf_counter()
+                raise
+
         try:
             if b.limiter is not None:
                 await b.limiter.acquire(math.ceil(len(body) / 4) + b.max_tokens)
-            completion = await b.retry.call(lambda: b.provider.complete(request))
+            completion = await b.retry.call(attempt)
         except ProviderFailure as failure:
-            b.ledger.release(held)
+            if held is not None:
+                b.ledger.release(held)
             failure.evidence["message"] = redact(failure.evidence["message"], b.provider.key)
             raise
         except BaseException:
-            b.ledger.release(held)
+            if held is not None:
+                b.ledger.release(held)
             raise
         # Without the usage the exact cost is unknown: the budget is held to the worst case.
         price = cost(b.price, completion.usage) if completion.usage_reported else worst
@@ -122,6 +137,13 @@ class ModelSession:
         self._record(index, key, request, completion.answer, completion.response, completion.usage, price,
                      (time.perf_counter() - started) * 1000, completion.cache_status)
         return completion.answer
+
+    def _hold(self, worst: Decimal):
+        held = self.backend.ledger.reserve(worst)
+        if held is None:
+            raise BudgetCut(f"what is left of the run's budget ({self.backend.ledger.remaining:.6f} USD) cannot "
+                            f"cover the next call's worst case ({worst:.6f} USD)")
+        return held
 
     def _record(self, turn: int, key: str, request: dict, answer: Any, response: dict | None, usage: Usage,
                 price: Decimal, latency_ms: float, cache_status: str) -> None:

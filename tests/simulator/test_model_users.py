@@ -24,6 +24,7 @@ from simulator.pricing import Usage, cost, price_for, worst_case
 from simulator.retry import RetryPolicy
 from simulator.runner import run_matrix
 from simulator.users.model import ModelUser, ReplayCache
+from simulator.users.prompt import OPENING, stable_prefix
 from simulator.users.providers import AnthropicProvider, OpenAIProvider
 from tripdesk import TripDesk
 
@@ -334,3 +335,29 @@ def test_a_call_whose_usage_is_not_reported_is_billed_at_its_worst_case(demo, ki
     worst = worst_case(PRICE, len(canonical_json(api.requests[0]).encode()), 300)
     assert Decimal(str(first[6])) == worst > max(Decimal(str(c[6])) for c in rest)
     assert spent == ledger.spent == sum(Decimal(str(c[6])) for c in calls) and ledger.reserved == 0
+
+
+@pytest.mark.parametrize("fault", ["malformed", "wrong_shape"])
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_an_answer_that_cannot_be_read_is_charged_at_its_worst_case_and_retried(demo, kind, fault):
+    api, ledger = FakeModelAPI([fault]), Ledger(Decimal("1"))
+    _, calls, (spent, _), ends, *_ = run(":memory:", small(demo, ("single-add-bag",)), user_for(kind, api, ledger),
+                                         ledger, concurrency=1)
+    assert set(ends.values()) == {"goal_reached"}
+    unreadable = [c for c in calls if c[7] == "unreadable"]
+    worst = worst_case(PRICE, len(canonical_json(api.requests[0]).encode()), 300)
+    assert len(unreadable) == 1 and Decimal(str(unreadable[0][6])) == worst
+    assert spent == ledger.spent == sum(Decimal(str(c[6])) for c in calls) and ledger.reserved == 0
+
+
+def test_a_retry_the_budget_cannot_hold_ends_as_a_budget_cut(demo):
+    api = FakeModelAPI(["wrong_shape"])
+    first = canonical_json(OpenAIProvider("m", http_client=api.client()).request(
+        stable_prefix(demo.persona("plain-paula"), demo.goal("single-add-bag")), [{"role": "user", "content": OPENING}],
+        300))
+    worst = worst_case(PRICE, len(first.encode()), 300)
+    ledger = Ledger(worst * Decimal("1.5"))    # one worst case, not two
+    dataset = Dataset((demo.persona("plain-paula"),), (demo.goal("single-add-bag"),), demo.hash, demo.item_hashes)
+    _, calls, (spent, _), ends, *_ = run(":memory:", dataset, user_for("openai", api, ledger), ledger, concurrency=1)
+    assert ends == {"plain-paula/single-add-bag/0": "budget_cut"}
+    assert spent == ledger.spent == worst and ledger.reserved == 0 and len(api.requests) == 1
