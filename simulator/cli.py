@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import duckdb
 import typer
 
 from scoring.report import build_report
@@ -101,13 +102,22 @@ def _run_and_report(plan, cache=None, *, shard=None, resume: bool | str = True) 
     except SimrunError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        err_line("interrupted: the conversations that finished are stored, and the run is marked interrupted; "
-                 "run the same command again (or `simrun resume RUN`) to finish it")
+        err_line(f"interrupted: the conversations that finished are stored, and run {_interrupted_run(plan)} is "
+                 "marked interrupted; run the same command again (or `simrun resume`) to finish it")
         raise typer.Exit(130)
     _spend_summary(plan, result, estimated, cache)
     out.print(f"database: {plan.db}   run: {result.run_id}", highlight=False)
     out.print(f"report: {path}", highlight=False)
     raise typer.Exit(code)
+
+
+def _interrupted_run(plan) -> str:
+    """The run an interruption left behind: the newest unfinished one in the run's database."""
+    try:
+        with Store(plan.db, create=False) as store:
+            return store.latest_unfinished()["run_id"]
+    except (SimrunError, duckdb.Error):   # interrupted before its run was recorded
+        return "(none recorded)"
 
 
 @app.command()

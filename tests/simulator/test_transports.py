@@ -143,8 +143,9 @@ def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project, stop):
     assert proc.returncode == 130 and "interrupted" in err
     assert not leftovers(ODD) and port_is_free(port)
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
-    status, done = con.execute("SELECT status, (SELECT count(*) FROM conversations) FROM runs").fetchone()
+    run_id, status, done = con.execute("SELECT run_id, status, (SELECT count(*) FROM conversations) FROM runs").fetchone()
     assert status == "interrupted" and 0 < done < 350
+    assert f"run {run_id} is marked interrupted" in err
 
 
 def test_a_finished_run_leaves_no_process_and_no_port(tmp_path, demo):
