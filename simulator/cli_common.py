@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -10,9 +13,50 @@ from scoring import rates as R
 from scoring.store import Store
 from simulator.errors import ConfigError, SimrunError
 
-out = Console()
+class ClosableStdout:
+    """Standard output whose reader may go away (`simrun | head`). What can no longer be written
+    is dropped and the run goes on: its outcome, its store and its exit status do not depend on
+    who reads its output."""
+
+    def __init__(self) -> None:
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                sys.stdout.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.gone = True
+        # The interpreter flushes stdout again at exit; pointed at /dev/null, that flush is quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+    def isatty(self) -> bool:
+        return sys.stdout.isatty()
+
+    def fileno(self) -> int:
+        return sys.stdout.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return sys.stdout.encoding
+
+
+out = Console(file=ClosableStdout())
 if not out.is_terminal:
-    out = Console(width=120)   # CI logs: keep class names whole
+    out = Console(file=ClosableStdout(), width=120)   # CI logs: keep class names whole
 
 
 def err_line(text: str) -> None:

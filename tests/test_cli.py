@@ -134,3 +134,16 @@ def test_a_text_date_with_a_date_format_is_refused_when_loading(cli, project):
     goal.write_text(goal.read_text().replace("return_date: 2027-02-08", "return_date: '2027-02-08'"))
     result = cli("validate")
     assert result.exit_code == 2 and "write dates unquoted" in result.output
+
+
+def test_a_reader_that_goes_away_changes_nothing_about_the_run(project):
+    # `simrun | head -1`: the reader closes the pipe after the first line.
+    simrun = str(Path(sys.executable).with_name("simrun"))
+    proc = subprocess.Popen([simrun, "-n", "3"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "BrokenPipe" not in err and "Traceback" not in err
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    assert con.execute("SELECT status, (SELECT count(*) FROM conversations) FROM runs").fetchone() == ("finished", 210)
