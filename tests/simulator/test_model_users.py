@@ -181,12 +181,17 @@ def test_a_conversation_budget_cuts_only_that_conversation(demo):
     assert ends["plain-paula/single-add-bag/0"] == "goal_reached"
 
 
-def test_replay_gives_identical_transcripts_at_no_cost_and_no_request(tmp_path, demo):
+def recorded(tmp_path, demo, kind: str):
+    """A live run of the small matrix, and the answers it recorded for replay."""
     db = tmp_path / "live.duckdb"
-    live_api, ledger = FakeModelAPI(), Ledger(Decimal("1"))
-    live = run(db, small(demo), user_for("anthropic", live_api, ledger), ledger, concurrency=1)
+    ledger = Ledger(Decimal("1"))
+    live = run(db, small(demo), user_for(kind, FakeModelAPI(), ledger), ledger, concurrency=1)
     with Store(db) as store:
-        answers = store.replay_answers(live[0].run_id)
+        return live, store.replay_answers(live[0].run_id)
+
+
+def test_replay_gives_identical_transcripts_at_no_cost_and_no_request(tmp_path, demo):
+    live, answers = recorded(tmp_path, demo, "anthropic")
     offline = FakeModelAPI(["500"] * 1000)                  # any request to it would fail the conversation
     cache = ReplayCache(answers, only=True)
     ledger2 = Ledger(Decimal("1"))
@@ -197,11 +202,7 @@ def test_replay_gives_identical_transcripts_at_no_cost_and_no_request(tmp_path, 
 
 
 def test_replay_only_fails_where_the_runtime_now_answers_differently(tmp_path, demo):
-    db = tmp_path / "live.duckdb"
-    api, ledger = FakeModelAPI(), Ledger(Decimal("1"))
-    live = run(db, small(demo), user_for("openai", api, ledger), ledger, concurrency=1)
-    with Store(db) as store:
-        answers = store.replay_answers(live[0].run_id)
+    _, answers = recorded(tmp_path, demo, "openai")
     changed = PythonRuntime(TripDesk(faults="dead_end=1.0"))
     cache = ReplayCache(answers, only=True)
     ledger2 = Ledger(Decimal("1"))
