@@ -40,7 +40,7 @@ from scoring.baseline import RunSummary, summary_from_scorecards  # noqa: E402
 from scoring.gate import GateResult, gate_verdict  # noqa: E402
 from scoring.stats import minimum_detectable_effect, power_of_rise  # noqa: E402
 from simulator.config import GateSection, load_budgets, load_project  # noqa: E402
-from simulator.dataset import Dataset, load_dataset  # noqa: E402
+from scoring.dataset import Dataset, load_dataset  # noqa: E402
 
 # Moderate rates: each class fires in roughly 5-10% of the demo's conversations.
 RUNTIME_FAULTS = {"dead_end": 0.10, "not_understood": 0.10, "loop": 0.30, "refused_offer": 0.20,

@@ -34,7 +34,7 @@ def fill(store: Store, turns: int) -> int:
         SELECT 'r-synthetic', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70), 'p' || (i % 7), 'g' || (i % 10),
                i // 70, i, CASE WHEN i % 50 = 0 THEN 'user_stopped' ELSE 'goal_reached' END,
                i % 50 <> 0, 'synthetic', 3, 0, 10.0, now(), '{{}}', '{{"records": {{}}, "events": []}}',
-               '[]', NULL, NULL, NULL
+               '[]', NULL, NULL, NULL, NULL
         FROM range({conversations}) t(i)""")
     con.execute(f"""
         INSERT INTO turns

@@ -24,7 +24,7 @@ from scoring import rates as R
 from scoring.scorer import ALL_CLASSES, SCORER_VERSION, kind_of
 from scoring.store import Store
 from scoring.transcript import NOT_THE_RUNTIME, Scorecard
-from simulator.errors import SimrunError, StoreError
+from scoring.errors import SimrunError, StoreError
 
 GATE_CLASSES = (*ALL_CLASSES, *R.OUTCOME_CLASSES)
 FORMAT = "simrun-baseline"

@@ -29,8 +29,8 @@ from scoring.rescore import check_items, dataset_items
 from scoring.scorer import SCORER_VERSION, score
 from scoring.store import Store
 from scoring.transcript import END_REASONS, Transcript, TurnRecord, UserTurn
-from simulator.dataset import Dataset
-from simulator.errors import SimrunError
+from scoring.dataset import Dataset
+from scoring.errors import SimrunError
 
 FORMAT_VERSION = 1
 
@@ -49,6 +49,7 @@ class RecordedUserTurn(_Model):
     offer: str | None = None
     stop_reason: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    step: str | None = None
 
 
 class RecordedTurn(_Model):
@@ -195,7 +196,7 @@ def load_bundle(path: Path | str) -> Bundle:
 
 
 def _user(u: RecordedUserTurn) -> UserTurn:
-    return UserTurn(u.kind, u.text, u.offer, u.stop_reason, dict(u.meta))
+    return UserTurn(u.kind, u.text, u.offer, u.stop_reason, dict(u.meta), u.step)
 
 
 def transcript_of(item: Item, where: str) -> Transcript:

@@ -27,7 +27,7 @@ from xml.etree import ElementTree as ET
 from scoring.baseline import GATE_CLASSES, Counts, RunSummary
 from scoring.scorer import GUARANTEES, kind_of
 from scoring.stats import CONFIDENCE, POWER, correct, detectable_rise, paired_rise
-from simulator.errors import SimrunError
+from scoring.errors import SimrunError
 
 TESTED = tuple(c for c in GATE_CLASSES if c not in GUARANTEES)
 

@@ -23,7 +23,7 @@ import duckdb
 from scoring.evidence import MISSING, lookup
 from scoring.progress import resolve_question_record, same_value
 from scoring.transcript import Transcript
-from simulator.dataset import Goal
+from scoring.dataset import Goal
 
 # The two tables a success query sees, as typed columns. They are built inline for each check
 # (a CTE of VALUES), which costs a third of inserting into tables and needs no cleaning up.

@@ -7,7 +7,7 @@ import re
 from scoring.evidence import MISSING, block_ids, events_at, get, previous, shown_before
 from scoring.progress import Tally, answered_turns, taken_offer
 from scoring.transcript import CheckResult, Transcript
-from simulator.dataset import Goal, Persona
+from scoring.dataset import Goal, Persona
 
 
 def _committed(events: list[dict]) -> list[dict]:

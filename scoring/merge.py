@@ -13,8 +13,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from scoring.store import Store
-from simulator.errors import ConfigError
-from simulator.runner import new_run_id
+from scoring.errors import ConfigError
+from scoring.run_ids import new_run_id
 
 TABLES = ("conversations", "turns", "findings", "checks", "model_calls")
 

@@ -6,6 +6,8 @@ written by a newer simrun (a version this code does not know) is refused, not gu
 
 from __future__ import annotations
 
+from scoring.errors import StoreError
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial", """
 CREATE TABLE runs (
@@ -112,6 +114,13 @@ ALTER TABLE runs ADD COLUMN shard VARCHAR;              -- "i/n" for one shard o
 -- simulator_error): rescoring starts again from this.
 ALTER TABLE conversations ADD COLUMN loop_end VARCHAR;
 """),
+    (6, "run identity and runtime sessions", """
+ALTER TABLE runs ADD COLUMN labels JSON;                -- --label / run.labels: a list of names
+ALTER TABLE runs ADD COLUMN runtime_version VARCHAR;    -- the runtime's /v1/health version
+ALTER TABLE runs ADD COLUMN git_commit VARCHAR;         -- of the folder simrun ran in, if a git work tree
+ALTER TABLE runs ADD COLUMN git_branch VARCHAR;
+ALTER TABLE conversations ADD COLUMN session_id VARCHAR; -- the runtime's own session id, for its logs
+"""),
 ]
 
 
@@ -122,8 +131,6 @@ def migrate(con) -> int:
     applied = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
     newest = max(v for v, _, _ in MIGRATIONS)
     if applied and max(applied) > newest:
-        from simulator.errors import StoreError
-
         raise StoreError(f"this database has schema version {max(applied)}, written by a newer simrun; "
                          f"this simrun knows up to {newest}. Upgrade simrun, or use another --db.")
     for version, name, sql in MIGRATIONS:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from scoring.evidence import MISSING, events_at, get, lookup, previous, shown_before
 from scoring.transcript import CheckResult, Finding, Transcript
-from simulator.dataset import Goal, Persona
+from scoring.dataset import Goal, Persona
 
 
 @dataclass

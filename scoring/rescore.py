@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from scoring.scorer import SCORER_VERSION, score
 from scoring.store import Store
-from simulator.dataset import Dataset
-from simulator.errors import SimrunError
+from scoring.dataset import Dataset
+from scoring.errors import SimrunError
 
 
 class RescoreError(SimrunError):

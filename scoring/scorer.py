@@ -11,7 +11,7 @@ from scoring.guarantees import GUARANTEE_CHECKS
 from scoring.progress import PROGRESS_CHECKS
 from scoring.simulated_user import simulator_error
 from scoring.transcript import CheckResult, Scorecard, Transcript
-from simulator.dataset import Goal, Persona
+from scoring.dataset import Goal, Persona
 
 # Bump when a check's meaning changes: runs scored by different versions are not compared.
 SCORER_VERSION = "1"

@@ -13,7 +13,7 @@ import re
 
 from scoring.progress import Tally
 from scoring.transcript import CheckResult, Transcript, UserTurn
-from simulator.dataset import Goal, Persona, canonical_json
+from scoring.dataset import Goal, Persona, canonical_json
 
 ROLE_LEAKS = [
     re.compile(r"^\s*(assistant|system|ai|bot)\s*:", re.I | re.M),

@@ -21,7 +21,7 @@ from scoring.duck import insert_rows
 from scoring.migrations import migrate
 from scoring.scorer import kind_of
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
-from simulator.errors import StoreError
+from scoring.errors import StoreError
 
 DEFAULT_DB = "simrun.duckdb"
 

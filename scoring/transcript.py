@@ -23,6 +23,9 @@ class UserTurn:
     offer: str | None = None            # the clicked offer id
     stop_reason: str | None = None      # done | gave_up
     meta: dict[str, Any] = field(default_factory=dict)   # how the simulator made it (never sent)
+    # The goal step this turn serves (Goal.step_id), as the user declared it: the scorer reads
+    # intent from it (a probe must be refused) rather than guessing from the words.
+    step: str | None = None
 
     def payload(self) -> dict[str, Any]:
         if self.kind == "click":
@@ -31,12 +34,12 @@ class UserTurn:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "text": self.text, "offer": self.offer,
-                "stop_reason": self.stop_reason, "meta": self.meta}
+                "stop_reason": self.stop_reason, "meta": self.meta, "step": self.step}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "UserTurn":
         return cls(data["kind"], data.get("text"), data.get("offer"), data.get("stop_reason"),
-                   data.get("meta") or {})
+                   data.get("meta") or {}, data.get("step"))
 
 
 @dataclass(frozen=True)

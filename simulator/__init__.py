@@ -7,8 +7,9 @@ The public surface, for Python users (the CLI is a thin shell over these):
     converse(cell, user, runtime) -> Conversation
     PythonRuntime, ScriptedUser
 
-Names are imported on first use: `scoring` reads `simulator.dataset`, and `simulator`'s runner
-reads `scoring`, so neither package imports the other's whole surface at start-up.
+Names are imported on first use, so that `import simulator` stays cheap. The layers run one way:
+`simulator` depends on `scoring` (the judge, with the persona and goal models and the error
+hierarchy), and `scoring` never imports `simulator`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ _EXPORTS = {
     "PythonRuntime": "simulator.adapters.python",
     "Cell": "simulator.conversation", "Conversation": "simulator.conversation",
     "converse": "simulator.conversation",
-    "Dataset": "simulator.dataset", "Goal": "simulator.dataset", "Persona": "simulator.dataset",
-    "load_dataset": "simulator.dataset",
+    "Dataset": "scoring.dataset", "Goal": "scoring.dataset", "Persona": "scoring.dataset",
+    "load_dataset": "scoring.dataset",
     "RunResult": "simulator.runner", "matrix": "simulator.runner", "run_matrix": "simulator.runner",
     "ScriptedUser": "simulator.users.scripted",
 }

@@ -20,7 +20,7 @@ from scoring.store import Store
 from simulator import __version__, eventloop
 from simulator.cli_common import (BUDGETS, CONFIG, DB, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
                                   URL, err_line, fail, out, print_summary, runtime_flags)
-from simulator.errors import ConfigError, SimrunError
+from scoring.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.plan import estimate
 from simulator.progress import RunProgress

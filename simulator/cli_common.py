@@ -11,7 +11,7 @@ from rich.table import Table
 
 from scoring import rates as R
 from scoring.store import Store
-from simulator.errors import ConfigError, SimrunError
+from scoring.errors import ConfigError, SimrunError
 
 class ClosableStdout:
     """Standard output whose reader may go away (`simrun | head`). What can no longer be written

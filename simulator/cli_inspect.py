@@ -13,7 +13,7 @@ from scoring.report import build_report
 from scoring.store import Store
 from simulator.cli_common import BUDGETS, DB, fail, out, print_summary
 from simulator.config import Budgets, load_budgets
-from simulator.errors import SimrunError
+from scoring.errors import SimrunError
 from simulator.money import usd
 from simulator.project import given_file, project_db
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from simulator import eventloop
 from simulator.cli_common import (BUDGETS, CONFIG, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
                                   URL, fail, out, runtime_flags)
-from simulator.errors import ConfigError, SimrunError
+from scoring.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.plan import estimate
 from simulator.project import load_plan, runtime_for
@@ -145,7 +145,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def schema(out_dir: str = typer.Option("schemas", "--out", help="Folder to write the JSON Schemas to.")) -> None:
         """Write the JSON Schemas of persona and goal files, for editors."""
-        from simulator.dataset import json_schemas
+        from scoring.dataset import json_schemas
 
         folder = Path(out_dir)
         folder.mkdir(parents=True, exist_ok=True)

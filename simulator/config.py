@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from simulator.errors import ConfigError
+from scoring.errors import ConfigError
 from simulator.money import parse_usd
 
 

@@ -17,8 +17,8 @@ from scoring.transcript import TurnRecord, UserTurn
 from scoring.evidence import shown
 from simulator.adapters.base import RuntimeAdapter, check_health
 from simulator.adapters.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, violations
-from simulator.dataset import Goal, Persona, canonical_json
-from simulator.errors import RuntimeFault
+from scoring.dataset import Goal, Persona, canonical_json
+from scoring.errors import RuntimeFault
 
 # The evidence each check reads (CLASSES.md); "state" and "audit" are operations, the rest
 # turn-result fields.

@@ -18,8 +18,8 @@ from scoring.scorer import score
 from scoring.simulated_user import user_turn_fault
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simulator.adapters.base import RuntimeAdapter
-from simulator.dataset import Goal, Persona, canonical_json
-from simulator.errors import BudgetCut, ProviderFailure, RuntimeFault
+from scoring.dataset import Goal, Persona, canonical_json
+from scoring.errors import BudgetCut, ProviderFailure, RuntimeFault
 from simulator.users.base import UserBackend
 
 

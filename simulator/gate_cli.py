@@ -18,13 +18,14 @@ from scoring import gate as G
 from scoring.baseline import open_baseline, summary_from_store, write_baseline
 from scoring.bundle import export_bundle, import_bundle, load_bundle, write_bundle
 from scoring.rescore import rescore_run
+from scoring.run_ids import new_run_id
 from scoring.store import Store
 from simulator.cli_common import fail, out
 from simulator.project import given_file, project_db
 from simulator import __version__
 from simulator.config import Budgets, Project, load_budgets, load_project
-from simulator.dataset import Dataset, load_dataset
-from simulator.errors import SimrunError, StoreError
+from scoring.dataset import Dataset, load_dataset
+from scoring.errors import SimrunError, StoreError
 
 DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
 CONFIG = typer.Option(None, "--config", help="Project file, for the personas and goals folders (default: ./simrun.toml).")
@@ -159,8 +160,6 @@ def import_(bundle: str = typer.Argument(..., help="A bundle file (from `simrun 
             db: Optional[str] = DB, config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS,
             goals: Optional[str] = GOALS) -> None:
     """Score the recorded conversations of a bundle into a new run, offline."""
-    from simulator.runner import new_run_id
-
     try:
         loaded = load_bundle(bundle)
         dataset = current_dataset(config, personas, goals)

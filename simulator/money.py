@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from simulator.errors import BudgetSyntaxError
+from scoring.errors import BudgetSyntaxError
 
 _AMOUNT = re.compile(r"^\s*(?P<dollar>\$)?\s*(?P<num>[-+]?\d+(?:\.\d+)?|[-+]?\.\d+)\s*(?P<unit>[a-z]+)?\s*$", re.I)
 

@@ -17,7 +17,7 @@ from decimal import Decimal
 
 from simulator.config import Budgets, Price
 from simulator.conversation import converse
-from simulator.dataset import Dataset, canonical_json
+from scoring.dataset import Dataset, canonical_json
 from simulator.pricing import Usage, cost
 from simulator.runner import matrix
 from simulator.users.prompt import ACTION_SCHEMA, OPENING, action_json, render_result, stable_prefix

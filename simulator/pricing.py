@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from simulator.config import Budgets, Price
-from simulator.errors import ConfigError
+from scoring.errors import ConfigError
 
 MILLION = Decimal(1_000_000)
 

@@ -20,8 +20,8 @@ from simulator.adapters.http import HttpRuntime
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
 from simulator.config import Budgets, Project, RuntimeSection, load_budgets, load_project
-from simulator.dataset import Dataset, load_dataset
-from simulator.errors import ConfigError
+from scoring.dataset import Dataset, load_dataset
+from scoring.errors import ConfigError
 from simulator.ledger import Ledger
 from simulator.money import parse_usd
 from simulator.runner import RunResult, run_matrix

@@ -19,7 +19,7 @@ import anthropic
 import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from simulator.errors import BudgetCut, ProviderFailure
+from scoring.errors import BudgetCut, ProviderFailure
 from simulator.users.providers import MalformedResponse
 
 T = TypeVar("T")

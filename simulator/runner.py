@@ -10,23 +10,22 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import datetime as dt
 import gc
 import time
 import hashlib
-import secrets
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 
+from scoring.run_ids import new_run_id
 from scoring.scorer import SCORER_VERSION
 from scoring.store import Finished, Store
 from simulator import __version__
 from simulator.adapters.base import RuntimeAdapter
 from simulator.conversation import Cell, Conversation, converse
-from simulator.dataset import Dataset, canonical_json
-from simulator.errors import ConfigError
+from scoring.dataset import Dataset, canonical_json
+from scoring.errors import ConfigError
 from simulator.ledger import Ledger
 from simulator.users.base import UserBackend
 
@@ -81,10 +80,6 @@ def run_key(dataset: Dataset, config: dict | None, **identity) -> str:
     return hashlib.sha256(canonical_json({"config": body, "dataset": dataset.hash, "scorer": SCORER_VERSION,
                                           "shard": list(shard) if shard else None, **identity}).encode()
                           ).hexdigest()[:16]
-
-
-def new_run_id() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("r%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 @dataclass(frozen=True)

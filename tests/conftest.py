@@ -12,7 +12,7 @@ import pytest
 
 from simulator.adapters.python import PythonRuntime
 from simulator.conversation import Conversation, converse
-from simulator.dataset import Dataset, load_dataset
+from scoring.dataset import Dataset, load_dataset
 from simulator.runner import matrix
 from simulator.users.scripted import ScriptedUser
 from tripdesk import TripDesk

@@ -6,7 +6,7 @@ import re
 
 from simulator.cli import app
 from simulator.config import Budgets, Project
-from simulator.dataset import MANNERS, Goal, Persona, Step
+from scoring.dataset import MANNERS, Goal, Persona, Step
 from tripdesk.faults import FAULTS
 
 from tests.conftest import ROOT

@@ -16,7 +16,7 @@ import math
 import pytest
 
 from scoring.scorer import ALL_CLASSES
-from simulator.dataset import Dataset
+from scoring.dataset import Dataset
 from tests.conftest import DEMO_REPETITIONS, run_demo
 from tripdesk.faults import FAULTS
 

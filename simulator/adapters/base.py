@@ -10,7 +10,7 @@ import json
 from typing import Any, Protocol
 
 from simulator.adapters.protocol import Audit, Started, State, TurnResult, violations
-from simulator.errors import RuntimeFault, RuntimeUnavailable
+from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 PROTOCOL_VERSION = 1
 

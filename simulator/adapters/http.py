@@ -17,7 +17,7 @@ import aiohttp
 
 from simulator.adapters.base import Checked, check_health
 from simulator.adapters.process import ManagedProcess, free_port
-from simulator.errors import RuntimeFault, RuntimeUnavailable
+from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 BODY_EXCERPT = 2000
 

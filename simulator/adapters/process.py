@@ -17,7 +17,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from simulator.errors import RuntimeUnavailable
+from scoring.errors import RuntimeUnavailable
 
 STDERR_TAIL_LINES = 40
 _live: set[int] = set()

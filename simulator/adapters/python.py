@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.adapters.base import Checked, as_json, check_health
-from simulator.errors import RuntimeFault, RuntimeUnavailable
+from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 
 def load_target(target: str, options: dict[str, Any] | None = None) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 from simulator.adapters.base import Checked, check_health
 from simulator.adapters.process import ManagedProcess
-from simulator.errors import RuntimeFault, RuntimeUnavailable
+from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 LINE_EXCERPT = 2000
 

@@ -15,8 +15,8 @@ from decimal import Decimal
 from typing import Protocol
 
 from scoring.transcript import TurnRecord, UserTurn
-from simulator.dataset import Goal, Persona
-from simulator.errors import ConfigError
+from scoring.dataset import Goal, Persona
+from scoring.errors import ConfigError
 
 
 class UserSession(Protocol):

@@ -19,8 +19,8 @@ from typing import Any
 
 from scoring.transcript import TurnRecord, UserTurn
 from simulator.config import Price
-from simulator.dataset import Goal, Persona, canonical_json
-from simulator.errors import BudgetCut, ProviderFailure
+from scoring.dataset import Goal, Persona, canonical_json
+from scoring.errors import BudgetCut, ProviderFailure
 from simulator.ledger import Ledger
 from simulator.limits import RateLimiter
 from simulator.pricing import Usage, cost, worst_case

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from scoring.transcript import UserTurn
-from simulator.dataset import Goal, Persona
+from scoring.dataset import Goal, Persona
 
 ACTION_SCHEMA: dict[str, Any] = {
     "type": "object",

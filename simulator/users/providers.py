@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from simulator.errors import ConfigError
+from scoring.errors import ConfigError
 from simulator.pricing import Usage
 from simulator.users.prompt import ACTION_SCHEMA
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from scoring.evidence import MISSING, get, shown
 from scoring.transcript import TurnRecord, UserTurn
-from simulator.dataset import Goal, Persona, Step
-from simulator.errors import ConfigError
+from scoring.dataset import Goal, Persona, Step
+from scoring.errors import ConfigError
 from simulator.users import manners as m
 
 SIMULATOR_FAULTS = ("empty_message", "role_leak", "leaked_instructions", "early_stop",

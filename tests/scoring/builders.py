@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from scoring.transcript import Transcript, TurnRecord, UserTurn
-from simulator.dataset import Goal, Persona
+from scoring.dataset import Goal, Persona
 
 RECORDS = {
     "traveler:P-1": {"type": "traveler", "name": "Ana Souza"},

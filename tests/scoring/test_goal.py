@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from simulator.dataset import Goal
+from scoring.dataset import Goal
 from scoring.goal import check_goal_sql, goal_status
 from scoring.transcript import Transcript, TurnRecord, UserTurn
 

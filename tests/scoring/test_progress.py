@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from simulator.dataset import Goal
+from scoring.dataset import Goal
 from scoring.progress import dead_end, loop, not_understood, refused_offer, unanswered
 from scoring.transcript import Transcript, TurnRecord, UserTurn
 from tests.scoring.builders import (RECORDS, G, P, ask, click, drop, event, goal, msg,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from simulator.dataset import Goal, Persona
+from scoring.dataset import Goal, Persona
 from scoring.scorer import score
 from scoring.simulated_user import simulator_error, user_turn_fault
 from scoring.transcript import Transcript, TurnRecord, UserTurn

@@ -12,7 +12,7 @@ from scoring.migrations import MIGRATIONS
 from scoring.scorer import score
 from scoring.store import Store
 from simulator.adapters.python import PythonRuntime
-from simulator.errors import StoreError
+from scoring.errors import StoreError
 from simulator.runner import run_matrix
 from simulator.users.scripted import ScriptedUser
 from tripdesk import TripDesk

@@ -9,7 +9,7 @@ import pytest
 from scoring.scorer import ALL_CLASSES
 from simulator.adapters.python import PythonRuntime, load_target
 from simulator.conversation import Cell, converse
-from simulator.errors import RuntimeUnavailable
+from scoring.errors import RuntimeUnavailable
 from simulator.users.scripted import ScriptedUser
 from tripdesk import TripDesk
 

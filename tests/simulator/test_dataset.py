@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.dataset import MANNERS, json_schemas, load_dataset
-from simulator.errors import ConfigError
+from scoring.dataset import MANNERS, json_schemas, load_dataset
+from scoring.errors import ConfigError
 
 from tests.conftest import ROOT
 

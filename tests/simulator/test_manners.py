@@ -11,7 +11,7 @@ import math
 import random
 import re
 
-from simulator.dataset import Dataset
+from scoring.dataset import Dataset
 from simulator.users import manners as m
 from simulator.users.manners import COMPLAINTS, WORDY_CLOSERS, WORDY_OPENERS
 

@@ -16,8 +16,8 @@ from scoring.report import build_report
 from scoring.store import Store
 from simulator.adapters.python import PythonRuntime
 from simulator.config import Budgets, Price
-from simulator.dataset import Dataset, canonical_json
-from simulator.errors import ConfigError
+from scoring.dataset import Dataset, canonical_json
+from scoring.errors import ConfigError
 from simulator.ledger import Ledger
 from simulator.plan import estimate
 from simulator.pricing import Usage, cost, price_for, worst_case

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from simulator.config import load_budgets, load_project
-from simulator.errors import BudgetSyntaxError, ConfigError
+from scoring.errors import BudgetSyntaxError, ConfigError
 from simulator.ledger import Ledger
 from simulator.money import parse_usd
 

@@ -22,8 +22,8 @@ from scoring.store import Store
 from simulator.adapters.http import HttpRuntime
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
-from simulator.dataset import load_dataset
-from simulator.errors import RuntimeUnavailable
+from scoring.dataset import load_dataset
+from scoring.errors import RuntimeUnavailable
 from simulator.runner import run_matrix
 from simulator.users.scripted import ScriptedUser
 from tripdesk import TripDesk
@@ -227,7 +227,7 @@ def test_a_started_command_gets_its_env_and_working_directory(tmp_path):
 def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
     from aiohttp import web
 
-    from simulator.errors import RuntimeFault
+    from scoring.errors import RuntimeFault
 
     seen = []
 

@@ -1,5 +1,8 @@
 """simrun's one error hierarchy. Every message says what is wrong, where, and how to fix it.
 
+It lives in `scoring/`, the lower layer: the judge is importable on its own (rescore, import,
+workers on other machines), and the simulator, which depends on it, raises the same classes.
+
     SimrunError                  a user error: the CLI prints the message, no traceback, exit 2
      ├── ConfigError             bad input found before anything runs (file, line, field)
      │    └── BudgetSyntaxError  a --budget value that is not an amount of US dollars

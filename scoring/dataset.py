@@ -19,7 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from simulator.errors import ConfigError
+from scoring.errors import ConfigError
 
 MANNERS: dict[str, str] = {
     "terse": "share of messages written as short as possible, leaving arguments out for the runtime to ask",
@@ -66,6 +66,8 @@ class Persona(_Model):
 class Step(_Model):
     """One thing the scripted user pursues: an operation, a question, or a probe."""
 
+    id: str | None = Field(None, pattern=_ID, description=(
+        "Names the step; a user turn that serves it is tagged with it (default: step-1, step-2, ...)."))
     operation: str | None = Field(None, description="The runtime operation this step wants done.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="Its arguments; '{fact}' refers to a fact.")
     say: tuple[str, ...] = Field((), description="Ways to ask for it in full words (templates).")
@@ -152,6 +154,12 @@ class Goal(_Model):
         # Messages start with the dotted path of the offending field: the loader turns it into
         # a line number.
         qids = {q.id for q in self.questions}
+        seen: dict[str, int] = {}
+        for i in range(len(self.steps)):
+            sid = self.step_id(i)
+            if sid in seen:
+                raise ValueError(f"steps.{i}.id: step id {sid!r} is also step {seen[sid] + 1}'s")
+            seen[sid] = i
         for i, step in enumerate(self.steps):
             if step.question is not None and step.question not in qids:
                 raise ValueError(f"steps.{i}.question: no question with id {step.question!r}")
@@ -181,6 +189,13 @@ class Goal(_Model):
 
     def resolve(self, value: Any, extra: dict[str, Any] | None = None) -> Any:
         return resolve(value, {**self.facts, **(extra or {})})
+
+    def step_id(self, index: int) -> str:
+        """The id of step `index` (0-based): its own, or step-1, step-2, ... by position."""
+        return self.steps[index].id or f"step-{index + 1}"
+
+    def step_by_id(self, sid: str | None) -> "Step | None":
+        return next((s for i, s in enumerate(self.steps) if self.step_id(i) == sid), None)
 
 
 def _compile(pattern: str, what: str) -> str:
