@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from scoring.errors import ConfigError
+from scoring.goal_sql import check_goal_sql
 
 MANNERS: dict[str, str] = {
     "terse": "share of messages written as short as possible, leaving arguments out for the runtime to ask",
@@ -341,8 +342,6 @@ def load_dataset(personas_dir: Path, goals_dir: Path) -> Dataset:
     """Load and validate every persona and goal; raise ConfigError on the first problem."""
     personas = _load_dir(Path(personas_dir), Persona, "persona")
     goals = _load_dir(Path(goals_dir), Goal, "goal")
-    from scoring.goal import check_goal_sql  # the SQL checks are validated against the store schema
-
     for path, goal in goals:
         for i, query in enumerate(goal.success.sql):
             problem = check_goal_sql(query)
