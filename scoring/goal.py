@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from scoring import patterns
 from scoring.evidence import MISSING, lookup
 from scoring.goal_sql import QueryFailed, sql_holds
 from scoring.progress import resolve_question_record, same_value
@@ -34,7 +35,7 @@ def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
     question = next(q for q in goal.questions if q.id == qid)
     why = "it was never asked"
     for turn in transcript.turns:
-        if turn.result is None or not re.search(question.match, turn.user.text or "", re.I):
+        if turn.result is None or not patterns.search(question.match, turn.user.text or ""):
             continue
         if turn.result.get("answer") == "unavailable" or turn.state is None:
             why = "the reply said it was unavailable" if turn.state is not None else "no store to check"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
 
+from scoring import patterns
 from scoring.evidence import MISSING, block_ids, events_at, get, previous, shown_before
 from scoring.progress import Tally, answered_turns, taken_offer
 from scoring.transcript import CheckResult, Transcript
@@ -170,7 +170,7 @@ def integrity_leak(transcript: Transcript, goal: Goal, persona: Persona) -> Chec
         else:
             tally.ok()
         text = turn.user.text or ""
-        required = [r for r in goal.refusals if re.search(r.trigger, text, re.I)]
+        required = [r for r in goal.refusals if patterns.search(r.trigger, text)]
         if not required:
             continue
         verdicts = get(turn.result, "verdicts")

@@ -6,9 +6,9 @@ checked when its evidence was there, and as unverifiable when it was not; never 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from scoring import patterns
 from scoring.evidence import MISSING, events_at, get, lookup, previous, shown_before
 from scoring.transcript import CheckResult, Finding, Transcript
 from scoring.dataset import Goal, Persona
@@ -149,7 +149,7 @@ def unanswered(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRes
     tally = Tally("unanswered")
     for turn in answered_turns(transcript):
         text = turn.user.text or ""
-        asked = [q for q in goal.questions if re.search(q.match, text, re.I)]
+        asked = [q for q in goal.questions if patterns.search(q.match, text)]
         if not asked:
             continue
         answer = get(turn.result, "answer")

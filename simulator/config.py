@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from scoring import input_files
 from scoring.errors import ConfigError
 from simulator.money import parse_usd
 
@@ -132,12 +133,19 @@ def _toml_line(text: str, loc: tuple[Any, ...]) -> int | None:
 def load_toml_model(path: Path, model: type[_Model]) -> _Model:
     if not path.exists():
         return model()
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = input_files.read_text(path, "TOML file")
+    except input_files.InputRefused as exc:
+        raise ConfigError(str(exc), path=str(path), line=exc.line) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc.strerror or exc}", path=str(path)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise ConfigError(f"not valid TOML: {exc}", path=str(path), line=int(m.group(1)) if m else None) from None
+    except RecursionError:
+        raise ConfigError("not valid TOML: nested too deep", path=str(path)) from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:

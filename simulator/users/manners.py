@@ -13,6 +13,8 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from scoring import patterns
+
 WORDY_OPENERS = (
     "Hi there, I hope you're having a good day.",
     "Hello! Thanks so much for helping me with this.",
@@ -65,11 +67,11 @@ def render(template: str, values: dict[str, Any]) -> list[Segment]:
 def protect(text: str, pattern: str) -> list[Segment]:
     """Split `text` so that what `pattern` matches is protected (a question's key words)."""
     segments, at = [], 0
-    for match in re.finditer(pattern, text, re.I):
-        if match.start() > at:
-            segments.append(Segment(text[at:match.start()]))
-        segments.append(Segment(match.group(0), protected=True))
-        at = match.end()
+    for start, end in patterns.spans(pattern, text):
+        if start > at:
+            segments.append(Segment(text[at:start]))
+        segments.append(Segment(text[start:end], protected=True))
+        at = end
     if at < len(text):
         segments.append(Segment(text[at:]))
     return segments
