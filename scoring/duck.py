@@ -1,4 +1,4 @@
-"""Small DuckDB helpers shared by the store and the goal checks."""
+"""Small DuckDB helpers for the store: bulk inserts, with secrets cut out of every string."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import itertools
 
 import duckdb
 import pandas as pd
+
+from scoring.secrets import redact
 
 _names = itertools.count()
 
@@ -15,6 +17,8 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list) -> None:
     parameters row by row (or in one huge statement) costs more than the conversation did."""
     if not rows:
         return
+    # Every string bound for the database passes here: a secret a runtime echoed is cut out.
+    rows = [[redact(v) if isinstance(v, str) else v for v in row] for row in rows]
     name = f"_rows_{next(_names)}"
     frame = pd.DataFrame(rows, columns=[f"c{i}" for i in range(len(rows[0]))], dtype=object)
     con.register(name, frame)

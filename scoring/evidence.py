@@ -6,6 +6,8 @@ leaves `ask` out says nothing at all, and a check over it is UNVERIFIABLE.
 
 from __future__ import annotations
 
+import collections
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,10 +51,32 @@ class Shown:
 NOTHING_SHOWN = Shown({}, True)
 
 
+_recent = threading.local()
+RECENT_KEPT = 8
+
+
 def shown(result: dict[str, Any] | None) -> Shown:
-    """Every offer a turn showed; card actions count as offers, with the card's record."""
+    """Every offer a turn showed; card actions count as offers, with the card's record.
+
+    Every check, and the scripted user, asks this of the same few results: the answers for the
+    last RECENT_KEPT results are kept (per thread, by identity; a result is never changed once
+    received), so that a reply with 100,000 offers is walked once, not once per check."""
     if result is None:
         return NOTHING_SHOWN
+    recent = getattr(_recent, "shown", None)
+    if recent is None:
+        recent = _recent.shown = collections.OrderedDict()
+    kept = recent.get(id(result))
+    if kept is not None and kept[0] is result:
+        return kept[1]
+    value = _shown(result)
+    recent[id(result)] = (result, value)
+    if len(recent) > RECENT_KEPT:
+        recent.popitem(last=False)
+    return value
+
+
+def _shown(result: dict[str, Any]) -> Shown:
     steps, card = get(result, "next_steps"), get(result, "card")
     offers = {o["id"]: {"operation": o.get("operation"), "record": o.get("record")}
               for o in steps or [] if isinstance(o, dict) and "id" in o}

@@ -117,7 +117,8 @@ def card_not_actionable(transcript: Transcript, goal: Goal, persona: Persona) ->
         if not mentions:
             tally.ok()
             continue
-        missing = [m for m in mentions if m not in block_ids(turn.result)]
+        carried = block_ids(turn.result)
+        missing = [m for m in mentions if m not in carried]
         if missing and (get(turn.result, "card") is MISSING or get(turn.result, "next_steps") is MISSING):
             tally.unknown()   # what it names may be in the blocks the turn left out
         elif missing:

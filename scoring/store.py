@@ -20,6 +20,7 @@ import duckdb
 from scoring.duck import insert_rows
 from scoring.migrations import migrate
 from scoring.scorer import kind_of
+from scoring.secrets import redact
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from scoring.errors import StoreError
 
@@ -89,8 +90,8 @@ class Store:
             "INSERT INTO runs (run_id, started_at, status, config, dataset_hash, dataset, scorer_version,"
             " simrun_version, user_backend, runtime, seed, repetitions, budget_usd)"
             " VALUES (?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, _json(config), dataset_hash, _json(dataset), scorer_version, simrun_version,
-             user_backend, runtime, seed, repetitions, budget_usd])
+            [run_id, redact(_json(config)), dataset_hash, _json(dataset), scorer_version, simrun_version,
+             redact(user_backend), redact(runtime), seed, repetitions, budget_usd])
 
     def finish_run(self, run_id: str, *, status: str, spent_usd: Decimal, planned: int | None = None) -> None:
         self.con.execute("UPDATE runs SET status = ?, finished_at = now(), spent_usd = ?, "

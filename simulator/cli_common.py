@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scoring import rates as R
+from scoring.secrets import redact, register_header
 from scoring.store import Store
 from scoring.errors import ConfigError, SimrunError
 
@@ -24,7 +25,7 @@ class ClosableStdout:
     def write(self, text: str) -> int:
         if not self.gone:
             try:
-                sys.stdout.write(text)
+                sys.stdout.write(redact(text))
             except BrokenPipeError:
                 self._drop()
         return len(text)
@@ -61,7 +62,7 @@ if not out.is_terminal:
 
 def err_line(text: str) -> None:
     # One line, never wrapped: editors and CI annotations jump to "file:line".
-    typer.secho(text, err=True, fg="red", bold=True)
+    typer.secho(redact(text), err=True, fg="red", bold=True)
 
 
 def fail(exc: SimrunError) -> None:
@@ -96,7 +97,9 @@ def runtime_flags(transport, url, command, timeout, headers) -> dict:
     for item in headers or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigError(f"{item!r}: write a header as NAME=VALUE (VALUE may use ${{VAR}})", field="--header")
+            raise ConfigError(f"{name.strip() or item[:20]!r}...: write a header as NAME=VALUE (VALUE may use ${{VAR}})",
+                              field="--header")
+        register_header(name, value, from_flag=True)
         flags.setdefault("headers", {})[name.strip()] = value
     return flags
 

@@ -92,6 +92,9 @@ class RuntimeSection(_Model):
     startup_timeout_s: float = Field(30.0, gt=0, description="http: seconds to wait for /v1/health at start.")
     headers: dict[str, str] = Field(
         default_factory=dict, description="http: request headers; ${VAR} is read from the environment, never stored.")
+    max_result_bytes: int = Field(
+        1 << 20, ge=1024, le=1 << 30,
+        description="The most of any one answer simrun reads; a larger one ends its conversation as runtime_error.")
 
     @model_validator(mode="after")
     def _transport_needs(self) -> "RuntimeSection":

@@ -16,7 +16,7 @@ from typing import Any
 from scoring.transcript import TurnRecord, UserTurn
 from scoring.evidence import shown
 from simulator.adapters.base import RuntimeAdapter, check_health
-from simulator.adapters.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, violations
+from scoring.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, violations
 from scoring.dataset import Goal, Persona, canonical_json
 from scoring.errors import RuntimeFault
 

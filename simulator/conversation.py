@@ -7,6 +7,7 @@ crashes, a user that breaks its brief, each ends the conversation with its reaso
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import traceback
@@ -70,9 +71,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end, error = "provider_error", {**failure.evidence, "turn": index}
                 break
             except Exception as exc:   # the simulator failed, not the runtime: data, not a crash
-                end = "simulator_error"
-                error = {"kind": "simulator_crash", "message": f"{type(exc).__name__}: {exc}",
-                         "traceback": "".join(traceback.format_exception(exc)[-3:])[-2000:]}
+                end, error = "simulator_error", {**_unexpected(exc), "kind": "simulator_crash"}
                 break
             if user_turn.kind == "stop":
                 stop = user_turn
@@ -91,8 +90,12 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 turns.append(TurnRecord(index, user_turn, None, None, _ms(t0)))
                 end, error = "runtime_error", {**fault_.evidence, "turn": index}
                 break
+            except Exception as exc:   # whatever else this answer set off costs this conversation only
+                turns.append(TurnRecord(index, user_turn, None, None, _ms(t0)))
+                end, error = "runtime_error", {**_unexpected(exc), "turn": index}
+                break
             turns.append(TurnRecord(index, user_turn, result, final, _ms(t0)))
-            reached, _ = goal_status(goal, _partial(cell, turns, initial), final)
+            reached = await _reached(goal, _partial(cell, turns, initial), final)
             if reached:
                 end = "goal_reached"
                 break
@@ -100,23 +103,36 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
             audit = await runtime.audit(session)
     except RuntimeFault as fault_:
         end, error = "runtime_error", {**fault_.evidence, "turn": len(turns) or None}
+    except Exception as exc:
+        end, error = "runtime_error", {**_unexpected(exc), "turn": len(turns) or None}
     finally:
         if session is not None:
             try:
                 await runtime.close(session)
-            except RuntimeFault:
+            except Exception:
                 pass  # closing is courtesy; a runtime that fails it has already answered
     transcript = Transcript(
         persona=persona.id, goal=goal.id, seed=cell.seed, repetition=cell.repetition,
         turns=tuple(turns), end=end, initial_state=initial, final_state=final, audit=audit,
         stop=stop, error=error)
     calls = tuple(getattr(talker, "calls", ())) if talker is not None else ()
-    return Conversation(cell, transcript, score(transcript, goal, persona), started,
+    # Off the event loop: scoring is linear in the transcript, and one runtime's 100,000-offer
+    # reply must not hold up every other conversation in flight while it is scored.
+    scorecard = await asyncio.to_thread(score, transcript, goal, persona)
+    return Conversation(cell, transcript, scorecard, started,
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
 
 
 def as_json_setup(goal: Goal) -> dict:
     return json.loads(canonical_json(goal.setup))
+
+
+async def _reached(goal: Goal, transcript: Transcript, state) -> bool | None:
+    """Whether the goal is reached now. A goal with SQL is checked off the event loop: its
+    query may run up to its time limit (scoring/goal_sql.py) while other conversations go on."""
+    if goal.success.sql:
+        return (await asyncio.to_thread(goal_status, goal, transcript, state))[0]
+    return goal_status(goal, transcript, state)[0]
 
 
 def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state) -> str:
@@ -133,6 +149,13 @@ def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state) -> 
 def _partial(cell: Cell, turns: list[TurnRecord], initial) -> Transcript:
     return Transcript(cell.persona.id, cell.goal.id, cell.seed, cell.repetition, tuple(turns),
                       "", initial_state=initial)
+
+
+def _unexpected(exc: BaseException) -> dict:
+    """Evidence of an exception no adapter turned into a fault (MemoryError, a RecursionError on
+    a reply, a bug the reply set off in simrun): kept with its traceback, so that it can be fixed."""
+    return {"kind": "unexpected", "message": f"{type(exc).__name__}: {str(exc)[:500]}",
+            "traceback": "".join(traceback.format_exception(exc)[-3:])[-2000:]}
 
 
 def _ms(t0: float) -> float:

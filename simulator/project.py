@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scoring import secrets
 from simulator.adapters.http import HttpRuntime
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
@@ -132,6 +133,7 @@ def expand(value: str, where: str) -> str:
         if m.group(1) not in os.environ:
             raise ConfigError(f"needs the environment variable {m.group(1)}; set it (it is never stored)",
                               field=where)
+        secrets.register(os.environ[m.group(1)])     # whatever the runtime echoes of it is cut out
         return os.environ[m.group(1)]
 
     return _VAR.sub(one, value)
@@ -156,14 +158,18 @@ def runtime_for(plan: Plan):
     """The adapter for the plan's transport. Secrets are read from the environment only here."""
     rt = plan.runtime
     if rt.transport == "python":
-        return PythonRuntime.from_target(rt.target, rt.options)
+        return PythonRuntime.from_target(rt.target, rt.options, max_result_bytes=rt.max_result_bytes)
     env = {k: expand(v, f"runtime.env.{k}") for k, v in rt.env.items()}
     if rt.transport == "http":
         headers = {k: expand(v, f"runtime.headers.{k}") for k, v in rt.headers.items()}
+        for name, value in headers.items():
+            secrets.register_header(name, value)
+        secrets.register_url(rt.url)
         return HttpRuntime(url=rt.url, command=command_list(rt.command), env=env, cwd=rt.cwd,
                            timeout_s=rt.timeout_s, startup_timeout_s=rt.startup_timeout_s, headers=headers,
-                           concurrency=plan.concurrency)
-    return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s)
+                           concurrency=plan.concurrency, max_result_bytes=rt.max_result_bytes)
+    return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s,
+                        max_result_bytes=rt.max_result_bytes)
 
 
 def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None) -> UserBackend:

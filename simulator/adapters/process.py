@@ -20,6 +20,7 @@ from pathlib import Path
 from scoring.errors import RuntimeUnavailable
 
 STDERR_TAIL_LINES = 40
+STDERR_LINE_CHARS = 2000                # a longer line is cut: the tail stays small whatever the child writes
 _live: set[int] = set()
 
 
@@ -41,13 +42,14 @@ def free_port() -> int:
 
 class ManagedProcess:
     def __init__(self, command: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
-                 stdin_pipe: bool = False) -> None:
+                 stdin_pipe: bool = False, line_limit: int = 2**24) -> None:
         if not command:
             raise RuntimeUnavailable("runtime.command is empty; give the program and its arguments as a list")
         self.command = list(command)
         self.env = {**os.environ, **(env or {})}
         self.cwd = cwd
         self.stdin_pipe = stdin_pipe
+        self.line_limit = line_limit        # the longest stdout line the stdio transport may read
         self.proc: asyncio.subprocess.Process | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._drain: asyncio.Task | None = None
@@ -71,7 +73,7 @@ class ManagedProcess:
                 *self.command, cwd=self.cwd, env=self.env, start_new_session=True,
                 stdin=subprocess.PIPE if self.stdin_pipe else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if self.stdin_pipe else subprocess.DEVNULL,
-                stderr=subprocess.PIPE, limit=2**24)
+                stderr=subprocess.PIPE, limit=self.line_limit)
         except OSError as exc:
             raise RuntimeUnavailable(f"cannot start the runtime {self.command!r}: {exc}") from None
         _live.add(self.proc.pid)
@@ -79,11 +81,19 @@ class ManagedProcess:
         self._drain = asyncio.create_task(self._read_stderr(self.proc))
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        """Keep the last lines of stderr, each cut to STDERR_LINE_CHARS. Read in chunks, not lines:
+        a child that writes a gigabyte without a newline must neither fill simrun's memory nor,
+        with a reader stuck on its line, block on a full pipe."""
+        partial = ""
         while True:
-            line = await proc.stderr.readline()
-            if not line:
+            chunk = await proc.stderr.read(1 << 16)
+            if not chunk:
+                if partial:
+                    self._stderr.append(partial)
                 return
-            self._stderr.append(line.decode("utf-8", "replace"))
+            lines = (partial + chunk.decode("utf-8", "replace")).split("\n")
+            partial = lines.pop()[:STDERR_LINE_CHARS]
+            self._stderr.extend(line[:STDERR_LINE_CHARS] + "\n" for line in lines[-STDERR_TAIL_LINES:])
 
     async def exited(self, within_s: float) -> bool:
         """Whether the process has ended, waiting up to `within_s` for its exit to be seen."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from scoring import secrets
 from scoring.errors import ConfigError
 from simulator.pricing import Usage
 from simulator.users.prompt import ACTION_SCHEMA
@@ -49,6 +50,7 @@ def api_key(provider: str, offline: bool = False) -> str:
     if not key:
         raise ConfigError(f"the {provider} user backend needs an API key: set {variable} "
                           "(for an OpenAI-compatible server that needs none, any value will do)", field="--user")
+    secrets.register(key)     # an error body that quotes it must not carry it into the store
     return key
 
 

@@ -70,7 +70,7 @@ class ScriptedSession:
         self.asked_once = False      # for question and probe steps
         self.correction: tuple[str, Step, dict[str, Any]] | None = None
         self.corrected: set[int] = set()
-        self.seen_offers: list[str] = []     # offers shown before the last turn
+        self.seen_offers: dict[str, None] = {}   # offers shown before the last turn, in order (a set with order)
         self._current_offers: set[str] = set()
         self.seen_kinds: dict[str, dict] = {}   # offer id -> {operation, record}
         self._streams: dict[str, random.Random] = {}
@@ -116,7 +116,7 @@ class ScriptedSession:
             turn = self._simulator_fault(turn)
         if last is not None and last.result is not None:
             offers = shown(last.result).offers
-            self.seen_offers.extend(o for o in offers if o not in self.seen_offers)
+            self.seen_offers.update(dict.fromkeys(offers))
             self.seen_kinds.update(offers)
         return turn
 
