@@ -1,9 +1,11 @@
 """A runtime's child process: started without a shell, watched, and never left behind.
 
-The child runs in its own process group, so stopping it stops whatever it started too. Its
-stderr is kept as a bounded tail: the evidence a `runtime_error` carries. `stop` is called by
-the adapter's `aclose` (after a run, and after Ctrl-C through the runner's `finally`); an
-`atexit` hook is the last resort for an interpreter that exits any other way.
+The child runs under a small supervisor (`supervisor.py`) in its own process group, so stopping
+it stops whatever it started too. Its stderr is kept as a bounded tail: the evidence a
+`runtime_error` carries. `stop` is called by the adapter's `aclose` (after a run, and after
+Ctrl-C or SIGTERM through the runner's `finally`); an `atexit` hook covers an interpreter that
+exits any other way; and when simrun is killed outright (kill -9, the OOM killer), the
+supervisor sees the end of the pipe only simrun held open, and stops the group itself.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ import atexit
 import collections
 import os
 import signal
+import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 from scoring.errors import RuntimeUnavailable
 
 STDERR_TAIL_LINES = 40
 STDERR_LINE_CHARS = 2000                # a longer line is cut: the tail stays small whatever the child writes
+SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 _live: set[int] = set()
 
 
@@ -31,6 +36,12 @@ def _kill_leftovers() -> None:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def _runnable(program: str, cwd: str | None) -> bool:
+    """A program named by a path (relative to the runtime's folder) that can be run."""
+    path = Path(cwd or ".") / program if not Path(program).is_absolute() else Path(program)
+    return os.sep in program and path.is_file() and os.access(path, os.X_OK)
 
 
 def free_port() -> int:
@@ -53,6 +64,7 @@ class ManagedProcess:
         self.proc: asyncio.subprocess.Process | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._drain: asyncio.Task | None = None
+        self._watch: int | None = None       # the write end of the supervisor's pipe
 
     @property
     def alive(self) -> bool:
@@ -68,14 +80,25 @@ class ManagedProcess:
     async def start(self) -> None:
         if self.cwd is not None and not Path(self.cwd).is_dir():
             raise RuntimeUnavailable(f"runtime.cwd {self.cwd!r} is not a folder")
+        program = self.command[0]
+        if shutil.which(program, path=self.env.get("PATH")) is None and not _runnable(program, self.cwd):
+            raise RuntimeUnavailable(f"cannot start the runtime {self.command!r}: no program {program!r} "
+                                     "(not on PATH, or not executable)")
+        # Only simrun holds the write end; the supervisor watches the read end for its close.
+        self._close_watch()
+        watch, self._watch = os.pipe()
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *self.command, cwd=self.cwd, env=self.env, start_new_session=True,
+                sys.executable, "-I", "-S", SUPERVISOR, str(watch), *self.command, pass_fds=(watch,),
+                cwd=self.cwd, env=self.env, start_new_session=True,
                 stdin=subprocess.PIPE if self.stdin_pipe else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if self.stdin_pipe else subprocess.DEVNULL,
                 stderr=subprocess.PIPE, limit=self.line_limit)
         except OSError as exc:
+            os.close(self._watch)
             raise RuntimeUnavailable(f"cannot start the runtime {self.command!r}: {exc}") from None
+        finally:
+            os.close(watch)
         _live.add(self.proc.pid)
         self._stderr.clear()
         self._drain = asyncio.create_task(self._read_stderr(self.proc))
@@ -94,6 +117,11 @@ class ManagedProcess:
             lines = (partial + chunk.decode("utf-8", "replace")).split("\n")
             partial = lines.pop()[:STDERR_LINE_CHARS]
             self._stderr.extend(line[:STDERR_LINE_CHARS] + "\n" for line in lines[-STDERR_TAIL_LINES:])
+
+    def _close_watch(self) -> None:
+        if self._watch is not None:
+            os.close(self._watch)
+            self._watch = None
 
     async def exited(self, within_s: float) -> bool:
         """Whether the process has ended, waiting up to `within_s` for its exit to be seen."""
@@ -127,6 +155,7 @@ class ManagedProcess:
         except (ProcessLookupError, PermissionError):
             pass
         _live.discard(proc.pid)
+        self._close_watch()
         if self._drain is not None:
             self._drain.cancel()
             self._drain = None
