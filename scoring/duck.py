@@ -1,7 +1,9 @@
-"""Small DuckDB helpers for the store: bulk inserts, with secrets cut out of every string."""
+"""Small DuckDB helpers for the store: transactions, and bulk inserts with secrets cut out of
+every string."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import duckdb
@@ -26,3 +28,18 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list) -> None:
         con.execute(f"INSERT INTO {table} SELECT * FROM {name}")
     finally:
         con.unregister(name)
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection):
+    """All of it or nothing. When COMMIT itself fails (a full disk), DuckDB has already ended the
+    transaction, and ROLLBACK would fail too, with a message ("no transaction is active") that
+    would hide the one that matters: so the first error is the one raised."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise

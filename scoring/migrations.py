@@ -6,6 +6,7 @@ written by a newer simrun (a version this code does not know) is refused, not gu
 
 from __future__ import annotations
 
+from scoring.duck import transaction
 from scoring.errors import StoreError
 
 MIGRATIONS: list[tuple[int, str, str]] = [
@@ -136,12 +137,7 @@ def migrate(con) -> int:
     for version, name, sql in MIGRATIONS:
         if version in applied:
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(sql)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
     return newest

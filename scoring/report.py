@@ -14,6 +14,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from scoring import charts
 from scoring import rates as R
+from scoring.errors import SimrunError
+from scoring.run_ids import checked_run_id
 from scoring.scorer import GUARANTEES
 from scoring.store import Store
 
@@ -95,11 +97,23 @@ def build_report(store: Store, run_id: str | None, out_dir: Path | str = "report
     context = report_context(store, run_id, baseline=baseline, gate_settings=gate_settings)
     env = _env(user_templates)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{context['run']['run_id']}.html"
-    path.write_text(env.get_template("report.html").render(**context), encoding="utf-8")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimrunError(f"cannot create the reports folder {out_dir}: {exc.strerror or exc}") from None
+    # The id comes from the database, which may have been crafted: it names a file only once
+    # it is known to be one simrun made, so that it cannot lead out of the reports folder.
+    path = out_dir / f"{checked_run_id(context['run']['run_id'], store.path)}.html"
+    _write(path, env.get_template("report.html").render(**context))
     build_index(store, out_dir, env)
     return path
+
+
+def _write(path: Path, html: str) -> None:
+    try:
+        path.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise SimrunError(f"cannot write the report {path}: {exc.strerror or exc}") from None
 
 
 def build_index(store: Store, out_dir: Path, env: Environment | None = None) -> Path:
@@ -111,5 +125,5 @@ def build_index(store: Store, out_dir: Path, env: Environment | None = None) -> 
     html = (env or _env()).get_template("index.html").render(runs=list(reversed(runs)), trends=rows,
                                                              reports=reports)
     path = out_dir / "index.html"
-    path.write_text(html, encoding="utf-8")
+    _write(path, html)
     return path

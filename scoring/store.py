@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import json
 from dataclasses import dataclass
 from decimal import Decimal
@@ -17,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from scoring.duck import insert_rows
+from scoring.duck import insert_rows, transaction
 from scoring.migrations import migrate
 from scoring.scorer import kind_of
 from scoring.secrets import redact
@@ -38,6 +39,18 @@ class Finished:
     duration_s: float
     cost_usd: Decimal = Decimal(0)
     model_calls: tuple[dict, ...] = ()
+
+
+def _writes(method):
+    """A write that fails (a full disk, a read-only file) is one line that says so, and why."""
+    @functools.wraps(method)
+    def writing(self: "Store", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except duckdb.Error as exc:
+            reason = str(exc).splitlines()[0].removeprefix("TransactionContext Error: ")
+            raise StoreError(f"{self.path}: cannot write to the database: {reason}") from None
+    return writing
 
 
 def _json(value: Any) -> str | None:
@@ -63,7 +76,26 @@ class Store:
             hint = ("another process is writing to it; wait for it to finish, or pass another --db"
                     if "lock" in first.lower() else "is it a DuckDB file? Pass another --db")
             raise StoreError(f"{self.path}: cannot open the database ({first}); {hint}") from None
-        migrate(self.con)
+        try:
+            migrate(self.con)
+        except duckdb.Error as exc:
+            self.con.close()
+            raise StoreError(f"{self.path}: cannot prepare the database: {str(exc).splitlines()[0]}") from None
+        self._refuse_crafted()
+
+    def _refuse_crafted(self) -> None:
+        """simrun writes tables only. A view or a macro in the file was put there by someone else,
+        and would run inside simrun's queries (a view can read local files): refuse such a file
+        rather than read it. CI artifacts and shards to merge are files from elsewhere."""
+        foreign = self.con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary "
+            "UNION ALL SELECT function_name FROM duckdb_functions() WHERE NOT internal "
+            "AND function_type IN ('macro', 'table_macro')").fetchall()
+        if foreign:
+            self.con.close()
+            names = ", ".join(sorted({name for (name,) in foreign}))[:200]
+            raise StoreError(f"{self.path}: the database holds views or macros simrun never writes ({names}); "
+                             "it may have been crafted, so it is not read")
 
     def close(self) -> None:
         self.con.close()
@@ -83,6 +115,7 @@ class Store:
 
     # --- writing ----------------------------------------------------------------------------
 
+    @_writes
     def create_run(self, run_id: str, *, config: dict, dataset_hash: str, dataset: dict,
                    scorer_version: str, simrun_version: str, user_backend: str, runtime: str,
                    seed: int, repetitions: int, budget_usd: Decimal) -> None:
@@ -93,6 +126,7 @@ class Store:
             [run_id, redact(_json(config)), dataset_hash, _json(dataset), scorer_version, simrun_version,
              redact(user_backend), redact(runtime), seed, repetitions, budget_usd])
 
+    @_writes
     def finish_run(self, run_id: str, *, status: str, spent_usd: Decimal, planned: int | None = None) -> None:
         self.con.execute("UPDATE runs SET status = ?, finished_at = now(), spent_usd = ?, "
                          "conversations_planned = coalesce(?, conversations_planned) WHERE run_id = ?",
@@ -112,9 +146,18 @@ class Store:
             raise StoreError(f"{self.path}: every run in it is finished; there is nothing to resume")
         return self.run(row[0])
 
+    @_writes
+    def discard_run(self, run_id: str) -> None:
+        """Remove a run and everything stored with it (an import that could not finish)."""
+        with transaction(self.con) as con:
+            for table in ("model_calls", "checks", "findings", "turns", "conversations", "runs"):
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+    @_writes
     def reopen_run(self, run_id: str) -> None:
         self.con.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE run_id = ?", [run_id])
 
+    @_writes
     def set_identity(self, run_id: str, run_key: str, shard: str | None, planned: int | None = None) -> None:
         self.con.execute("UPDATE runs SET run_key = ?, shard = ?, "
                          "conversations_planned = coalesce(?, conversations_planned) WHERE run_id = ?",
@@ -139,6 +182,7 @@ class Store:
         self.record_many(run_id, [Finished(conversation_id, transcript, scorecard, started_at, duration_s,
                                            Decimal(str(cost_usd)), tuple(model_calls))])
 
+    @_writes
     def record_many(self, run_id: str, finished: list["Finished"]) -> None:
         """Write finished conversations in one transaction: each is stored whole, or not at all.
 
@@ -165,9 +209,7 @@ class Store:
                        c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
                        c["cache_status"], c["request_hash"], now, c["cache_write_tokens"], _json(c["request"]),
                        _json(c["answer"]), _json(c["response"])] for c in f.model_calls]
-        con = self.con
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(self.con) as con:
             insert_rows(con, "conversations (run_id, conversation_id, persona, goal, repetition, seed, end_reason, "
                         "goal_reached, goal_detail, turns, cost_usd, duration_ms, started_at, initial_state, "
                         "final_state, audit, stop, error, loop_end)", conversations)
@@ -177,10 +219,6 @@ class Store:
             insert_rows(con, "model_calls (run_id, conversation_id, turn, backend, model, input_tokens, "
                         "cached_input_tokens, output_tokens, cost_usd, latency_ms, cache_status, request_hash, "
                         "created_at, cache_write_tokens, request, answer, response)", calls)
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
 
     @staticmethod
     def _check_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
@@ -196,23 +234,18 @@ class Store:
         insert_rows(self.con, "checks", self._check_rows(run_id, conversation_id, scorecard))
         insert_rows(self.con, "findings", self._finding_rows(run_id, conversation_id, scorecard))
 
+    @_writes
     def replace_score(self, run_id: str, conversation_id: str, scorecard: Scorecard) -> None:
         """Rescoring: swap a conversation's findings and checks for new ones, atomically."""
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(self.con) as con:
             for table in ("checks", "findings"):
-                self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND conversation_id = ?",
-                                 [run_id, conversation_id])
-            self.con.execute("UPDATE conversations SET goal_reached = ?, goal_detail = ?, end_reason = ? "
-                             "WHERE run_id = ? AND conversation_id = ?",
-                             [scorecard.goal_reached, scorecard.goal_detail, scorecard.end, run_id,
-                              conversation_id])
+                con.execute(f"DELETE FROM {table} WHERE run_id = ? AND conversation_id = ?", [run_id, conversation_id])
+            con.execute("UPDATE conversations SET goal_reached = ?, goal_detail = ?, end_reason = ? "
+                        "WHERE run_id = ? AND conversation_id = ?",
+                        [scorecard.goal_reached, scorecard.goal_detail, scorecard.end, run_id, conversation_id])
             self._write_score(run_id, conversation_id, scorecard)
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
 
+    @_writes
     def replace_scores(self, run_id: str, scorecards: dict[str, Scorecard], *, scorer_version: str) -> None:
         """Rescoring a whole run: every conversation's score and the run's scorer version, atomically.
 
@@ -225,9 +258,7 @@ class Store:
                    check.unverifiable_turns] for cid, card in scorecards.items() for cls, check in card.checks.items()]
         findings = [[run_id, cid, f.turn, f.cls, kind_of(f.cls), f.detail, _json(f.evidence)]
                     for cid, card in scorecards.items() for f in card.findings]
-        con = self.con
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(self.con) as con:
             for table in ("checks", "findings"):
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
             con.execute("CREATE TEMP TABLE rescored (conversation_id VARCHAR, goal_reached BOOLEAN, "
@@ -242,10 +273,6 @@ class Store:
             con.execute("DROP TABLE rescored")
             con.execute("UPDATE runs SET scorer_version = ?, rescored_at = now(), rescored_from = ? "
                         "WHERE run_id = ?", [scorer_version, previous, run_id])
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
 
     # --- reading ----------------------------------------------------------------------------
 
