@@ -21,6 +21,10 @@ from scoring.store import Store
 
 TEMPLATES = Path(__file__).parent / "templates"
 MEMBERS_SHOWN = 300
+# What one turn may put in the report, whatever the runtime sent: each text cut to TEXT_CHARS,
+# each list (offers, card actions, receipts) to ITEMS_SHOWN, each with what was left out counted.
+TEXT_CHARS = 2000
+ITEMS_SHOWN = 20
 
 
 def _env(user_templates: Path | None = None) -> Environment:
@@ -30,10 +34,17 @@ def _env(user_templates: Path | None = None) -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"
     env.filters["anchor"] = lambda s: re.sub(r"[^A-Za-z0-9_-]", "-", str(s))
+    env.filters["clip"] = _clip
+    env.globals["ITEMS_SHOWN"] = ITEMS_SHOWN
     from scoring.gate import delta_text, method_text
 
     env.globals.update(delta_text=delta_text, method_text=method_text)
     return env
+
+
+def _clip(value, limit: int = TEXT_CHARS) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
 def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: int = 3,

@@ -219,4 +219,14 @@ gate_cli.register(app)
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except OSError as exc:
+        # A file the command had to read or write (a folder it may not write to, a full disk):
+        # the user's to fix, so one line, not a traceback. Exit 1 stays "a guarantee broke".
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_line(f"error: {where}{exc.strerror or exc}")
+        raise SystemExit(2) from None
+    except duckdb.Error as exc:
+        err_line(f"error: the database could not be read: {str(exc).splitlines()[0]}")
+        raise SystemExit(2) from None

@@ -35,6 +35,7 @@ EXPECTED = {"nested": ("malformed", "nested too deep"), "huge": ("too_large", "b
             "echo": ("http_status", "answered HTTP 500")}
 STDIO_EXPECTED = {**EXPECTED, "echo": ("error", "turn failed: refused")}
 PEAK_RSS_MB = 600       # simrun itself; the demo alone peaks near 150 MB
+REPORT_BOUND = 1_500_000    # bytes; the demo's own report is about 0.5 MB
 MAX_RESULT_BYTES = 8 * 1024 * 1024   # room for 100,000 offers (5.8 MB); the 50 MB answers are cut
 
 
@@ -113,6 +114,10 @@ def test_each_attack_costs_one_conversation_and_leaks_nothing(project, transport
         assert end == "runtime_error" and error["kind"] == kind and says in error["message"], (cid, ends[cid])
     others = {cid: v for cid, v in ends.items() if cid not in ATTACKS}
     assert all(end == "goal_reached" and reached for end, reached, _ in others.values()), others
+
+    # The report stays small, whatever the runtime sent (100,000 offers, a 50 MB reply).
+    sizes = {p.name: p.stat().st_size for p in (project / "reports").glob("r*.html")}
+    assert sizes and max(sizes.values()) < REPORT_BOUND, sizes
 
     # The secret is nowhere: not in the database (its bytes and its tables), the reports, the output.
     outputs = {"stdout": out, "stderr": err, "database file": db.read_bytes(),

@@ -59,3 +59,32 @@ def test_a_reply_with_100000_offers_never_holds_the_loop_past_the_bound(demo, mo
     assert conversation.scorecard.checks["dead_end"].checked_turns >= 1
     print(f"longest stall {max(lags):.3f} s over {len(conversation.transcript.turns)} turns")
     assert max(lags) < LAG_BOUND_S, f"the loop was held for {max(lags):.3f} s"
+
+
+def test_the_report_embeds_a_bounded_amount_per_turn_whatever_the_reply(demo, tmp_path):
+    from simulator.adapters.python import PythonRuntime
+    from scoring.report import build_report
+    from scoring.store import Store
+    from simulator.runner import run_matrix
+    from tripdesk import TripDesk
+    from decimal import Decimal
+
+    class Flood(TripDesk):
+        """TripDesk, with a 500 KB reply and 100,000 offers in every turn."""
+
+        def turn(self, session, payload):
+            result = super().turn(session, payload)
+            result["reply"] = "z" * 500_000 + result["reply"]
+            result["next_steps"] = [*(result.get("next_steps") or []),
+                                    *({"id": f"x{i}", "operation": "noop"} for i in range(100_000))]
+            return result
+
+    small = type(demo)(demo.personas[:1], demo.goals[:2], demo.hash, demo.item_hashes)
+    with Store(tmp_path / "s.duckdb") as store:
+        result = asyncio.run(run_matrix(small, PythonRuntime(Flood(), max_result_bytes=64 << 20), ScriptedUser(),
+                                        store, repetitions=1, seed=1, budget=Decimal(0)))
+        turns = store.con.execute("SELECT count(*) FROM turns").fetchone()[0]
+        path = build_report(store, result.run_id, tmp_path / "reports")
+    assert turns >= 2
+    per_turn = path.stat().st_size / turns
+    assert per_turn < 12_000, f"{per_turn:.0f} bytes per turn"      # the README says about 8 KB
