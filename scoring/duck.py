@@ -9,7 +9,7 @@ import itertools
 import duckdb
 import pandas as pd
 
-from scoring.secrets import redact
+from scoring import secrets
 
 _names = itertools.count()
 
@@ -20,7 +20,8 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list) -> None:
     if not rows:
         return
     # Every string bound for the database passes here: a secret a runtime echoed is cut out.
-    rows = [[redact(v) if isinstance(v, str) else v for v in row] for row in rows]
+    if secrets.active():
+        rows = [[secrets.redact(v) if isinstance(v, str) else v for v in row] for row in rows]
     name = f"_rows_{next(_names)}"
     frame = pd.DataFrame(rows, columns=[f"c{i}" for i in range(len(rows[0]))], dtype=object)
     con.register(name, frame)

@@ -55,6 +55,11 @@ def forget_all() -> None:
         _pattern = None
 
 
+def active() -> bool:
+    """Whether any secret is known (when none is, nothing needs to be searched)."""
+    return _pattern is not None
+
+
 def redact(text: str) -> str:
     pattern = _pattern
     if pattern is None or not isinstance(text, str):

@@ -116,15 +116,32 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
         turns=tuple(turns), end=end, initial_state=initial, final_state=final, audit=audit,
         stop=stop, error=error)
     calls = tuple(getattr(talker, "calls", ())) if talker is not None else ()
-    # Off the event loop: scoring is linear in the transcript, and one runtime's 100,000-offer
-    # reply must not hold up every other conversation in flight while it is scored.
-    scorecard = await asyncio.to_thread(score, transcript, goal, persona)
+    # Scoring is linear in the transcript. A large one (a runtime's 100,000-offer reply) is scored
+    # off the event loop, so that it does not hold up every other conversation in flight; an
+    # ordinary one is scored here, where the hop to a thread would cost more than the scoring.
+    if _weight(transcript) > OFF_LOOP_ITEMS:
+        scorecard = await asyncio.to_thread(score, transcript, goal, persona)
+    else:
+        scorecard = score(transcript, goal, persona)
     return Conversation(cell, transcript, scorecard, started,
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
 
 
 def as_json_setup(goal: Goal) -> dict:
     return json.loads(canonical_json(goal.setup))
+
+
+OFF_LOOP_ITEMS = 5_000
+
+
+def _weight(transcript: Transcript) -> int:
+    """What the checks walk: the offers, mentions, receipts, records and events of every turn."""
+    items = 0
+    for turn in transcript.turns:
+        for part in (turn.result or {}).get("next_steps"), (turn.result or {}).get("mentions"), \
+                (turn.result or {}).get("receipts"), (turn.state or {}).get("records"), (turn.state or {}).get("events"):
+            items += len(part) if isinstance(part, (list, dict)) else 0
+    return items
 
 
 async def _reached(goal: Goal, transcript: Transcript, state) -> bool | None:
