@@ -7,7 +7,7 @@ A goal's success is three kinds of check, all of which must hold:
     events(id VARCHAR, turn INTEGER, operation VARCHAR, record VARCHAR, status VARCHAR,
            offer VARCHAR, reason VARCHAR, arguments JSON)
 - answered questions: the question was asked, not answered 'unavailable', and the reply
-  carries the value the store held at that turn.
+  carries the value the store held at that turn, in any form `scoring.answers` accepts.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
-import re
 import threading
 
 import duckdb
 
 from scoring.evidence import MISSING, lookup
-from scoring.progress import resolve_question_record, same_value
+from scoring.answers import carries
+from scoring.progress import asked_questions, resolve_question_record, same_value
 from scoring.transcript import Transcript
 from scoring.dataset import Goal
 
@@ -111,11 +111,15 @@ def _record_holds(goal: Goal, check, records: dict) -> bool:
 
 
 def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
-    """None if the question was answered with the store's value, else why not."""
+    """None if the question was answered with the store's value, else why not.
+
+    Asked: a turn tagged with the question's step, or whose words match it. Answered: the
+    reply carries the value the store held after that turn, in any form scoring.answers
+    accepts, and does not say the answer is unavailable."""
     question = next(q for q in goal.questions if q.id == qid)
     why = "it was never asked"
     for turn in transcript.turns:
-        if turn.result is None or not re.search(question.match, turn.user.text or "", re.I):
+        if turn.result is None or question not in asked_questions(goal, turn.user):
             continue
         if turn.result.get("answer") == "unavailable" or turn.state is None:
             why = "the reply said it was unavailable" if turn.state is not None else "no store to check"
@@ -126,8 +130,7 @@ def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
             why = (f"the store has no field {question.field!r} in that record" if record
                    else "the store has no record it names")
             continue
-        # The value as a whole token: a store holding 2 is not answered by "12 bags".
-        if re.search(rf"(?<![\w.-]){re.escape(str(value))}(?![\w-]|\.\d)", str(turn.result.get("reply", ""))):
+        if carries(str(turn.result.get("reply", "")), value, goal.date_order):
             return None
         why = f"no reply carried the store's value {value!r}"
     return why
