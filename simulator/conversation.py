@@ -86,20 +86,31 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
             t0 = time.perf_counter()
             try:
                 result = await runtime.turn(session, user_turn.payload())
-                final = await runtime.state(session)
             except RuntimeFault as fault_:
                 turns.append(TurnRecord(index, user_turn, None, None, _ms(t0)))
                 end, error = "runtime_error", {**fault_.evidence, "turn": index}
                 break
-            turns.append(TurnRecord(index, user_turn, result, final, _ms(t0)))
+            latency = _ms(t0)
+            try:
+                final = await runtime.state(session)
+            except RuntimeFault as fault_:
+                # The reply came: it is evidence, kept, though the store could not be read.
+                turns.append(TurnRecord(index, user_turn, result, None, latency))
+                end, error = "runtime_error", {**fault_.evidence, "turn": index}
+                break
+            turns.append(TurnRecord(index, user_turn, result, final, latency))
             reached, _ = goal_status(goal, _partial(cell, turns, initial), final)
             if reached:
                 end = "goal_reached"
                 break
-        if end != "runtime_error":
+        if end == "runtime_error":
+            final, audit = await _evidence_after_error(runtime, session, final, error)
+        else:
             audit = await runtime.audit(session)
     except RuntimeFault as fault_:
         end, error = "runtime_error", {**fault_.evidence, "turn": len(turns) or None}
+        if session is not None:
+            final, audit = await _evidence_after_error(runtime, session, final, error)
     finally:
         if session is not None:
             try:
@@ -109,10 +120,32 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     transcript = Transcript(
         persona=persona.id, goal=goal.id, seed=cell.seed, repetition=cell.repetition,
         turns=tuple(turns), end=end, initial_state=initial, final_state=final, audit=audit,
-        stop=stop, error=error)
+        stop=stop, error=error, session_id=None if session is None else str(session))
     calls = tuple(getattr(talker, "calls", ())) if talker is not None else ()
     return Conversation(cell, transcript, score(transcript, goal, persona), started,
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
+
+
+async def _evidence_after_error(runtime: RuntimeAdapter, session: str, final, error: dict):
+    """(store, audit) read after a runtime_error, while the runtime still answers; the error's
+    evidence says what could be read. A runtime that hung, or whose server died, is not asked:
+    its audit stays None, and audit_gap UNVERIFIABLE, as for any runtime gone."""
+    if error.get("kind") in ("timeout", "connection", "exited") or error.get("collateral"):
+        error["read_after"] = "nothing: the runtime no longer answers"
+        return final, None
+    read, audit = [], None
+    try:
+        state = await runtime.state(session)
+        if state is not None:
+            final = state
+            read.append("the store")
+        audit = await runtime.audit(session)
+        if audit is not None:
+            read.append("the audit stream")
+    except RuntimeFault as fault:
+        read.append(f"then it failed again: {fault}")
+    error["read_after"] = ", ".join(read) or "nothing: the runtime keeps neither store nor audit"
+    return final, audit
 
 
 def as_json_setup(goal: Goal) -> dict:

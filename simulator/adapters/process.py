@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 from scoring.errors import RuntimeUnavailable
@@ -30,6 +31,18 @@ def _kill_leftovers() -> None:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+class SessionId(str):
+    """A runtime's session id, as the runtime wrote it, that also knows which start of the
+    process holds it: a server started again may hand out the same ids to new sessions."""
+
+    generation: int
+
+    def __new__(cls, sid: str, generation: int) -> "SessionId":
+        obj = super().__new__(cls, sid)
+        obj.generation = generation
+        return obj
 
 
 def free_port() -> int:
@@ -51,6 +64,8 @@ class ManagedProcess:
         self.proc: asyncio.subprocess.Process | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._drain: asyncio.Task | None = None
+        self.generation = 0                 # how many times it was started: sessions belong to one
+        self.down_since: float | None = None   # when this generation was first known to be dead
 
     @property
     def alive(self) -> bool:
@@ -76,14 +91,35 @@ class ManagedProcess:
             raise RuntimeUnavailable(f"cannot start the runtime {self.command!r}: {exc}") from None
         _live.add(self.proc.pid)
         self._stderr.clear()
+        self.generation += 1
+        self.down_since = None
         self._drain = asyncio.create_task(self._read_stderr(self.proc))
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         while True:
             line = await proc.stderr.readline()
             if not line:
-                return
+                break
             self._stderr.append(line.decode("utf-8", "replace"))
+        await proc.wait()
+        if proc is self.proc:
+            self.mark_down()
+
+    def mark_down(self, at: float | None = None) -> None:
+        """Note that this generation is dead, no later than `at` (perf_counter; default now)."""
+        at = time.perf_counter() if at is None else at
+        self.down_since = at if self.down_since is None else min(self.down_since, at)
+
+    def session(self, sid: str) -> SessionId:
+        return SessionId(sid, self.generation)
+
+    def collateral(self, sent_at: float, generation: int | None = None) -> bool:
+        """Whether a request sent at `sent_at` (perf_counter), for a session of `generation`,
+        failed only because the process had died before it: in another conversation's request,
+        or before this session's process was replaced by a new one."""
+        if generation is not None and generation != self.generation:
+            return True
+        return self.down_since is not None and sent_at > self.down_since
 
     async def exited(self, within_s: float) -> bool:
         """Whether the process has ended, waiting up to `within_s` for its exit to be seen."""
