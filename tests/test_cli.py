@@ -186,3 +186,27 @@ def test_show_lists_findings_by_class_with_conversations_and_session_ids(cli, pr
     assert cli("report", "latest").exit_code == 0
     html = next((project / "reports").glob("r*.html")).read_text()
     assert "runtime session <code>s-" in html
+
+
+def test_a_started_runtime_runs_in_the_folder_of_simrun_toml_whatever_the_shells(project, tmp_path, monkeypatch):
+    rt = project / "rt"
+    rt.mkdir()
+    (rt / "desk.py").write_text(f"import sys\nsys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+                                "from tripdesk.stdio import main\nmain()\n")
+    launcher = rt / "run"
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} rt/desk.py \"$@\"\n")   # relative to its folder
+    launcher.chmod(0o755)
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('transport = "python"', 'transport = "stdio"').replace(
+        'target = "tripdesk:TripDesk"   # the bundled reference runtime', 'command = "./rt/run"'))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = CliRunner().invoke(app, ["validate", "--config", str(toml)])
+    assert result.exit_code == 0, result.output
+    assert "runtime tripdesk" in result.output
+    # An explicit relative cwd is relative to simrun.toml too.
+    toml.write_text(toml.read_text().replace('command = "./rt/run"', 'command = "./run"\ncwd = "rt"'))
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} desk.py \"$@\"\n")
+    result = CliRunner().invoke(app, ["validate", "--config", str(toml)])
+    assert result.exit_code == 0, result.output
