@@ -76,6 +76,7 @@ class Event(_Wire):
     status: Literal["committed", "refused"]
     offer: str | None = None
     reason: str | None = None
+    arguments: dict[str, Any] | None = None
 
 
 class State(_Wire):
