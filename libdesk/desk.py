@@ -157,7 +157,7 @@ class Patron:
             return self._answer(r, out)
         if r.command is not None:
             return self._request(r, out)
-        if self.draft is not None and self._fill(self.draft, r, text):
+        if self.draft is not None and self._fill(self.draft, r):
             if self.faults.fire("loop"):
                 self.draft.args.pop(self.draft.asking, None)
                 out.loop = True
@@ -170,29 +170,31 @@ class Patron:
     def _request(self, r, out: Out) -> None:
         """A command asked for in words: the pending draft goes on if it is the same command on the
         same record; anything else starts anew."""
-        kind = KIND_OF[r.command]
-        named = next((self.catalogue.titled(kind, t) for t in r.titles if self.catalogue.titled(kind, t)), None)
+        named = self._named(KIND_OF[r.command], r)
         draft = self.draft
         if not (draft and draft.operation == r.command and named in (None, draft.args.get("record"))):
             draft = self.draft = Draft(r.command)
             self.card = None
         if named and r.command != "place_hold":
             draft.args["record"] = named
-        self._fill(draft, r, r.text)
+        self._fill(draft, r)
         same = [b for b in self.shown.values() if b.operation == r.command and b.record == draft.args.get("record")]
         if len(same) == 1:
             out.taken = same[0].id
             draft.offer, draft.fresh, draft.stale = same[0].id, True, False
         self._advance(draft, out)
 
-    def _fill(self, draft: Draft, r, text: str) -> list[str]:
+    def _named(self, kind: str, r) -> str | None:
+        """The first record of this kind whose title the message names."""
+        return next((rid for t in r.titles for rid in [self.catalogue.titled(kind, t)] if rid), None)
+
+    def _fill(self, draft: Draft, r) -> list[str]:
         """Put what the message gives into the draft; the names filled."""
         filled = []
         if "record" not in draft.args and draft.operation != "place_hold":
-            kind = KIND_OF[draft.operation]
-            named = [self.catalogue.titled(kind, t) for t in r.titles if self.catalogue.titled(kind, t)]
+            named = self._named(KIND_OF[draft.operation], r)
             if named:
-                draft.args["record"] = named[0]
+                draft.args["record"] = named
                 filled.append("record")
         if draft.operation == "renew" and r.weeks is not None:
             draft.args["weeks"] = r.weeks
@@ -201,7 +203,7 @@ class Patron:
             draft.args["branch"] = r.branch
             filled.append("branch")
         if draft.operation == "place_hold" and "title" not in draft.args:
-            title = r.new_title or (self._bare_title(text) if draft.asking == "title" else None)
+            title = r.new_title or (self._bare_title(r.text) if draft.asking == "title" else None)
             if title:
                 draft.args["title"] = title
                 filled.append("title")
@@ -218,7 +220,7 @@ class Patron:
         if not values:
             return False
         if self.draft is not None and any(k in NEEDS[self.draft.operation] for k in values):
-            self._fill(self.draft, r, r.text)
+            self._fill(self.draft, r)
             self._advance(self.draft, out)
             return True
         if self.last_done is None:
@@ -314,8 +316,8 @@ class Patron:
 
     def _answer(self, r, out: Out) -> None:
         kind = "loan" if r.topic in ("due", "renewals") else "hold"
-        named = [rid for t in r.titles for rid in [self.catalogue.titled(kind, t)] if rid]
-        records = named or self.catalogue.of_kind(kind)
+        named = self._named(kind, r)
+        records = [named] if named else self.catalogue.of_kind(kind)
         if r.topic == "other" or not records:
             out.lines.append("I can tell you when loans are due, how often they can be renewed, and where and "
                              "when holds can be collected.")

@@ -43,8 +43,9 @@ class Reference:
     runtime_class: type
     dataset: str                                   # the fixture with its personas and goals
     class_of: dict[str, str]                       # fault -> the class it shows as
-    # Faults that can show in few conversations, run over more (persona or None for all, repetitions).
-    scope: dict[str, tuple[str | None, int]] = field(default_factory=dict)
+    # Faults that can show in few conversations, run where they can, over more repetitions:
+    # (persona or None for all, goal or None for all, repetitions).
+    scope: dict[str, tuple[str | None, str | None, int]] = field(default_factory=dict)
     isolated: bool = False                         # a fault alone moves no other class
 
     def truth(self, run: DemoRun, cls: str) -> set[tuple[str, str, int]]:
@@ -77,11 +78,12 @@ REFERENCES = (
     # A stale click needs the one persona that makes them, a dropped refusal the one goal that
     # needs a refusal, a wrong record a write through an offer while another trip exists.
     Reference("tripdesk", TripDesk, "demo", TRIPDESK_CLASS_OF, isolated=True,
-              scope={"stale_click": ("clicky-cleo", 50), "drop_refusal": (None, 5), "wrong_record": (None, 5)}),
+              scope={"stale_click": ("clicky-cleo", None, 50), "drop_refusal": (None, "passport-refusal", 5),
+                     "wrong_record": (None, None, 5)}),
     # A stale click needs the persona that makes them, a card or a refusal the one goal with one.
     Reference("libdesk", LibDesk, "library", LIBDESK_FAULTS,
-              scope={"stale_click": ("thumbs-tess", 60), "card_not_actionable": (None, 8),
-                     "drop_refusal": (None, 8)}),
+              scope={"stale_click": ("thumbs-tess", None, 60), "card_not_actionable": (None, "cancel-hold", 8),
+                     "drop_refusal": (None, "privacy-probe", 8)}),
 )
 BY_NAME = {ref.name: ref for ref in REFERENCES}
 _runs: dict[tuple, DemoRun] = {}
@@ -89,17 +91,18 @@ _runs: dict[tuple, DemoRun] = {}
 
 def run_of(ref: Reference, dataset: Dataset, faults: dict[str, float], repetitions: int) -> DemoRun:
     """One run per (runtime, matrix, faults), shared by the tests that read it."""
-    key = (ref.name, tuple(p.id for p in dataset.personas), repetitions, tuple(sorted(faults.items())))
+    key = (ref.name, tuple(p.id for p in dataset.personas), tuple(g.id for g in dataset.goals), repetitions,
+           tuple(sorted(faults.items())))
     if key not in _runs:
         _runs[key] = run_demo(dataset, faults=faults, repetitions=repetitions, runtime_class=ref.runtime_class)
     return _runs[key]
 
 
 def scoped(ref: Reference, dataset: Dataset, fault: str | None) -> tuple[Dataset, int]:
-    persona, repetitions = ref.scope.get(fault, (None, DEMO_REPETITIONS))
-    if persona is not None:
-        dataset = Dataset((dataset.persona(persona),), dataset.goals, dataset.hash, dataset.item_hashes)
-    return dataset, repetitions
+    persona, goal, repetitions = ref.scope.get(fault, (None, None, DEMO_REPETITIONS))
+    personas = (dataset.persona(persona),) if persona else dataset.personas
+    goals = (dataset.goal(goal),) if goal else dataset.goals
+    return Dataset(personas, goals, dataset.hash, dataset.item_hashes), repetitions
 
 
 def clean(ref: Reference, dataset: Dataset, repetitions: int) -> DemoRun:
