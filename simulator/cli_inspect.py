@@ -101,7 +101,9 @@ def register(app: typer.Typer) -> None:
             if f["turn"] is None:
                 out.print(f"! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
         if t.error:
-            out.print(f"error: {t.error.get('message')}", style="red", highlight=False, markup=False)
+            collateral = " (collateral: the runtime went down in another conversation)" if t.error.get("collateral") else ""
+            read = f"; read after it: {t.error['read_after']}" if t.error.get("read_after") else ""
+            out.print(f"error: {t.error.get('message')}{collateral}{read}", style="red", highlight=False, markup=False)
 
 
     def _list_run(store: Store, run_id: str, cls: str | None) -> None:

@@ -183,6 +183,8 @@ def test_show_lists_findings_by_class_with_conversations_and_session_ids(cli, pr
 
     one = cli("show", "latest", cid)
     assert one.exit_code == 0 and f"runtime session {sessions[cid]}" in one.output
+    crash = cli("show", "latest", sorted(crashed)[0])
+    assert "read after it: the store, the audit stream" in crash.output
     assert cli("report", "latest").exit_code == 0
     html = next((project / "reports").glob("r*.html")).read_text()
     assert "runtime session <code>s-" in html
