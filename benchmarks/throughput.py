@@ -17,7 +17,6 @@ overhead) and the mean runtime turn (turn and state requests); CPU is per model 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import heapq
 import os
 import subprocess

@@ -80,6 +80,7 @@ class Record(_Model):
     audit: list[dict[str, Any]] | None = None
     stop: RecordedUserTurn | None = None
     error: dict[str, Any] | None = None
+    session_id: str | None = Field(None, description="The runtime's own session id, for its logs.")
     started_at: dt.datetime | None = None
     duration_ms: float = Field(0.0, ge=0)
     cost_usd: float = Field(0.0, ge=0)
@@ -146,7 +147,7 @@ def item_of(conversation_id: str, t: Transcript, row: dict[str, Any]) -> dict[st
             "turns": [{"index": turn.index, "user": turn.user.to_json(), "result": turn.result,
                        "state": turn.state, "latency_ms": turn.latency_ms} for turn in t.turns],
             "initial_state": t.initial_state, "final_state": t.final_state, "audit": t.audit,
-            "stop": t.stop.to_json() if t.stop else None, "error": t.error,
+            "stop": t.stop.to_json() if t.stop else None, "error": t.error, "session_id": t.session_id,
             "started_at": started.isoformat() if started else None,
             "duration_ms": float(row.get("duration_ms") or 0), "cost_usd": float(row.get("cost_usd") or 0),
         },
@@ -244,7 +245,7 @@ def transcript_of(item: Item, where: str) -> Transcript:
         r = item.record
         turns = tuple(TurnRecord(t.index, _user(t.user), t.result, t.state, t.latency_ms) for t in r.turns)
         return Transcript(item.persona, item.goal, item.seed, item.repetition, turns, r.end, r.initial_state,
-                          r.final_state, r.audit, _user(r.stop) if r.stop else None, r.error)
+                          r.final_state, r.audit, _user(r.stop) if r.stop else None, r.error, r.session_id)
     said = [item.prompt, *item.turns]
     replies = item.turn_responses
     if replies is None:

@@ -149,6 +149,9 @@ class Goal(_Model):
     forbidden: tuple[str, ...] = Field((), description="Phrases no reply may contain.")
     refusals: tuple[Refusal, ...] = Field((), description="Messages the runtime must refuse.")
     questions: tuple[Question, ...] = Field((), description="Questions whose answers the store holds.")
+    date_order: Literal["day_first", "month_first"] | None = Field(None, description=(
+        "How the runtime writes numeric dates: 10/12/2026 is 10 December (day_first) or October 12 "
+        "(month_first). Unset, a numeric date never counts as an answer."))
     tags: tuple[str, ...] = Field((), description="Free labels (seed, question, correction, ...).")
 
     @model_validator(mode="after")

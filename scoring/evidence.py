@@ -112,6 +112,33 @@ def shown_before(transcript: Transcript, turn: TurnRecord) -> Shown:
     return shown(before.result) if before is not None else NOTHING_SHOWN
 
 
+def events_from(transcript: Transcript, start: int) -> tuple[list[dict[str, Any]], bool]:
+    """The events of turns `start` onwards, each turn's from the store read after it (or, for a
+    turn without one, the store read at the end), and whether every one of those turns' events
+    is known."""
+    final = transcript.final_state
+    found, complete = [], True
+    for turn in transcript.turns[max(start, 1) - 1:]:
+        events = events_at(turn.state, turn.index)
+        if events is None:
+            events = events_at(final, turn.index)
+        if events is None:
+            complete = False
+        else:
+            found += events
+    return found, complete
+
+
+def relates(shown_operation: Any, operation: Any) -> bool:
+    """Whether an operation as shown (an offer's, an ask's, a card's) is `operation`: the same
+    name, or that name under a prefix (a card's `confirm_rebook` or `confirm.rebook` is the
+    `rebook` it confirms). Case does not count."""
+    if not (isinstance(shown_operation, str) and isinstance(operation, str) and operation):
+        return False
+    shown, op = shown_operation.lower(), operation.lower()
+    return shown == op or any(shown.endswith(sep + op) for sep in "_-.: ")
+
+
 def lookup(record: dict[str, Any], path: str) -> Any:
     value: Any = record
     for part in path.split("."):

@@ -8,17 +8,15 @@ A goal's success is three kinds of check, all of which must hold:
            offer VARCHAR, reason VARCHAR, arguments JSON)
   run in a sandbox (scoring/goal_sql.py): a goal file may be hostile;
 - answered questions: the question was asked, not answered 'unavailable', and the reply
-  carries the value the store held at that turn.
+  carries the value the store held at that turn, in any form `scoring.answers` accepts.
 """
 
 from __future__ import annotations
 
-import re
-
-from scoring import patterns
+from scoring.answers import carries
 from scoring.evidence import MISSING, lookup
 from scoring.goal_sql import QueryFailed, sql_holds
-from scoring.progress import resolve_question_record, same_value
+from scoring.progress import asked_questions, resolve_question_record, same_value
 from scoring.transcript import Transcript
 from scoring.dataset import Goal
 
@@ -31,11 +29,15 @@ def _record_holds(goal: Goal, check, records: dict) -> bool:
 
 
 def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
-    """None if the question was answered with the store's value, else why not."""
+    """None if the question was answered with the store's value, else why not.
+
+    Asked: a turn tagged with the question's step, or whose words match it. Answered: the
+    reply carries the value the store held after that turn, in any form scoring.answers
+    accepts, and does not say the answer is unavailable."""
     question = next(q for q in goal.questions if q.id == qid)
     why = "it was never asked"
     for turn in transcript.turns:
-        if turn.result is None or not patterns.search(question.match, turn.user.text or ""):
+        if turn.result is None or question not in asked_questions(goal, turn.user):
             continue
         if turn.result.get("answer") == "unavailable" or turn.state is None:
             why = "the reply said it was unavailable" if turn.state is not None else "no store to check"
@@ -46,8 +48,7 @@ def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
             why = (f"the store has no field {question.field!r} in that record" if record
                    else "the store has no record it names")
             continue
-        # The value as a whole token: a store holding 2 is not answered by "12 bags".
-        if re.search(rf"(?<![\w.-]){re.escape(str(value))}(?![\w-]|\.\d)", str(turn.result.get("reply", ""))):
+        if carries(str(turn.result.get("reply", "")), value, goal.date_order):
             return None
         why = f"no reply carried the store's value {value!r}"
     return why

@@ -24,7 +24,6 @@ import hashlib
 import heapq
 import itertools
 import json
-import re
 import threading
 import time
 

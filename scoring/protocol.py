@@ -85,6 +85,7 @@ class Event(TypedDict, total=False):
     status: Required[Literal["committed", "refused"]]
     offer: str | None
     reason: str | None
+    arguments: dict[str, Any] | None
 
 
 class State(TypedDict, total=False):

@@ -7,10 +7,10 @@ whole transcript for the scorer, so that a stored run rescored later finds the s
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import re
 
+from scoring.answers import carries_date, dates_in
 from scoring.progress import Tally
 from scoring.transcript import CheckResult, Transcript, UserTurn
 from scoring.dataset import Goal, Persona, canonical_json
@@ -22,12 +22,6 @@ ROLE_LEAKS = [
     re.compile(r"\bi('m| am) (an ai|a language model|a chatbot|an assistant)\b", re.I),
     re.compile(r"\bhow (can|may) i (help|assist) you\b", re.I),
 ]
-_MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
-_FULL_DATE = [
-    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), "ymd"),
-    (re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(" + "|".join(_MONTHS) + r"),?\s+(\d{4})\b", re.I), "dMy"),
-    (re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b", re.I), "Mdy"),
-]
 # This many consecutive words of the brief, repeated, is a leak. Shorter runs are how anyone
 # would ask for the same thing ("open a trip for Bruno Lima to Madrid").
 INSTRUCTION_WINDOW = 12
@@ -37,14 +31,13 @@ MIN_BRIEF_WORDS = 6
 def full_dates(text: str) -> list[tuple[dt.date, int]]:
     """Every date with a year in `text`, with where it ends."""
     found = []
-    for pattern, order in _FULL_DATE:
-        for m in pattern.finditer(text):
-            g = dict(zip(order, m.groups()))
-            month = int(g["m"]) if "m" in g else _MONTHS[g["M"].lower()]
-            try:
-                found.append((dt.date(int(g["y"]), month, int(g["d"])), m.end()))
-            except ValueError:
-                pass
+    for year, month, day, _, end in dates_in(text):
+        if year is None:
+            continue
+        try:
+            found.append((dt.date(year, month, day), end))
+        except ValueError:
+            pass   # 31 April is no date
     return found
 
 
@@ -118,8 +111,7 @@ def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
             if n + 1 == len(sent) and not re.search(r"\w", later):
                 continue   # no chance to correct it
             near = [f for f in facts if abs((f - stray).days) <= 7]
-            if not any(f.isoformat() in later or (re.search(rf"\b0?{f.day}(st|nd|rd|th)?\b", later)
-                       and calendar.month_name[f.month].lower() in later) for f in near):
+            if not any(carries_date(later, f) for f in near):
                 tally.found(turn.index, f"gives {stray.isoformat()}, a date that contradicts the goal's facts",
                             message=turn.user.text)
                 break

@@ -200,7 +200,7 @@ class Store:
                 card.goal_detail, len(t.turns), f.cost_usd, f.duration_s * 1000,
                 dt.datetime.fromtimestamp(f.started_at, dt.timezone.utc).replace(tzinfo=None),
                 _json(t.initial_state), _json(t.final_state), _json(t.audit),
-                _json(t.stop.to_json() if t.stop else None), _json(t.error), t.end])
+                _json(t.stop.to_json() if t.stop else None), _json(t.error), t.end, t.session_id])
             turns += [[run_id, cid, turn.index, _json(turn.user.to_json()), _json(turn.result), _json(turn.state),
                        turn.latency_ms] for turn in t.turns]
             checks += self._check_rows(run_id, cid, card)
@@ -212,7 +212,7 @@ class Store:
         with transaction(self.con) as con:
             insert_rows(con, "conversations (run_id, conversation_id, persona, goal, repetition, seed, end_reason, "
                         "goal_reached, goal_detail, turns, cost_usd, duration_ms, started_at, initial_state, "
-                        "final_state, audit, stop, error, loop_end)", conversations)
+                        "final_state, audit, stop, error, loop_end, session_id)", conversations)
             insert_rows(con, "turns", turns)
             insert_rows(con, "checks", checks)
             insert_rows(con, "findings", findings)
@@ -301,9 +301,27 @@ class Store:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur.fetchall()]
 
-    def conversation_list(self, run_id: str) -> list[tuple[str, str, bool | None]]:
-        return self.con.execute("SELECT conversation_id, end_reason, goal_reached FROM conversations "
+    def conversation_list(self, run_id: str) -> list[tuple[str, str, bool | None, str | None]]:
+        """(conversation id, end reason, goal reached, the runtime's session id) of each."""
+        return self.con.execute("SELECT conversation_id, end_reason, goal_reached, session_id FROM conversations "
                                 "WHERE run_id = ? ORDER BY conversation_id", [run_id]).fetchall()
+
+    def findings_by_class(self, run_id: str, cls: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """A run's findings grouped by class (one class with `cls`), each with its conversation,
+        turn and detail, in conversation and turn order; runtime_error (an end reason, not a
+        finding) with the error's turn and message, and whether it was collateral."""
+        rows = self.con.execute(
+            "SELECT class, conversation_id, turn, detail FROM findings WHERE run_id = ? AND (? IS NULL OR class = ?) "
+            "UNION ALL SELECT 'runtime_error', conversation_id, TRY_CAST(error->>'turn' AS INTEGER), "
+            "coalesce(error->>'message', 'runtime error') || CASE WHEN error->>'collateral' = 'true' "
+            "THEN ' (collateral: the runtime went down in another conversation)' ELSE '' END "
+            "FROM conversations WHERE run_id = ? AND end_reason = 'runtime_error' "
+            "AND (? IS NULL OR ? = 'runtime_error') ORDER BY 1, 2, 3 NULLS LAST",
+            [run_id, cls, cls, run_id, cls, cls]).fetchall()
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for c, cid, turn, detail in rows:
+            grouped.setdefault(c, []).append({"conversation_id": cid, "turn": turn, "detail": detail})
+        return grouped
 
     def conversation_row(self, run_id: str, conversation_id: str) -> dict[str, Any]:
         cur = self.con.execute("SELECT * EXCLUDE (initial_state, final_state, audit) FROM conversations "
@@ -322,19 +340,19 @@ class Store:
     def transcript(self, run_id: str, conversation_id: str) -> Transcript:
         row = self.con.execute(
             "SELECT persona, goal, seed, repetition, coalesce(loop_end, end_reason), initial_state, final_state, "
-            "audit, stop, error "
+            "audit, stop, error, session_id "
             "FROM conversations WHERE run_id = ? AND conversation_id = ?", [run_id, conversation_id]).fetchone()
         if row is None:
             raise StoreError(f"run {run_id} has no conversation {conversation_id!r}; "
                              "`simrun show RUN` lists them")
-        persona, goal, seed, rep, end, initial, final, audit, stop, error = row
+        persona, goal, seed, rep, end, initial, final, audit, stop, error, session_id = row
         turns = tuple(
             TurnRecord(index, UserTurn.from_json(_load(user)), _load(result), _load(state), latency)
             for index, user, result, state, latency in self.con.execute(
                 "SELECT turn, user_turn, result, state, latency_ms FROM turns "
                 "WHERE run_id = ? AND conversation_id = ? ORDER BY turn", [run_id, conversation_id]).fetchall())
         return Transcript(persona, goal, seed, rep, turns, end, _load(initial), _load(final), _load(audit),
-                          UserTurn.from_json(_load(stop)) if stop else None, _load(error))
+                          UserTurn.from_json(_load(stop)) if stop else None, _load(error), session_id)
 
     def findings(self, run_id: str, conversation_id: str) -> list[dict[str, Any]]:
         cur = self.con.execute("SELECT turn, class, kind, detail, evidence FROM findings "

@@ -75,8 +75,16 @@ def register(app: typer.Typer) -> None:
         ops.add_column("operation")
         ops.add_column("")
         for op in ("health", "start", "turn", "state", "audit", "close"):
-            ops.add_row(op, report.operations.get(op, "not reached"))
+            ops.add_row(op, report.operations.get(op, "not called"))
         out.print(ops)
+        if report.crash is not None:
+            crash = report.crash
+            where = f"in turn {crash['turn']}" if crash.get("turn") else "at start"
+            out.print(f"CRASH {where} ({crash['kind']}): {crash['message']}", style="red", highlight=False,
+                      markup=False, soft_wrap=True)
+            tail = crash.get("traceback") or crash.get("stderr")
+            if tail:
+                out.print("    " + tail.strip().replace("\n", "\n    "), highlight=False, markup=False, soft_wrap=True)
         fields = Table(title="turn-result fields (turns that carried each)", title_justify="left")
         fields.add_column("field")
         fields.add_column("turns", justify="right")

@@ -86,7 +86,8 @@ class RuntimeSection(_Model):
     url: str | None = Field(None, description="http: the base URL of a runtime that is already running.")
     command: list[str] | str | None = Field(
         None, description="http: the command simrun starts ({port} is replaced); stdio: the child to run.")
-    cwd: str | None = Field(None, description="The started command's working directory.")
+    cwd: str | None = Field(None, description=(
+        "The started command's working directory (default: the folder of simrun.toml; relative to it)."))
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the started command.")
     timeout_s: float = Field(30.0, gt=0, description="Seconds one request may take before it is a runtime_error.")
     startup_timeout_s: float = Field(30.0, gt=0, description="http: seconds to wait for /v1/health at start.")

@@ -71,7 +71,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end, error = "provider_error", {**failure.evidence, "turn": index}
                 break
             except Exception as exc:   # the simulator failed, not the runtime: data, not a crash
-                end, error = "simulator_error", {**_unexpected(exc), "kind": "simulator_crash"}
+                end, error = "simulator_error", {**_evidence_of(exc), "kind": "simulator_crash"}
                 break
             if user_turn.kind == "stop":
                 stop = user_turn
@@ -85,26 +85,31 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
             t0 = time.perf_counter()
             try:
                 result = await runtime.turn(session, user_turn.payload())
+            except Exception as exc:   # a fault, or anything else the answer set off: this conversation only
+                turns.append(TurnRecord(index, user_turn, None, None, _ms(t0)))
+                end, error = "runtime_error", {**_evidence_of(exc), "turn": index}
+                break
+            latency = _ms(t0)
+            try:
                 final = await runtime.state(session)
-            except RuntimeFault as fault_:
-                turns.append(TurnRecord(index, user_turn, None, None, _ms(t0)))
-                end, error = "runtime_error", {**fault_.evidence, "turn": index}
+            except Exception as exc:
+                # The reply came: it is evidence, kept, though the store could not be read.
+                turns.append(TurnRecord(index, user_turn, result, None, latency))
+                end, error = "runtime_error", {**_evidence_of(exc), "turn": index}
                 break
-            except Exception as exc:   # whatever else this answer set off costs this conversation only
-                turns.append(TurnRecord(index, user_turn, None, None, _ms(t0)))
-                end, error = "runtime_error", {**_unexpected(exc), "turn": index}
-                break
-            turns.append(TurnRecord(index, user_turn, result, final, _ms(t0)))
+            turns.append(TurnRecord(index, user_turn, result, final, latency))
             reached = await _reached(goal, _partial(cell, turns, initial), final)
             if reached:
                 end = "goal_reached"
                 break
-        if end != "runtime_error":
+        if end == "runtime_error":
+            final, audit = await _evidence_after_error(runtime, session, final, error)
+        else:
             audit = await runtime.audit(session)
-    except RuntimeFault as fault_:
-        end, error = "runtime_error", {**fault_.evidence, "turn": len(turns) or None}
     except Exception as exc:
-        end, error = "runtime_error", {**_unexpected(exc), "turn": len(turns) or None}
+        end, error = "runtime_error", {**_evidence_of(exc), "turn": len(turns) or None}
+        if session is not None:
+            final, audit = await _evidence_after_error(runtime, session, final, error)
     finally:
         if session is not None:
             try:
@@ -114,7 +119,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     transcript = Transcript(
         persona=persona.id, goal=goal.id, seed=cell.seed, repetition=cell.repetition,
         turns=tuple(turns), end=end, initial_state=initial, final_state=final, audit=audit,
-        stop=stop, error=error)
+        stop=stop, error=error, session_id=None if session is None else str(session))
     calls = tuple(getattr(talker, "calls", ())) if talker is not None else ()
     # Scoring is linear in the transcript. A large one (a runtime's 100,000-offer reply) is scored
     # off the event loop, so that it does not hold up every other conversation in flight; an
@@ -125,6 +130,28 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
         scorecard = score(transcript, goal, persona)
     return Conversation(cell, transcript, scorecard, started,
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
+
+
+async def _evidence_after_error(runtime: RuntimeAdapter, session: str, final, error: dict):
+    """(store, audit) read after a runtime_error, while the runtime still answers; the error's
+    evidence says what could be read. A runtime that hung, or whose server died, is not asked:
+    its audit stays None, and audit_gap UNVERIFIABLE, as for any runtime gone."""
+    if error.get("kind") in ("timeout", "connection", "exited") or error.get("collateral"):
+        error["read_after"] = "nothing: the runtime no longer answers"
+        return final, None
+    read, audit = [], None
+    try:
+        state = await runtime.state(session)
+        if state is not None:
+            final = state
+            read.append("the store")
+        audit = await runtime.audit(session)
+        if audit is not None:
+            read.append("the audit stream")
+    except Exception as exc:
+        read.append(f"then it failed again: {_evidence_of(exc)['message']}")
+    error["read_after"] = ", ".join(read) or "nothing: the runtime keeps neither store nor audit"
+    return final, audit
 
 
 def as_json_setup(goal: Goal) -> dict:
@@ -168,9 +195,11 @@ def _partial(cell: Cell, turns: list[TurnRecord], initial) -> Transcript:
                       "", initial_state=initial)
 
 
-def _unexpected(exc: BaseException) -> dict:
-    """Evidence of an exception no adapter turned into a fault (MemoryError, a RecursionError on
-    a reply, a bug the reply set off in simrun): kept with its traceback, so that it can be fixed."""
+def _evidence_of(exc: BaseException) -> dict:
+    """A runtime fault's own evidence; for any other exception (MemoryError, a RecursionError on a
+    reply, a bug a reply set off in simrun), its type, message and traceback, so it can be fixed."""
+    if isinstance(exc, RuntimeFault):
+        return exc.evidence
     return {"kind": "unexpected", "message": f"{type(exc).__name__}: {str(exc)[:500]}",
             "traceback": "".join(traceback.format_exception(exc)[-3:])[-2000:]}
 

@@ -110,6 +110,8 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
             flag = {"url": "--url", "command": "--runtime-command", "timeout_s": "--timeout",
                     "headers": "--header"}.get(str(err["loc"][0]) if err["loc"] else "", "--transport")
             raise ConfigError(err["msg"].removeprefix("Value error, "), field=flag) from None
+    if config_file is not None:
+        runtime = _rooted(runtime, base)
     plan = Plan(project=project, budgets=money, dataset=dataset, budget=amount,
                 repetitions=repetitions or run.repetitions, seed=run.seed if seed is None else seed,
                 concurrency=concurrency or run.concurrency, user=user or run.user,
@@ -122,6 +124,14 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
     if check_user:
         user_backend(plan)   # an unknown backend, or one without its key or price, fails here
     return plan
+
+
+def _rooted(runtime: RuntimeSection, folder: Path) -> RuntimeSection:
+    """runtime.cwd defaults to the folder of simrun.toml, and a relative one is relative to it:
+    the started command, and relative paths in it (`./server`, `python app.py`), work from there
+    whatever the shell's directory."""
+    cwd = (folder / runtime.cwd) if runtime.cwd else folder
+    return runtime.model_copy(update={"cwd": str(cwd.resolve())})
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

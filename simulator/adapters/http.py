@@ -77,9 +77,15 @@ class HttpRuntime(Checked):
         return more
 
     async def _request(self, op: str, method: str, path: str, body: Any = None,
-                       optional: bool = False, check: Callable[[Any], Any] | None = None) -> Any:
+                       optional: bool = False, session: str | None = None,
+                       check: Callable[[Any], Any] | None = None) -> Any:
         started = time.perf_counter()
         elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
+        generation = getattr(session, "generation", None)
+        if self.process is not None and generation not in (None, self.process.generation):
+            raise RuntimeFault("connection", f"{op}: the server that held this session died during another "
+                               "conversation and was started again", collateral=True,
+                               **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed()))
         try:
             # No redirects: a runtime that answers 3xx is misconfigured, and following one would
             # send the configured headers (often a key) and the body to wherever it points.
@@ -91,6 +97,7 @@ class HttpRuntime(Checked):
                                **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed())) from None
         except aiohttp.ClientError as exc:
             raise RuntimeFault("connection", f"{op}: {type(exc).__name__}: {exc}",
+                               **await self._died(started, generation),
                                **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed())) from None
         except RuntimeFault as fault:      # cut at the limit
             fault.evidence.update(self._evidence(request=f"{method} {path}", elapsed_ms=elapsed()))
@@ -117,6 +124,16 @@ class HttpRuntime(Checked):
             if size > limit:
                 raise too_large(op, max(size, response.content_length or 0), limit, chunks[0])
         return b"".join(chunks)
+
+    async def _died(self, sent_at: float, generation: int | None) -> dict[str, Any]:
+        """For a request the server simrun started failed to answer: whether it has died, and
+        whether this request is collateral (sent after the death, or to a session of an earlier
+        server). A request in flight when it died may be the one that took it down: not marked."""
+        if self.process is None or not await self.process.exited(0.5):
+            return {}
+        collateral = self.process.collateral(sent_at, generation)
+        self.process.mark_down()
+        return {"server_died": True, "collateral": collateral}
 
     async def health(self) -> dict[str, Any]:
         if self.process is not None and not self._server_up:
@@ -160,27 +177,29 @@ class HttpRuntime(Checked):
             await self.process.stop()
             await self._start_server()
             reply = await self._request("start", "POST", "/v1/sessions", request)
-        return self._started(reply)
+        session = self._started(reply)
+        return self.process.session(session) if self.process is not None else session
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload, check=self._turn)
+        return await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload, session=session,
+                                   check=self._turn)
 
     async def state(self, session: str) -> dict[str, Any] | None:
         try:
             return await self._request("state", "GET", f"/v1/sessions/{session}/state", optional=True,
-                                       check=self._state)
+                                       session=session, check=self._state)
         except _NotSupported:
             return None
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         try:
             return await self._request("audit", "GET", f"/v1/sessions/{session}/audit", optional=True,
-                                       check=self._audit)
+                                       session=session, check=self._audit)
         except _NotSupported:
             return None
 
     async def close(self, session: str) -> None:
-        await self._request("close", "DELETE", f"/v1/sessions/{session}")
+        await self._request("close", "DELETE", f"/v1/sessions/{session}", session=session)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None

@@ -19,6 +19,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from scoring.errors import RuntimeUnavailable
@@ -44,6 +45,18 @@ def _runnable(program: str, cwd: str | None) -> bool:
     return os.sep in program and path.is_file() and os.access(path, os.X_OK)
 
 
+class SessionId(str):
+    """A runtime's session id, as the runtime wrote it, that also knows which start of the
+    process holds it: a server started again may hand out the same ids to new sessions."""
+
+    generation: int
+
+    def __new__(cls, sid: str, generation: int) -> "SessionId":
+        obj = super().__new__(cls, sid)
+        obj.generation = generation
+        return obj
+
+
 def free_port() -> int:
     """A TCP port on the loopback that nothing listens on now."""
     with socket.socket() as sock:
@@ -65,6 +78,8 @@ class ManagedProcess:
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._drain: asyncio.Task | None = None
         self._watch: int | None = None       # the write end of the supervisor's pipe
+        self.generation = 0                 # how many times it was started: sessions belong to one
+        self.down_since: float | None = None   # when this generation was first known to be dead
 
     @property
     def alive(self) -> bool:
@@ -101,6 +116,8 @@ class ManagedProcess:
             os.close(watch)
         _live.add(self.proc.pid)
         self._stderr.clear()
+        self.generation += 1
+        self.down_since = None
         self._drain = asyncio.create_task(self._read_stderr(self.proc))
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
@@ -113,15 +130,34 @@ class ManagedProcess:
             if not chunk:
                 if partial:
                     self._stderr.append(partial)
-                return
+                break
             lines = (partial + chunk.decode("utf-8", "replace")).split("\n")
             partial = lines.pop()[:STDERR_LINE_CHARS]
             self._stderr.extend(line[:STDERR_LINE_CHARS] + "\n" for line in lines[-STDERR_TAIL_LINES:])
+        await proc.wait()
+        if proc is self.proc:
+            self.mark_down()
 
     def _close_watch(self) -> None:
         if self._watch is not None:
             os.close(self._watch)
             self._watch = None
+
+    def mark_down(self, at: float | None = None) -> None:
+        """Note that this generation is dead, no later than `at` (perf_counter; default now)."""
+        at = time.perf_counter() if at is None else at
+        self.down_since = at if self.down_since is None else min(self.down_since, at)
+
+    def session(self, sid: str) -> SessionId:
+        return SessionId(sid, self.generation)
+
+    def collateral(self, sent_at: float, generation: int | None = None) -> bool:
+        """Whether a request sent at `sent_at` (perf_counter), for a session of `generation`,
+        failed only because the process had died before it: in another conversation's request,
+        or before this session's process was replaced by a new one."""
+        if generation is not None and generation != self.generation:
+            return True
+        return self.down_since is not None and sent_at > self.down_since
 
     async def exited(self, within_s: float) -> bool:
         """Whether the process has ended, waiting up to `within_s` for its exit to be seen."""

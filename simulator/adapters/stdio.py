@@ -58,9 +58,15 @@ class StdioRuntime(Checked):
                     self.restarts += 1
                     await self.process.stop()
                 await self.process.start()
+            sent_at = time.perf_counter()
+            generation = getattr(session, "generation", None)
+            if generation not in (None, self.process.generation):
+                raise self._fault("exited", f"{op}: the runtime process that held this session exited during "
+                                  "another conversation and was started again", collateral=True)
             if not self.process.alive:
                 raise self._fault("exited", f"{op}: the runtime process has exited "
-                                  f"(status {self.process.returncode})")
+                                  f"(status {self.process.returncode})",
+                                  collateral=self.process.collateral(sent_at))
             rid = next(self._ids)
             message = {"id": rid, "op": op, **({"session": session} if session else {}),
                        **({"body": body} if body is not None else {})}
@@ -72,6 +78,7 @@ class StdioRuntime(Checked):
                 await proc.stdin.drain()
                 line = await asyncio.wait_for(self._read_line(proc.stdout), self.timeout_s)
             except asyncio.TimeoutError:
+                self.process.mark_down()
                 await self.process.stop(grace_s=1.0)   # a hung child is no use to the next conversation
                 raise self._fault("timeout", f"{op}: no answer within {self.timeout_s}s",
                                   elapsed_ms=elapsed()) from None
@@ -83,6 +90,7 @@ class StdioRuntime(Checked):
                                   limit=self.max_result_bytes, bytes_read=cut.size, body=excerpt(cut.head),
                                   elapsed_ms=elapsed()) from None
             if not line:
+                self.process.mark_down()
                 await asyncio.sleep(0.05)   # let the exit status and last stderr lines arrive
                 raise self._fault("exited", f"{op}: the runtime process exited "
                                   f"(status {self.process.returncode})", elapsed_ms=elapsed())
@@ -129,7 +137,7 @@ class StdioRuntime(Checked):
         return check_health(reply, self.description)
 
     async def start(self, request: dict[str, Any]) -> str:
-        return self._started(await self._call("start", body=request, fresh=True))
+        return self.process.session(self._started(await self._call("start", body=request, fresh=True)))
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
         return await self._call("turn", session, payload, check=self._turn)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings

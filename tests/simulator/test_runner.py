@@ -117,7 +117,9 @@ def test_the_heap_is_frozen_during_a_run_and_a_callers_freeze_is_kept(demo):
     try:
         frozen = gc.get_freeze_count()
         run_once()
-        assert gc.get_freeze_count() >= frozen > 0
+        # Still frozen (an unfreeze would leave 0); a few frozen objects the run let go of (an
+        # earlier run's cached answers) may have been freed since, so the count is not exact.
+        assert gc.get_freeze_count() > frozen // 2 > 0
     finally:
         gc.unfreeze()
 
