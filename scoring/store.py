@@ -362,6 +362,12 @@ class Store:
         return Transcript(persona, goal, seed, rep, turns, end, _load(initial), _load(final), _load(audit),
                           UserTurn.from_json(_load(stop)) if stop else None, _load(error))
 
+    def first_error(self, run_id: str, end_reason: str) -> dict[str, Any] | None:
+        """The first conversation (by start) that ended with `end_reason`, and its error evidence."""
+        row = self.con.execute("SELECT conversation_id, error FROM conversations WHERE run_id = ? AND end_reason = ? "
+                               "ORDER BY started_at, conversation_id LIMIT 1", [run_id, end_reason]).fetchone()
+        return {"conversation_id": row[0], **(_load(row[1]) or {})} if row else None
+
     def findings(self, run_id: str, conversation_id: str) -> list[dict[str, Any]]:
         cur = self.con.execute("SELECT turn, class, kind, detail, evidence FROM findings "
                                "WHERE run_id = ? AND conversation_id = ? ORDER BY turn NULLS LAST, class",

@@ -21,6 +21,7 @@ from simulator import __version__, eventloop
 from simulator.cli_common import (BUDGETS, CONFIG, DB, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
                                   URL, err_line, fail, out, print_summary, runtime_flags)
 from scoring.errors import ConfigError, SimrunError
+from simulator.ledger import Ledger
 from simulator.money import usd
 from simulator.plan import estimate
 from simulator.progress import RunProgress
@@ -89,7 +90,7 @@ def run_command(
                          reports=reports, runtime_flags=runtime_flags(transport, url, runtime_command,
                                                                       timeout, header),
                          check_user=not replay_only)
-        cache = ReplayCache(recorded["answers"], only=replay_only) if recorded else None
+        cache = ReplayCache(recorded["answers"], only=replay_only, output=recorded["user_output"]) if recorded else None
         _run_and_report(plan, cache, shard=parse_shard(shard), resume=not fresh)
     except SimrunError as exc:
         fail(exc)
@@ -108,6 +109,10 @@ def _run_and_report(plan, cache=None, *, shard=None, resume: bool | str = True) 
     _spend_summary(plan, result, estimated, cache)
     out.print(f"database: {plan.db}   run: {result.run_id}", highlight=False)
     out.print(f"report: {path}", highlight=False)
+    if result.stopped:
+        err_line(f"error: {result.stopped}; nothing more was sent. Fix the user model's settings (see README, "
+                 f"'Local and self-hosted user models'), then `simrun resume {result.run_id}`")
+        raise typer.Exit(2)
     raise typer.Exit(code)
 
 
@@ -176,9 +181,11 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True):
     if shard is not None:
         total = sum(1 for cell in matrix(plan.dataset, plan.repetitions, plan.seed) if in_shard(cell.id, shard))
         out.print(f"shard {shard[0]}/{shard[1]}: {total} of the {plan.conversations} conversations", highlight=False)
-    with Store(plan.db) as store, RunProgress(out, total, plan.budget) as progress:
-        result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume,
-                               on_conversation=progress)
+    ledger = Ledger(plan.budget)
+    with Store(plan.db) as store, RunProgress(out, total, plan.budget, ledger) as progress:
+        result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume, ledger=ledger,
+                               on_conversation=progress,
+                               on_user_ready=lambda text: out.print(text, highlight=False, soft_wrap=True))
         if result.resumed is not None:
             out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
                       f"{result.conversations - result.resumed} more now", highlight=False)
