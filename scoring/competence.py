@@ -51,7 +51,7 @@ def measure(store: Store, run_id: str, backend: str, threshold: float = DEFAULT_
                sum(input_tokens) FILTER (WHERE cache_status NOT IN ('no_usage', 'unreadable')),
                sum(cached_input_tokens), sum(cache_write_tokens),
                sum(output_tokens) FILTER (WHERE cache_status NOT IN ('no_usage', 'unreadable')),
-               sum(cost_usd) FILTER (WHERE cache_status IN ('no_usage', 'unreadable'))
+               sum(m.cost_usd) FILTER (WHERE cache_status IN ('no_usage', 'unreadable'))
         FROM model_calls m JOIN conversations c USING (run_id, conversation_id)
         WHERE m.run_id = ? GROUP BY m.conversation_id""", [run_id]).fetchall()]
     output = con.execute("SELECT user_output FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]

@@ -65,6 +65,11 @@ def err_line(text: str) -> None:
     typer.secho(text, err=True, fg="red", bold=True)
 
 
+def say(text: str) -> None:
+    """A line that may quote a server's words: printed as it is, never read as markup."""
+    out.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
 def fail(exc: SimrunError) -> None:
     err_line(f"error: {exc}")
     raise typer.Exit(2)

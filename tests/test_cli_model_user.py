@@ -47,7 +47,7 @@ def test_a_paid_run_reports_its_exact_spend_and_the_plan_beside_it(fake_api, sma
     spent = re.search(r"spent \$\S+ \(exactly \$([\d.]+), the sum of its calls\) of \$1\.00", result.output)
     assert spent and float(spent.group(1)) > 0
     assert "the budget allowed 8 of 8 conversations" in result.output
-    assert re.search(r"plan estimated \$[\d.]+ for this matrix; actual \$[\d.]+ \([+-]\d+%\)", result.output)
+    assert re.search(r"plan estimated \$[\d.]+–\$[\d.]+ \(p50–p90\) for this matrix; actual \$[\d.]+ \([+-]\d+% of the p50", result.output)
     requests = len(fake_api.requests)
 
     replay = CliRunner().invoke(app, ["--replay", "latest", "--replay-only"])

@@ -69,7 +69,9 @@ def _aiohttp(sdk, timeout_s: float):
 
 
 def redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, "[redacted]") if secret else text
+    # A placeholder key for a local server ("x", "none") is no secret, and replacing it would
+    # mangle every word it occurs in; real keys are far longer.
+    return text.replace(secret, "[redacted]") if secret and len(secret) >= 8 else text
 
 
 class OpenAIProvider:
