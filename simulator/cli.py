@@ -211,7 +211,7 @@ def _spend_summary(plan, result, estimated, cache) -> None:
     if estimated is not None and estimated.cost_usd:
         off = (result.spent_usd - estimated.cost_usd) / estimated.cost_usd
         out.print(f"plan estimated {estimated.range_text} (p50–p90) for this matrix; actual ${result.spent_usd:.4f} "
-                  f"({off:+.0%} of the p50; {estimated.basis.split(':')[0]})", highlight=False, soft_wrap=True)
+                  f"({off:+.0%} of the p50; basis: {estimated.source})", highlight=False, soft_wrap=True)
     if cache is not None:
         out.print(f"replay: {cache.hits} answers from the recorded run, {cache.misses} not in it"
                   + (" (went live)" if cache.misses and not cache.only else ""), highlight=False)

@@ -55,7 +55,8 @@ class Estimate:
     cost_usd: Decimal            # p50 of the matrix's total
     budget_usd: Decimal
     high_usd: Decimal | None = None   # p90
-    basis: str = "prior"
+    basis: str = "prior"              # where the estimate comes from, in a line
+    source: str = "prior"             # history | check-user | prior
 
     @property
     def range_text(self) -> str:
@@ -130,7 +131,7 @@ def price_shapes(backend: str, price: Price, shapes: list[list[CallShape]], budg
 
 
 def from_history(backend: str, price: Price, samples: list[dict], dataset: Dataset, repetitions: int,
-                 budget: Decimal, basis: str, seed: int = 0) -> Estimate:
+                 budget: Decimal, basis: str, source: str = "history", seed: int = 0) -> Estimate:
     """The matrix priced from conversations this backend played before (see the module doc)."""
     def priced(sample: dict) -> Decimal:
         usage = Usage(int(sample["input_tokens"]), int(sample["cached_input_tokens"]),
@@ -149,20 +150,22 @@ def from_history(backend: str, price: Price, samples: list[dict], dataset: Datas
     usage = Usage(*(round(sum(mean(pool, name) for pool in cells)) for name in
                     ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")))
     return Estimate(backend, len(cells), round(sum(mean(pool, "calls") for pool in cells)), usage,
-                    totals[len(totals) // 2], budget, high_usd=totals[int(len(totals) * 0.9)], basis=basis)
+                    totals[len(totals) // 2], budget, high_usd=totals[int(len(totals) * 0.9)], basis=basis,
+                    source=source)
 
 
-def history(store, backend: str) -> tuple[list[dict], str] | None:
-    """The conversations `backend` played before, and a line naming where they come from."""
+def history(store, backend: str) -> tuple[list[dict], str, str] | None:
+    """The conversations `backend` played before, a line naming where they come from, and its kind."""
     if store is None:
         return None
     played = store.conversation_costs(backend)
     if played:
-        return played, f"history: {len(played)} conversations of {backend} in earlier runs"
+        return played, f"history: {len(played)} conversations of {backend} in earlier runs", "history"
     check = store.user_check(backend)
     if check and check["conversation_costs"]:
         return (check["conversation_costs"], f"check-user of {str(check['checked_at'])[:16]}: "
-                f"{len(check['conversation_costs'])} conversations of {backend} on the reference runtime")
+                f"{len(check['conversation_costs'])} conversations of {backend} on the reference runtime",
+                "check-user")
     return None
 
 
@@ -176,7 +179,8 @@ async def estimate(dataset: Dataset, runtime, budgets: Budgets, budget: Decimal,
         price = budgets.prices[backend]
         found = history(store, backend)
         if found is not None:
-            estimates.append(from_history(backend, price, *found[:1], dataset, repetitions, budget, found[1], seed))
+            samples, basis, source = found
+            estimates.append(from_history(backend, price, samples, dataset, repetitions, budget, basis, source, seed))
             continue
         if shapes is None:
             shapes = await call_shapes(dataset, runtime, repetitions, seed)
