@@ -291,6 +291,8 @@ def contradicting(system, messages):
     (say(""), "empty message"),
     (say("As an AI language model, I can help you book that."), "role leakage"),
     (say("Assistant: How can I help you today?"), "role leakage"),
+    (say("Sorry, I'm just an AI and cannot travel."), "role leakage"),
+    (say("Hmm, I am not sure what I should do here."), "the same message 3 times in a row"),
     (brief, "leaked instructions"),
     (stop("done"), "stopped before trying anything"),
     (stop("done", after=1), "claimed the goal was done while the store says it is not"),
