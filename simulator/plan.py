@@ -5,7 +5,8 @@ Every estimate is a range, p50 to p90 of the matrix's total, and names its basis
 - **history**: the conversations this backend:model played in earlier runs of the database
   (their calls and tokens, priced at today's prices); else the conversations of its latest
   `check-user`. Each cell of the matrix draws a conversation of the same goal where there is
-  one (else any), and the total's p50 and p90 come from BOOTSTRAP such draws of the matrix.
+  one (else any), and the total's p50 and p90 come from BOOTSTRAP such draws of the matrix
+  (for a matrix of thousands of cells, from the normal law its total then follows).
   Model users take as many turns as they take: only their own history says how many.
 - **prior**, with no history: a free dry run in which the scripted user plays the whole matrix
   against the runtime gives the p50 (its conversation lengths and replies); the p90 assumes a
@@ -33,6 +34,7 @@ from simulator.users.prompt import OPENING, action_json, action_schema, render_r
 from simulator.users.scripted import ScriptedUser
 
 BOOTSTRAP = 2000
+MAX_DRAWS = 500_000   # cells x BOOTSTRAP past which the total is taken as normal instead
 
 
 def estimate_tokens(text_chars: int) -> int:
@@ -138,20 +140,33 @@ def from_history(backend: str, price: Price, samples: list[dict], dataset: Datas
                       int(sample["cache_write_tokens"]), int(sample["output_tokens"]))
         return cost(price, usage) + Decimal(str(sample.get("unpriced_usd") or 0))
 
-    by_goal: dict[str, list[dict]] = {}
+    by_goal: dict[str | None, list[dict]] = {}
     for sample in samples:
         by_goal.setdefault(sample.get("goal"), []).append(sample)
-    cells = [by_goal.get(goal.id) or samples for _ in range(repetitions) for _ in dataset.personas
-             for goal in dataset.goals]
-    costs = [[priced(s) for s in pool] for pool in cells]
-    rng = random.Random(seed)
-    totals = sorted(sum(rng.choice(c) for c in costs) for _ in range(BOOTSTRAP))
-    mean = lambda pool, name: sum(int(s[name]) for s in pool) / len(pool)  # noqa: E731
-    usage = Usage(*(round(sum(mean(pool, name) for pool in cells)) for name in
-                    ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")))
-    return Estimate(backend, len(cells), round(sum(mean(pool, "calls") for pool in cells)), usage,
-                    totals[len(totals) // 2], budget, high_usd=totals[int(len(totals) * 0.9)], basis=basis,
-                    source=source)
+    # Each cell draws from its goal's conversations, or from all of them for a goal never played.
+    pools = {goal.id: by_goal.get(goal.id) or samples for goal in dataset.goals}
+    cells = {gid: repetitions * len(dataset.personas) for gid in pools}
+    costs = {gid: [priced(s) for s in pool] for gid, pool in pools.items()}
+    n = sum(cells.values())
+    if n * BOOTSTRAP <= MAX_DRAWS:
+        rng = random.Random(seed)
+        draws = [costs[gid] for gid, count in cells.items() for _ in range(count)]
+        totals = sorted(sum(rng.choice(c) for c in draws) for _ in range(BOOTSTRAP))
+        p50, p90 = totals[len(totals) // 2], totals[int(len(totals) * 0.9)]
+    else:
+        # Many cells: their total is as good as normal (the central limit theorem), and drawing
+        # it thousands of times would take longer than the run.
+        means = {gid: sum(c) / len(c) for gid, c in costs.items()}
+        variance = sum(cells[gid] * sum((x - means[gid]) ** 2 for x in c) / len(c) for gid, c in costs.items())
+        p50 = sum(cells[gid] * m for gid, m in means.items())
+        p90 = p50 + Decimal("1.2816") * variance.sqrt()
+
+    def total(name: str) -> int:
+        return round(sum(cells[gid] * sum(int(s[name]) for s in pool) / len(pool) for gid, pool in pools.items()))
+
+    usage = Usage(*(total(name) for name in ("input_tokens", "cached_input_tokens", "cache_write_tokens",
+                                             "output_tokens")))
+    return Estimate(backend, n, total("calls"), usage, p50, budget, high_usd=p90, basis=basis, source=source)
 
 
 def history(store, backend: str) -> tuple[list[dict], str, str] | None:
