@@ -54,12 +54,17 @@ def measure(store: Store, run_id: str, backend: str, threshold: float = DEFAULT_
                sum(m.cost_usd) FILTER (WHERE cache_status IN ('no_usage', 'unreadable'))
         FROM model_calls m JOIN conversations c USING (run_id, conversation_id)
         WHERE m.run_id = ? GROUP BY m.conversation_id""", [run_id]).fetchall()]
+    goals = {goal: {"played": played, "reached": n, "turns": None if turns is None else round(turns, 2)}
+             for goal, played, n, turns in con.execute(f"""
+        SELECT goal, count(*), count(*) FILTER (WHERE goal_reached), avg(turns) FILTER (WHERE goal_reached)
+        FROM conversations WHERE run_id = ? AND end_reason NOT IN {NOT_THE_USER} GROUP BY goal ORDER BY goal""",
+                                                    [run_id]).fetchall()}
     output = con.execute("SELECT user_output FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
     return {
         "check_id": uuid.uuid4().hex[:12], "checked_at": store.con.execute("SELECT now()::TIMESTAMP").fetchone()[0],
         "user_backend": backend, "user_output": output, "conversations": conversations, "goal_reached": reached,
         "judged": judged, "threshold": threshold, "simulator_errors": kinds, "provider_errors": provider_errors,
-        "turns_per_goal": turns_per_goal, "cost_usd": Decimal(spent), "conversation_costs": costs,
+        "turns_per_goal": turns_per_goal, "goals": goals, "cost_usd": Decimal(spent), "conversation_costs": costs,
         "examples": examples,
     }
 

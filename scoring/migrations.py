@@ -134,7 +134,8 @@ CREATE TABLE user_checks (                              -- `simrun check-user`: 
     threshold DOUBLE NOT NULL,                          -- below this goal-reached share, reports warn
     simulator_errors JSON NOT NULL,                     -- kind -> conversations
     provider_errors INTEGER NOT NULL,
-    turns_per_goal DOUBLE,
+    turns_per_goal DOUBLE,                              -- mean turns of the conversations that reached their goal
+    goals JSON NOT NULL,                                -- goal -> {played, reached, turns}: where the user fails
     cost_usd DECIMAL(18, 8) NOT NULL,
     conversation_costs JSON NOT NULL,                   -- per conversation: calls and tokens, for `simrun plan`
     examples JSON NOT NULL                              -- a few faults with the message that showed them

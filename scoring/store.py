@@ -24,6 +24,7 @@ from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from scoring.errors import StoreError
 
 DEFAULT_DB = "simrun.duckdb"
+USER_CHECK_JSON = ("simulator_errors", "goals", "conversation_costs", "examples")
 
 
 @dataclass(frozen=True)
@@ -133,10 +134,9 @@ class Store:
     def save_user_check(self, check: dict[str, Any]) -> None:
         """A `simrun check-user` result; the newest per backend is shown beside its runs' rates."""
         columns = ("check_id", "checked_at", "user_backend", "user_output", "conversations", "goal_reached",
-                   "judged", "threshold", "simulator_errors", "provider_errors", "turns_per_goal", "cost_usd",
-                   "conversation_costs", "examples")
-        values = [_json(check[c]) if c in ("simulator_errors", "conversation_costs", "examples") else check[c]
-                  for c in columns]
+                   "judged", "threshold", "simulator_errors", "provider_errors", "turns_per_goal", "goals",
+                   "cost_usd", "conversation_costs", "examples")
+        values = [_json(check[c]) if c in USER_CHECK_JSON else check[c] for c in columns]
         insert_rows(self.con, f"user_checks ({', '.join(columns)})", [values])
 
     def user_check(self, backend: str) -> dict[str, Any] | None:
@@ -147,7 +147,7 @@ class Store:
         if row is None:
             return None
         check = dict(zip([d[0] for d in cur.description], row))
-        for name in ("simulator_errors", "conversation_costs", "examples"):
+        for name in USER_CHECK_JSON:
             check[name] = _load(check[name])
         return check
 

@@ -84,6 +84,9 @@ def _print_check(check: dict, result) -> None:
     out.print(f"turns per reached goal: {'–' if turns is None else f'{turns:.1f}'}; cost per conversation: "
               f"${per:.6f} (spent ${result.spent_usd:.6f}); output form: {check['user_output']}", highlight=False,
               soft_wrap=True)
+    goals = "; ".join(f"{goal} {g['reached']}/{g['played']}" + (f" in {g['turns']:.1f} turns" if g["turns"] else "")
+                      for goal, g in check["goals"].items())
+    out.print(f"per goal (reached/judged): {goals or 'none judged'}", highlight=False, soft_wrap=True)
     for example in check["examples"]:
         out.print(f"  {example['kind']} in {example['conversation']}: {example['detail']}", highlight=False,
                   markup=False, soft_wrap=True)

@@ -41,14 +41,16 @@ REQUEST_BLAMED = re.compile(r"input should be|validation error|is not supported|
 
 
 def server_message(exc: BaseException) -> str:
-    """What the server said, as it said it: the error body's message, else the exception's text."""
+    """What the server said, on one line: the error body's message (else the exception's text),
+    without the Python traceback some servers append, whitespace runs made single spaces."""
     body = getattr(exc, "body", None)
+    text = str(exc)
     if isinstance(body, dict):
         inner = body.get("error") if isinstance(body.get("error"), dict) else body
-        for key in ("message", "detail", "error"):
-            if isinstance(inner.get(key), (str, list)):
-                return str(inner[key])[:300]
-    return str(exc)[:300]
+        text = next((str(inner[key]) for key in ("message", "detail", "error")
+                     if isinstance(inner.get(key), (str, list))), text)
+    text = re.split(r'\n\s*(?:Traceback \(most recent call last\)|File ")', text, maxsplit=1)[0]
+    return " ".join(text.split())[:300]
 
 
 def should_retry(exc: BaseException) -> bool:

@@ -134,6 +134,9 @@ def action_json(turn: UserTurn) -> str:
                        "step": turn.step})
 
 
+_LENIENT = json.JSONDecoder(strict=False)
+
+
 def json_in(text: str) -> tuple[Any, str | None]:
     """The JSON object in a model's text answer, and why there is none: the text whole, in a code
     fence, or the first {...} of a prose answer ("Sure! Here it is: {...}")."""
@@ -145,13 +148,13 @@ def json_in(text: str) -> tuple[Any, str | None]:
         candidates.append(raw[start:])
     error = None
     for candidate in candidates:
-        try:
-            return json.loads(candidate), None
+        try:   # a line break typed inside a string is still the answer it was meant to be
+            return _LENIENT.decode(candidate), None
         except ValueError as exc:
             error = error or str(exc)
         if candidate.startswith("{"):
             try:   # a JSON object followed by more prose
-                return json.JSONDecoder().raw_decode(candidate)[0], None
+                return _LENIENT.raw_decode(candidate)[0], None
             except ValueError:
                 pass
     return None, f"not JSON ({error})" if raw else "an empty answer"
