@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from scoring.progress import Tally
-from scoring.transcript import CheckResult, Transcript, UserTurn
+from scoring.transcript import CheckResult, Transcript, TurnRecord, UserTurn
 from scoring.dataset import Goal, Persona, canonical_json
 
 FAULT_KINDS = {
@@ -46,7 +46,8 @@ ROLE_LEAKS = [
     re.compile(r"\bhow (can|may) i (help|assist) you\b", re.I),
 ]
 # This many user messages in a row, each nearly the same as the last (word-level similarity at
-# least REPEAT_SIMILARITY), is a user stuck in a loop.
+# least REPEAT_SIMILARITY), while the runtime said it did not understand or said something new,
+# is a user stuck in a loop.
 REPEATS = 3
 REPEAT_SIMILARITY = 0.9
 
@@ -88,8 +89,8 @@ def _words(text: str) -> list[str]:
 
 
 def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
-                    earlier: tuple[UserTurn, ...] = ()) -> UserFault | None:
-    """What is wrong with one user turn, given the user turns before it, or None."""
+                    earlier: tuple[TurnRecord, ...] = ()) -> UserFault | None:
+    """What is wrong with one user turn, given the turns before it, or None."""
     if turn.kind != "message":
         return None
     if "cut_off" in turn.meta:
@@ -119,15 +120,24 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
     return None
 
 
-def _repeats(turn: UserTurn, earlier: tuple[UserTurn, ...]) -> bool:
+def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...]) -> bool:
     """This message and the REPEATS - 1 user turns before it are all messages, each nearly the
-    same as the one before (a click or a stop in between breaks the row)."""
-    row = [*earlier[-(REPEATS - 1):], turn] if REPEATS > 1 else [turn]
-    if len(row) < REPEATS or any(t.kind != "message" or not (t.text or "").strip() for t in row):
+    same as the one before (a click or a stop in between breaks the row), and the user ignored
+    what the runtime said to them: that it did not understand (`understood: false`), or
+    something new each time. A runtime that answered each the same way without saying whether
+    it understood ("Noted.") left the user nothing to go on: that stays the runtime's."""
+    row = [*earlier[-(REPEATS - 1):]] if REPEATS > 1 else []
+    users = [t.user for t in row] + [turn]
+    if len(users) < REPEATS or any(u.kind != "message" or not (u.text or "").strip() for u in users):
         return False
-    words = [_words(t.text or "") for t in row]
-    return all(difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= REPEAT_SIMILARITY
-               for a, b in zip(words, words[1:]))
+    words = [_words(u.text or "") for u in users]
+    if not all(difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= REPEAT_SIMILARITY
+               for a, b in zip(words, words[1:])):
+        return False
+    results = [t.result if isinstance(t.result, dict) else {} for t in row]
+    told_not_understood = any(r.get("understood") is False for r in results)
+    said_something_new = len({str(r.get("reply")) for r in results}) > 1
+    return told_not_understood or said_something_new
 
 
 def _fact_dates(goal: Goal) -> set[dt.date]:
@@ -153,9 +163,8 @@ def _true_dates(goal: Goal) -> set[dt.date]:
 def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
                     goal_reached: bool | None) -> CheckResult:
     tally = Tally("simulator_error")
-    users = tuple(t.user for t in transcript.turns)
     for n, turn in enumerate(transcript.turns):
-        fault = user_turn_fault(turn.user, goal, persona, users[:n])
+        fault = user_turn_fault(turn.user, goal, persona, transcript.turns[:n])
         if fault:
             tally.found(turn.index, fault.message, kind=fault.kind, message=turn.user.text)
         else:

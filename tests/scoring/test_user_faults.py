@@ -6,9 +6,19 @@ from __future__ import annotations
 import pytest
 
 from scoring.simulated_user import FAULT_KINDS, simulator_error, user_turn_fault
-from scoring.transcript import UserTurn
+from scoring.transcript import Transcript, TurnRecord, UserTurn
 
-from tests.scoring.test_simulated_user import G, P, transcript
+from tests.scoring.test_simulated_user import G, P, STATE
+
+NOT_UNDERSTOOD = {"reply": "Sorry, I didn't understand that.", "understood": False}
+
+
+def transcript(*users: UserTurn | str, result: dict | None = None, results: list[dict] | None = None) -> Transcript:
+    """Each user message answered with `result` (by default: the runtime did not understand it)."""
+    answers = results or [result or NOT_UNDERSTOOD] * len(users)
+    turns = tuple(TurnRecord(i, msg(u) if isinstance(u, str) else u, answers[i - 1], STATE)
+                  for i, u in enumerate(users, start=1))
+    return Transcript("plain-paula", "g", 7, 0, turns, "turn_cap", initial_state=STATE, final_state=STATE, audit=[])
 
 
 def msg(text: str) -> UserTurn:
@@ -88,14 +98,32 @@ def test_moving_on_is_not_repeating(messages):
     assert not [f for f in check.findings if f.evidence.get("kind") == "repeated"]
 
 
+@pytest.mark.parametrize("results", [
+    [{"reply": "Which trip?"}, {"reply": "Which trip, Porto or Lisbon?"}, {"reply": "Which trip?"}],  # it asked on
+    [{"reply": "Added a bag.", "understood": True}, {"reply": "Done again.", "understood": True}, {"reply": "x"}],
+])
+def test_repeating_what_the_runtime_answered_anew_is_stuck(results):
+    check = simulator_error(transcript(*["Add a bag to my Porto trip."] * 3, results=results), G, P, None)
+    assert [f.evidence["kind"] for f in check.findings] == ["repeated"]
+
+
+@pytest.mark.parametrize("result", [{"reply": "Noted."}, {"reply": "OK.", "understood": True}])
+def test_repeating_to_a_runtime_that_says_the_same_and_never_that_it_did_not_understand_stays_the_runtimes(result):
+    """"Noted." three times gives a user nothing to go on: the runtime is stuck first (a loop, a
+    dead end), and its findings stand."""
+    check = simulator_error(transcript(*["Add a bag to my Porto trip."] * 3, result=result), G, P, None)
+    assert check.status == "clean"
+
+
 def test_the_loops_check_and_the_scorers_rescan_agree_turn_for_turn():
     users = [msg("How many bags?"), msg("As an AI I cannot say."), msg("x" * 2000), msg(""),
              msg("Add a bag."), msg("Add a bag."), msg("Add a bag."),
              UserTurn("message", "", meta={"unparsed": "Sure!", "parse_error": "not JSON", "repaired": True}),
              UserTurn("message", "", meta={"unparsed": '{"action": "mess', "parse_error": "not JSON", "cut_off": 300})]
-    in_loop = [(n + 1, f.kind) for n, t in enumerate(users) if (f := user_turn_fault(t, G, P, tuple(users[:n])))]
-    rescan = [(f.turn, f.evidence["kind"]) for f in simulator_error(transcript(*users), G, P, None).findings
-              if f.turn is not None]
+    t = transcript(*users)
+    in_loop = [(n + 1, f.kind) for n, turn in enumerate(t.turns)
+               if (f := user_turn_fault(turn.user, G, P, t.turns[:n]))]
+    rescan = [(f.turn, f.evidence["kind"]) for f in simulator_error(t, G, P, None).findings if f.turn is not None]
     assert in_loop == rescan == [(2, "role_leak"), (3, "too_long"), (4, "empty_message"), (7, "repeated"),
                                  (8, "unstructured"), (9, "cut_off")]
     assert {kind for _, kind in in_loop} <= set(FAULT_KINDS)
