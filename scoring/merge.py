@@ -82,6 +82,7 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
         store.finish_run(run_id, status="interrupted" if unfinished else "finished", spent_usd=Decimal(spent),
                          planned=sum(r["conversations_planned"] or 0 for _, r in runs))
         store.set_identity(run_id, json.dumps({"merged_from": [r["run_id"] for _, r in runs]}), None)
+        store.set_user_output(run_id, first.get("user_output"))
     return run_id
 
 

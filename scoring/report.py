@@ -14,6 +14,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from scoring import charts
 from scoring import rates as R
+from scoring.competence import competence
 from scoring.errors import SimrunError
 from scoring.run_ids import checked_run_id
 from scoring.scorer import GUARANTEES
@@ -36,6 +37,7 @@ def _env(user_templates: Path | None = None) -> Environment:
     env.filters["anchor"] = lambda s: re.sub(r"[^A-Za-z0-9_-]", "-", str(s))
     env.filters["clip"] = _clip
     env.globals["ITEMS_SHOWN"] = ITEMS_SHOWN
+    env.filters["sig4"] = R.significant
     from scoring.gate import delta_text, method_text
 
     env.globals.update(delta_text=delta_text, method_text=method_text)
@@ -89,7 +91,10 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
         if rate.occurrences:
             heatmaps[rate.cls] = charts.heatmap(personas, goals, shares.get(rate.cls, {}), "bad", rate.cls)
     dist = R.distributions(store, run_id)
+    user = run["user_backend"]
     return {
+        "costs": R.costs(store, run_id) if user != "scripted" else None,
+        "competence": competence(store, user) if user != "scripted" else None,
         "gate": gate, "pass_k": R.pass_k(store, run_id), "heatmaps": heatmaps,
         "histograms": [charts.histogram(dist["turns"], "turns to the goal (conversations that reached it)"),
                        charts.histogram(dist["cost"], "cost per conversation", " USD"),

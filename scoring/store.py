@@ -26,6 +26,7 @@ from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from scoring.errors import StoreError
 
 DEFAULT_DB = "simrun.duckdb"
+USER_CHECK_JSON = ("simulator_errors", "goals", "conversation_costs", "examples")
 
 
 @dataclass(frozen=True)
@@ -163,11 +164,57 @@ class Store:
                          "conversations_planned = coalesce(?, conversations_planned) WHERE run_id = ?",
                          [run_key, shard, planned, run_id])
 
-    def replay_answers(self, run_id: str) -> dict[str, Any]:
-        """A run's recorded model answers by request key, for `--replay`."""
-        return {key: _load(answer) for key, answer in self.con.execute(
-            "SELECT request_hash, answer FROM model_calls WHERE run_id = ? AND answer IS NOT NULL",
-            [run_id]).fetchall()}
+    def replay_answers(self, run_id: str) -> dict[str, tuple[Any, bool]]:
+        """A run's recorded model answers by request key, each with whether it was cut off at
+        max_tokens (so that a replay reads it as the live run did), for `--replay`."""
+        return {key: (_load(answer), bool(cut)) for key, answer, cut in self.con.execute(
+            "SELECT request_hash, answer, coalesce(response->'choices'->0->>'finish_reason' = 'length' "
+            "OR response->>'stop_reason' = 'max_tokens', false) FROM model_calls "
+            "WHERE run_id = ? AND answer IS NOT NULL", [run_id]).fetchall()}
+
+    def set_user_output(self, run_id: str, form: str | None) -> None:
+        self.con.execute("UPDATE runs SET user_output = ? WHERE run_id = ?", [form, run_id])
+
+    def save_user_check(self, check: dict[str, Any]) -> None:
+        """A `simrun check-user` result; the newest per backend is shown beside its runs' rates."""
+        columns = ("check_id", "checked_at", "user_backend", "user_output", "conversations", "goal_reached",
+                   "judged", "threshold", "simulator_errors", "provider_errors", "turns_per_goal", "goals",
+                   "cost_usd", "conversation_costs", "examples")
+        values = [_json(check[c]) if c in USER_CHECK_JSON else check[c] for c in columns]
+        insert_rows(self.con, f"user_checks ({', '.join(columns)})", [values])
+
+    def user_check(self, backend: str) -> dict[str, Any] | None:
+        """The newest `check-user` result for a backend:model, if there is one."""
+        cur = self.con.execute("SELECT * FROM user_checks WHERE user_backend = ? ORDER BY checked_at DESC LIMIT 1",
+                               [backend])
+        row = cur.fetchone()
+        if row is None:
+            return None
+        check = dict(zip([d[0] for d in cur.description], row))
+        for name in USER_CHECK_JSON:
+            check[name] = _load(check[name])
+        return check
+
+    def conversation_costs(self, backend: str, exclude_run: str | None = None) -> list[dict[str, Any]]:
+        """Every stored conversation of `backend` with its goal, calls and tokens: the history
+        `simrun plan` estimates a model user's conversations from. Calls whose usage is unknown
+        are summed apart (`unpriced_usd`), at what they were charged."""
+        cur = self.con.execute("""
+            SELECT c.goal, count(m.turn) AS calls,
+                   coalesce(sum(m.input_tokens) FILTER (WHERE m.cache_status NOT IN ('no_usage', 'unreadable')), 0)
+                       AS input_tokens,
+                   coalesce(sum(m.cached_input_tokens), 0) AS cached_input_tokens,
+                   coalesce(sum(m.cache_write_tokens), 0) AS cache_write_tokens,
+                   coalesce(sum(m.output_tokens) FILTER (WHERE m.cache_status NOT IN ('no_usage', 'unreadable')), 0)
+                       AS output_tokens,
+                   coalesce(sum(m.cost_usd) FILTER (WHERE m.cache_status IN ('no_usage', 'unreadable')), 0)
+                       AS unpriced_usd
+            FROM conversations c JOIN runs r USING (run_id)
+                 JOIN model_calls m ON m.run_id = c.run_id AND m.conversation_id = c.conversation_id
+            WHERE r.user_backend = ? AND m.cache_status <> 'replay' AND r.run_id IS DISTINCT FROM ?
+            GROUP BY c.run_id, c.conversation_id, c.goal""", [backend, exclude_run])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
 
     def spend(self, run_id: str) -> tuple[Decimal, int]:
         """(the exact sum of a run's call costs, the number of calls)."""
@@ -183,16 +230,18 @@ class Store:
                                            Decimal(str(cost_usd)), tuple(model_calls))])
 
     @_writes
-    def record_many(self, run_id: str, finished: list["Finished"]) -> None:
+    def record_many(self, run_id: str, finished: list["Finished"], calls: list[dict] | tuple = ()) -> None:
         """Write finished conversations in one transaction: each is stored whole, or not at all.
 
         The runner writes a batch at a time; a run killed mid-batch loses only conversations that
-        were never stored, which resuming runs again.
+        were never stored, which resuming runs again. `calls` are model calls settled since the
+        last batch, each naming its conversation, finished or not: a call is stored once it is
+        paid for, whatever becomes of its conversation.
         """
-        if not finished:
+        if not finished and not calls:
             return
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        conversations, turns, checks, findings, calls = [], [], [], [], []
+        conversations, turns, checks, findings, rows = [], [], [], [], []
         for f in finished:
             t, card, cid = f.transcript, f.scorecard, f.conversation_id
             conversations.append([
@@ -205,10 +254,8 @@ class Store:
                        turn.latency_ms] for turn in t.turns]
             checks += self._check_rows(run_id, cid, card)
             findings += self._finding_rows(run_id, cid, card)
-            calls += [[run_id, cid, c["turn"], c["backend"], c["model"], c["input_tokens"],
-                       c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
-                       c["cache_status"], c["request_hash"], now, c["cache_write_tokens"], _json(c["request"]),
-                       _json(c["answer"]), _json(c["response"])] for c in f.model_calls]
+            rows += [self._call_row(run_id, cid, c, now) for c in f.model_calls]
+        rows += [self._call_row(run_id, c["conversation_id"], c, now) for c in calls]
         with transaction(self.con) as con:
             insert_rows(con, "conversations (run_id, conversation_id, persona, goal, repetition, seed, end_reason, "
                         "goal_reached, goal_detail, turns, cost_usd, duration_ms, started_at, initial_state, "
@@ -218,7 +265,14 @@ class Store:
             insert_rows(con, "findings", findings)
             insert_rows(con, "model_calls (run_id, conversation_id, turn, backend, model, input_tokens, "
                         "cached_input_tokens, output_tokens, cost_usd, latency_ms, cache_status, request_hash, "
-                        "created_at, cache_write_tokens, request, answer, response)", calls)
+                        "created_at, cache_write_tokens, request, answer, response)", rows)
+
+    @staticmethod
+    def _call_row(run_id: str, conversation_id: str, c: dict, now: dt.datetime) -> list:
+        return [run_id, conversation_id, c["turn"], c["backend"], c["model"], c["input_tokens"],
+                c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
+                c["cache_status"], c["request_hash"], now, c["cache_write_tokens"], _json(c["request"]),
+                _json(c["answer"]), _json(c["response"])]
 
     @staticmethod
     def _check_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
@@ -353,6 +407,12 @@ class Store:
                 "WHERE run_id = ? AND conversation_id = ? ORDER BY turn", [run_id, conversation_id]).fetchall())
         return Transcript(persona, goal, seed, rep, turns, end, _load(initial), _load(final), _load(audit),
                           UserTurn.from_json(_load(stop)) if stop else None, _load(error), session_id)
+
+    def first_error(self, run_id: str, end_reason: str) -> dict[str, Any] | None:
+        """The first conversation (by start) that ended with `end_reason`, and its error evidence."""
+        row = self.con.execute("SELECT conversation_id, error FROM conversations WHERE run_id = ? AND end_reason = ? "
+                               "ORDER BY started_at, conversation_id LIMIT 1", [run_id, end_reason]).fetchone()
+        return {"conversation_id": row[0], **(_load(row[1]) or {})} if row else None
 
     def findings(self, run_id: str, conversation_id: str) -> list[dict[str, Any]]:
         cur = self.con.execute("SELECT turn, class, kind, detail, evidence FROM findings "

@@ -75,6 +75,8 @@ class RunSection(_Model):
     concurrency: int = Field(8, ge=1, le=4096)
     user: str = "scripted"
     user_base_url: str | None = Field(None, description="openai: an OpenAI-compatible server (vLLM, Ollama, a proxy).")
+    user_output: Literal["auto", "json_schema", "json_object", "guided_json", "tools", "prompt"] = Field(
+        "auto", description="openai: the structured-output form the user model answers in; auto probes the server.")
     db: str = "simrun.duckdb"
     reports: str = "reports"
 
@@ -107,9 +109,21 @@ class RuntimeSection(_Model):
         return self
 
 
+class UserSection(_Model):
+    """The model that plays the user: how long it may answer, how freely, and how many calls at once."""
+
+    max_tokens: int = Field(300, ge=16, le=100_000, description="Most tokens one answer may take; a cut-off "
+                            "answer is a simulator_error that says to raise this.")
+    temperature: float = Field(1.0, ge=0, le=2, description="Sampling temperature of the user model.")
+    timeout_s: float = Field(60.0, gt=0, description="Seconds one model call may take before it is retried.")
+    concurrency: int | None = Field(None, ge=1, le=4096, description="Most model calls in flight at once (1 for "
+                                    "a single-slot local server); conversations wait their turn.")
+
+
 class Project(_Model):
     run: RunSection = RunSection()
     runtime: RuntimeSection = RuntimeSection()
+    user: UserSection = UserSection()
 
 
 def _header_path(header: str) -> list[str]:

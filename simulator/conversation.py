@@ -77,10 +77,10 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 stop = user_turn
                 end = _stop_reason(goal, turns, stop, final)
                 break
-            fault = user_turn_fault(user_turn, goal, persona)
+            fault = user_turn_fault(user_turn, goal, persona, tuple(turns))
             if fault:
                 turns.append(TurnRecord(index, user_turn, None, None))
-                end, error = "simulator_error", {"kind": "simulator", "message": fault}
+                end, error = "simulator_error", {"kind": fault.kind, "message": fault.message, "turn": index}
                 break
             t0 = time.perf_counter()
             try:

@@ -183,19 +183,22 @@ def runtime_for(plan: Plan):
 
 
 def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None) -> UserBackend:
-    options = {"base_url": plan.project.run.user_base_url} if plan.project.run.user_base_url else {}
-    return make_user(plan.user, budgets=plan.budgets, ledger=ledger, replay=replay, **options)
+    run = plan.project.run
+    options = {"base_url": run.user_base_url} if run.user_base_url else {}
+    return make_user(plan.user, budgets=plan.budgets, ledger=ledger, replay=replay, settings=plan.project.user,
+                     output=run.user_output, **options)
 
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None, replay=None,
                   ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool | str = True,
-                  on_conversation=None) -> RunResult:
+                  on_conversation=None, on_user_ready=None) -> RunResult:
     """Run the plan. One ledger holds the budget for the user backend and the runner alike."""
     ledger = ledger or Ledger(plan.budget)
     return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
                             store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
                             concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
-                            resume=resume if replay is None else False, on_conversation=on_conversation)
+                            resume=resume if replay is None else False, on_conversation=on_conversation,
+                            on_user_ready=on_user_ready)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
