@@ -43,20 +43,27 @@ def answered_turns(transcript: Transcript):
     return [t for t in transcript.turns if t.result is not None]
 
 
+def way_forward(result: dict) -> bool | None:
+    """Whether a reply gives the user a way forward (a question, an ask, offers or a card); None
+    when the reply lacks a field that would say."""
+    if str(result.get("reply", "")).rstrip().endswith("?"):
+        return True
+    ways = [get(result, name) for name in ("ask", "next_steps", "card")]
+    if any(w for w in ways if w is not MISSING):
+        return True
+    return None if any(w is MISSING for w in ways) else False
+
+
 def dead_end(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
     tally = Tally("dead_end")
     for turn in answered_turns(transcript):
-        result = turn.result
-        if str(result.get("reply", "")).rstrip().endswith("?"):
+        forward = way_forward(turn.result)
+        if forward:
             tally.ok()
-            continue
-        ways = [get(result, name) for name in ("ask", "next_steps", "card")]
-        if any(w for w in ways if w is not MISSING):
-            tally.ok()
-        elif any(w is MISSING for w in ways):
+        elif forward is None:
             tally.unknown()
         else:
-            tally.found(turn.index, "the reply offers no way forward", reply=result.get("reply"))
+            tally.found(turn.index, "the reply offers no way forward", reply=turn.result.get("reply"))
     return tally.result()
 
 

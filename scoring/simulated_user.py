@@ -15,9 +15,10 @@ import re
 from dataclasses import dataclass
 
 from scoring.answers import carries_date, dates_in
-from scoring.progress import Tally
+from scoring.progress import Tally, way_forward
 from scoring.transcript import CheckResult, Transcript, TurnRecord, UserTurn
 from scoring.dataset import Goal, Persona, canonical_json
+from scoring.evidence import get
 
 FAULT_KINDS = {
     "empty_message": "an empty message",
@@ -115,10 +116,13 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
 
 def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...]) -> bool:
     """This message and the REPEATS - 1 user turns before it are all messages, each nearly the
-    same as the one before (a click or a stop in between breaks the row), and the user ignored
-    what the runtime said to them: that it did not understand (`understood: false`), or
-    something new each time. A runtime that answered each the same way without saying whether
-    it understood ("Noted.") left the user nothing to go on: that stays the runtime's."""
+    same as the one before (a click or a stop in between breaks the row), and the user ignored a
+    way forward the runtime gave it (a question, an ask, offers or a card) that moved on, or came
+    with a reason to say it again. It stays the runtime's, however the user answered, when the
+    runtime failed first: it said it did not understand (its not_understood stands, and must
+    not leave the rates with a simulator_error), its replies led nowhere ("Noted.", or a new
+    statement each time with nothing to act on: a dead_end), or it asked the same again with
+    no reason given (a loop), where the same answer is the right one."""
     row = [*earlier[-(REPEATS - 1):]] if REPEATS > 1 else []
     users = [t.user for t in row] + [turn]
     if len(users) < REPEATS or any(u.kind != "message" or not (u.text or "").strip() for u in users):
@@ -128,9 +132,26 @@ def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...]) -> bool:
                for a, b in zip(words, words[1:])):
         return False
     results = [t.result if isinstance(t.result, dict) else {} for t in row]
-    told_not_understood = any(r.get("understood") is False for r in results)
-    said_something_new = len({str(r.get("reply")) for r in results}) > 1
-    return told_not_understood or said_something_new
+    if any(r.get("understood") is False for r in results) or not any(way_forward(r) for r in results):
+        return False
+    return not all(_said_again(a, b) for a, b in zip(results, results[1:]))
+
+
+def _gist(result: dict) -> tuple:
+    """What a reply gave the user to act on, without the ids a runtime renews on every turn."""
+    def part(value, *names):
+        return tuple(str(value.get(n)) for n in names) if isinstance(value, dict) else None
+    offers = get(result, "next_steps")
+    labels = sorted(str(o.get("label")) for o in offers if isinstance(o, dict)) if isinstance(offers, list) else None
+    return (_words(str(result.get("reply") or "")), part(get(result, "ask"), "operation", "record", "arguments"),
+            part(get(result, "card"), "operation", "record"), labels)
+
+
+def _said_again(before: dict, after: dict) -> bool:
+    """The runtime gave the same thing again, and no reason for asking again."""
+    ask = get(after, "ask")
+    reason = ask.get("repeat_reason") if isinstance(ask, dict) else None
+    return _gist(before) == _gist(after) and not reason
 
 
 def _fact_dates(goal: Goal) -> set[dt.date]:

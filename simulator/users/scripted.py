@@ -72,6 +72,7 @@ class ScriptedSession:
         self.asked_once = False      # for question and probe steps
         self.correction: tuple[str, Step, dict[str, Any]] | None = None
         self.corrected: set[int] = set()
+        self.said_tersely: set[int] = set()   # steps already asked for in the short form
         self.seen_offers: dict[str, None] = {}   # offers shown before the last turn, in order (a set with order)
         self._current_offers: set[str] = set()
         self.seen_kinds: dict[str, dict] = {}   # offer id -> {operation, record}
@@ -246,7 +247,10 @@ class ScriptedSession:
 
     def _ask_for(self, step: Step, args: dict, meta: dict) -> UserTurn:
         values = {**self._facts(), **args}
-        if step.terse and self.draw("terse"):
+        # A terse person says more when the short form did not get the step done: saying it
+        # again, word for word, would be a stuck user, not a terse one.
+        if step.terse and self.step_index not in self.said_tersely and self.draw("terse"):
+            self.said_tersely.add(self.step_index)
             template = self.rng("say").choice(step.terse)
         else:
             template = self.rng("say").choice(step.say)
