@@ -28,7 +28,7 @@ def _env(user_templates: Path | None = None) -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"
     env.filters["anchor"] = lambda s: re.sub(r"[^A-Za-z0-9_-]", "-", str(s))
-    from scoring.gate import delta_text, method_text
+    from scoring.gate_text import delta_text, method_text
 
     env.globals.update(delta_text=delta_text, method_text=method_text)
     return env

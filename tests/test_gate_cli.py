@@ -71,7 +71,8 @@ def test_bless_then_gate_passes_writing_markdown_junit_and_the_step_summary(cli,
     result = cli("gate", "--baseline", "baseline.json", "--candidate", cand, "--markdown", "gate.md",
                  "--junit", "gate.xml")
     assert result.exit_code == 0, result.output
-    assert "passed: no class rose significantly and every guarantee held" in result.output
+    assert "passed: no class rose significantly, overall or in any goal or persona, and every guarantee held" \
+        in result.output
     md = (project / "gate.md").read_text()
     assert md.startswith("## ✅ simrun gate passed") and f"`{cand}`" in md
     assert summary.read_text() == "earlier step\n" + md + "\n"
