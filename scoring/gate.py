@@ -40,6 +40,7 @@ from scoring.scorer import GUARANTEES, kind_of
 from scoring.errors import SimrunError
 
 TESTED = tuple(c for c in GATE_CLASSES if c not in GUARANTEES)
+SLICES_SHOWN = 5            # goals and personas named per class in the list of regressions
 
 
 class GateError(SimrunError):
@@ -97,7 +98,7 @@ class ClassVerdict:
     p_adjusted: float | None        # corrected over every class and slice; None for guarantees
     detectable: float | None        # the rise caught with POWER at this size (sample-size advice)
     verdict: str                    # regression | violated | ok | held | untested
-    reason: str
+    reason: str                     # over all cells
     slices: tuple[SliceVerdict, ...] = ()   # the class in each goal and persona it was tested in
     regressed_overall: bool = False         # the overall test failed (not only a slice)
 
@@ -163,7 +164,7 @@ class GateResult:
     def exit_code(self) -> int:
         return 0 if self.passed else 1
 
-    def regressions(self) -> list[str]:
+    def regressions(self, slices_shown: int = SLICES_SHOWN) -> list[str]:
         """One line per regression, naming the slice: 'dead_end rose in goal renew-loan: 0/8 → 8/8'."""
         lines = []
         for c in self.failures:
@@ -171,7 +172,10 @@ class GateResult:
                 continue
             if c.regressed_overall:
                 lines.append(f"{c.cls} rose over all cells: {c.baseline} → {c.candidate} ({c.reason})")
-            lines += [f"{s.statement()} ({s.reason})" for s in c.slice_failures]
+            failing = c.slice_failures
+            lines += [f"{s.statement()} ({s.reason})" for s in failing[:slices_shown]]
+            if len(failing) > slices_shown:
+                lines.append(f"{c.cls} rose in {len(failing) - slices_shown} more goals or personas")
         return lines
 
     def headline(self) -> str:
@@ -183,9 +187,14 @@ class GateResult:
             parts.append("guarantees broken: " + ", ".join(violated))
         regressed = []
         for c in self.failures:
-            if c.verdict == "regression":
-                where = [f"{s.dimension} {s.name}" for s in c.slice_failures]
-                regressed.append(c.cls + (f" (in {', '.join(where)})" if where else ""))
+            if c.verdict != "regression":
+                continue
+            where = [f"{s.dimension} {s.name}" for s in c.slice_failures]
+            shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+            if c.regressed_overall:
+                regressed.append(c.cls + (f" (over all cells, and in {shown})" if where else ""))
+            else:
+                regressed.append(f"{c.cls} (in {shown})")
         if regressed:
             parts.append("regressions: " + ", ".join(regressed))
         return "FAILED: " + "; ".join(parts)
@@ -336,8 +345,6 @@ def _tested_class(cls, k, tested, slices, shared, baseline, candidate, scored, s
                                            float(tested.p_adjusted[k, g]), verdict, why))
     failing = [s for s in slice_verdicts if s.failed]
     verdict = "regression" if overall == "regression" or failing else "ok"
-    if failing:
-        reason = "; ".join(s.statement() for s in failing) + f"; over all cells: {reason}"
     return ClassVerdict(cls, class_kind(cls), base_total, cand_total, int(tested.cells[k, 0]),
                         float(tested.baseline_rate[k, 0]), float(tested.candidate_rate[k, 0]), delta, low, high,
                         p, p_adj, detectable, verdict, reason, tuple(slice_verdicts), overall == "regression")
@@ -348,11 +355,11 @@ def _decide(delta: float, p_adj: float | None, upper: float, min_effect: float, 
     if p_adj is None:
         return "ok", "nothing could vary in either run"
     if p_adj < settings.alpha and upper >= min_effect - 1e-12:
-        return "regression", f"rose {pts(delta)}, p {pval(p_adj)} < {settings.alpha}"
+        return "regression", f"{pts(delta)}, corrected p {pval(p_adj)}"
     if p_adj < settings.alpha:
         return "ok", (f"significant, but the rise {pts(delta)} is at most {size(upper)} "
                       f"({1 - settings.alpha:.0%} bound), below {size(min_effect)}")
-    return "ok", f"p {pval(p_adj)} >= {settings.alpha}"
+    return "ok", f"corrected p {pval(p_adj)} ≥ {settings.alpha}"
 
 
 def _flips(baseline: RunSummary, candidate: RunSummary, shared: list[Cell],

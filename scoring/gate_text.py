@@ -33,7 +33,7 @@ def size(v: float | None) -> str:
 def pval(v: float | None) -> str:
     if v is None:
         return "–"
-    return "<0.0001" if v < 1e-4 else f"{v:.4f}"
+    return "< 0.0001" if v < 1e-4 else f"{v:.4f}"
 
 
 def cell_name(cell: tuple[str, str]) -> str:
@@ -181,7 +181,8 @@ def junit_xml(result: "GateResult") -> str:
             shown = ", ".join(flipped[:FLIPS_SHOWN])
             detail += f"\nflipped conversations ({len(flipped)}): {shown}" + (" …" if len(flipped) > FLIPS_SHOWN else "")
         if c.failed:
-            message = "; ".join(s.statement() for s in c.slice_failures) or c.reason
+            message = "; ".join(([f"over all cells: {c.reason}"] if c.regressed_overall or c.kind == "guarantee"
+                                 else []) + [s.statement() for s in c.slice_failures])
             failure = ET.SubElement(case, "failure", message=f"{c.cls}: {c.verdict}: {message}", type=c.verdict)
             failure.text = detail
         elif c.verdict == "untested":

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scoring import rates as R
+from scoring.release import ReleaseSettings, release_check
 from scoring.store import Store
 from scoring.errors import ConfigError, SimrunError
 
@@ -101,7 +102,8 @@ def runtime_flags(transport, url, command, timeout, headers) -> dict:
     return flags
 
 
-def print_summary(store: Store, run_id: str) -> int:
+def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = None) -> int:
+    """The run's rates; 1 when a guarantee was broken or a release criterion failed, else 0."""
     rates = R.class_rates(store, run_id)
     outcome = R.outcome(store, run_id)
     table = Table(title=f"run {run_id}", title_justify="left")
@@ -121,11 +123,20 @@ def print_summary(store: Store, run_id: str) -> int:
     if outcome.runtime_errors:
         out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): see runtime_error in the report",
                   style="yellow", highlight=False)
+    code = 0
     broken = [r for r in rates if r.kind == "guarantee" and r.occurrences]
     if broken:
         out.print("FAILED: guarantees broken: " + ", ".join(
             f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken),
             style="bold red", highlight=False, soft_wrap=True)
-        return 1
-    out.print("every guarantee held", style="green")
-    return 0
+        code = 1
+    else:
+        out.print("every guarantee held", style="green")
+    if release is not None:
+        check = release_check(rates, outcome, release)
+        for criterion in check.failures:
+            out.print(f"FAILED release check: {criterion.line()}", style="bold red", highlight=False, soft_wrap=True)
+        if check.passed:
+            out.print(check.headline(), style="green", highlight=False, soft_wrap=True)
+        code = max(code, 0 if check.passed else 1)
+    return code

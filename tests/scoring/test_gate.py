@@ -75,9 +75,9 @@ def test_one_goal_broken_outright_fails_the_gate_naming_the_goal():
     assert not result.passed and result.exit_code == 1
     dead_end = verdict_of(result, "dead_end")
     assert dead_end.verdict == "regression" and dead_end.delta == pytest.approx(1 / 7)
-    assert "dead_end rose in goal renew-loan: 0/8 → 8/8" in dead_end.reason
+    assert [s.statement() for s in dead_end.slice_failures] == ["dead_end rose in goal renew-loan: 0/8 → 8/8"]
     assert any(line.startswith("dead_end rose in goal renew-loan: 0/8 → 8/8") for line in result.regressions())
-    assert "regressions: dead_end (in goal renew-loan)" in result.headline()
+    assert "regressions: dead_end (over all cells, and in goal renew-loan)" in result.headline()
     assert [c.cls for c in result.failures] == ["dead_end"]
     # What moved is named: the four cells, and the eight conversations that flipped.
     assert {m.cell for m in result.moved} == {(f"p{p}", "renew-loan") for p in range(4)}
