@@ -190,13 +190,21 @@ def summary_from_scorecards(run_id: str, dataset_hash: str, repetitions: int,
                             scored: Iterable[tuple[str, str, int, Scorecard]],
                             scorer_version: str = SCORER_VERSION) -> RunSummary:
     """A summary of conversations scored in process: (persona, goal, repetition, scorecard) each."""
+    return summary_from_counts(run_id, dataset_hash, repetitions,
+                               [(p, g, r, scorecard_counts(card)) for p, g, r, card in scored], scorer_version)
+
+
+def summary_from_counts(run_id: str, dataset_hash: str, repetitions: int,
+                        conversations: Iterable[tuple[str, str, int, Mapping[str, Counts]]],
+                        scorer_version: str = SCORER_VERSION) -> RunSummary:
+    """A summary of conversations given as (persona, goal, repetition, `scorecard_counts`) each."""
     cells: dict[Cell, dict[str, Counts]] = {}
     rows = []
-    for persona, goal, rep, card in scored:
+    for persona, goal, rep, counts in conversations:
         cell = cells.setdefault((persona, goal), {cls: ZERO for cls in GATE_CLASSES})
         cid = f"{persona}/{goal}/{rep}"
         rows.append((persona, goal, rep, cid, None, "held"))
-        for cls, add in scorecard_counts(card).items():
+        for cls, add in counts.items():
             cell[cls] = cell[cls] + add
             if add.fired or not add.scored:
                 rows.append((persona, goal, rep, cid, cls, "fired" if add.fired else "unscored"))
@@ -307,17 +315,14 @@ class BaselineFile(_Model):
             missing, extra = sorted(set(GATE_CLASSES) - set(self.classes)), sorted(set(self.classes) - set(GATE_CLASSES))
             raise ValueError(f"classes: a baseline counts every class the scorer knows, once (missing {missing}, "
                              f"unknown {_shown(extra)})")
-        for key, counts in self.cells.items():
+        for key in self.cells:
             if not re.fullmatch(f"{_ID}/{_ID}", key):
                 raise ValueError(f"cells: {_shown(key)!r} is not a cell ('persona/goal', ids as in persona and goal files)")
-            if set(counts) != set(GATE_CLASSES):
-                missing, extra = sorted(set(GATE_CLASSES) - set(counts)), sorted(set(counts) - set(GATE_CLASSES))
-                raise ValueError(f"cells: cell {key!r} does not count every class the scorer knows "
-                                 f"(missing {missing}, unknown {_shown(extra)})")
         matrix = self.matrix
         if matrix.cells != len(self.cells):
             raise ValueError(f"matrix.cells says {matrix.cells}, but the file holds {len(self.cells)} cells")
-        conversations = sum(c[ALL_CLASSES[-1]][1] + c[ALL_CLASSES[-1]][2] for c in self.cells.values())
+        probe = ALL_CLASSES[-1]
+        conversations = sum(c[probe][1] + c[probe][2] for c in self.cells.values() if probe in c)
         if matrix.conversations != conversations:
             raise ValueError(f"matrix.conversations says {matrix.conversations}, but the cells hold {conversations}")
         if (sorted(set(matrix.personas)), sorted(set(matrix.goals))) != (
@@ -407,7 +412,7 @@ def parse_baseline(data: bytes, where: str, fix: str) -> RunSummary:
     cells: dict[Cell, dict[str, Counts]] = {}
     for key, counts in model.cells.items():
         persona, goal = key.split("/")
-        cells[(persona, goal)] = {cls: Counts(*counts[cls]) for cls in GATE_CLASSES}
+        cells[(persona, goal)] = {cls: Counts(*triple) for cls, triple in counts.items()}
     held = None
     if model.repetitions is not None:
         every = list(range(model.matrix.repetitions))

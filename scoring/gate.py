@@ -28,6 +28,7 @@ subset the caller asked for (`shared_cells_only`) and the result lists. Anything
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -41,6 +42,7 @@ from scoring.errors import SimrunError
 
 TESTED = tuple(c for c in GATE_CLASSES if c not in GUARANTEES)
 SLICES_SHOWN = 5            # goals and personas named per class in the list of regressions
+SAFE_SIDE = 0.90            # the repetitions advised assume each class's rate at this upper bound
 
 
 class GateError(SimrunError):
@@ -199,34 +201,64 @@ class GateResult:
             parts.append("regressions: " + ", ".join(regressed))
         return "FAILED: " + "; ".join(parts)
 
-    def repetitions_needed(self) -> dict[str, int | None]:
-        """Per tested class: the repetitions per cell at which a rise of `min_effect` in every
-        cell is caught with POWER (None: not within 10,000). Computed on first use."""
-        return self._advice.repetitions(self.min_effect)
+    def repetitions_needed(self, rise: float | None = None) -> dict[str, int | None]:
+        """Per tested class: the repetitions per cell at which a rise of `rise` (default: the
+        minimum effect) in every cell is caught with POWER, from the baseline's cell rates (None:
+        not within 10,000). Computed on first use: it takes a second or two."""
+        return self._advice.repetitions(self.min_effect if rise is None else rise)
+
+    def power(self, cls: str, rise: float, repetitions: int | None = None) -> float:
+        """The advice's prediction: the chance that a rise of `rise` in every cell of `cls` is
+        caught over all cells, at `repetitions` per cell (default: the candidate's)."""
+        return self._advice.power(TESTED.index(cls), rise, repetitions or self.candidate.repetitions)
 
 
 @dataclass(frozen=True, eq=False)
 class _Advice:
-    """What the sample-size advice needs: the baseline's cell rates and the slices tested.
-    Its simulations take a second or two, so they run only when the advice is asked for."""
+    """What the sample-size advice needs: the baseline's cell rates (`stats.advice_rates`) and the
+    slices tested. Its simulations take a second or two, so they run only when asked for.
+
+    Predictions of power take the rates as estimated; the repetitions it names take them at the
+    upper end of each class's 90% interval, so that the advice errs on the safe side of the
+    noise of one baseline (at 5 repetitions the estimate of a class's rate is good to a fifth).
+    """
 
     base_rates: np.ndarray          # cells x tested classes
+    safe_rates: np.ndarray          # the same at the top of their interval
     slices: np.ndarray
     alpha: float
     correction: str
     min_effect: float
-    _critical: dict[int, float] = field(default_factory=dict)
+    _critical: dict[tuple[bool, int], float] = field(default_factory=dict)
     _needed: dict[float, dict[str, int | None]] = field(default_factory=dict)
 
-    def critical_at(self, repetitions: int) -> float:
-        if repetitions not in self._critical:
-            self._critical[repetitions] = stats.critical_value(self.base_rates, repetitions, self.slices,
-                                                               alpha=self.alpha, correction=self.correction)
-        return self._critical[repetitions]
+    def critical_at(self, repetitions: int, safe: bool = False) -> float:
+        """Simulated at 1, 2, 3, 4, 6, 8, 12, 16, ... repetitions; between them, interpolated in
+        log(repetitions): it changes slowly, and each simulation takes a tenth of a second."""
+        low = 2 ** int(math.log2(repetitions))
+        grid = [g for g in (low, low * 3 // 2, low * 2) if g >= 1]
+        below = max(g for g in grid if g <= repetitions)
+        above = min(g for g in grid if g >= repetitions)
+        values = []
+        for n in {below, above}:
+            if (safe, n) not in self._critical:
+                self._critical[(safe, n)] = stats.critical_value(
+                    self.safe_rates if safe else self.base_rates, n, self.slices, alpha=self.alpha,
+                    correction=self.correction)
+            values.append(self._critical[(safe, n)])
+        if below == above or not all(math.isfinite(v) for v in values):
+            return max(values)
+        share = (math.log(repetitions) - math.log(below)) / (math.log(above) - math.log(below))
+        return self._critical[(safe, below)] + share * (self._critical[(safe, above)] - self._critical[(safe, below)])
+
+    def power(self, k: int, rise: float, repetitions: int) -> float:
+        return stats.power_of_rise(rise, self.base_rates[:, k], repetitions, critical=self.critical_at(repetitions),
+                                   alpha=self.alpha, min_effect=self.min_effect)
 
     def repetitions(self, rise: float) -> dict[str, int | None]:
         if rise not in self._needed:
-            self._needed[rise] = {cls: stats.repetitions_for(rise, self.base_rates[:, k], self.critical_at,
+            self._needed[rise] = {cls: stats.repetitions_for(rise, self.safe_rates[:, k],
+                                                             lambda n: self.critical_at(n, safe=True),
                                                              alpha=self.alpha, min_effect=self.min_effect)
                                   for k, cls in enumerate(TESTED)}
         return self._needed[rise]
@@ -285,10 +317,13 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSett
     def counts(summary: RunSummary, what: str) -> np.ndarray:
         return np.array([[getattr(summary.cells[c][cls], what) for cls in TESTED] for c in shared])
 
-    family = stats.Family(counts(baseline, "fired"), counts(baseline, "scored"),
-                          counts(candidate, "fired"), counts(candidate, "scored"), mask)
+    base_fired, base_scored = counts(baseline, "fired"), counts(baseline, "scored")
+    family = stats.Family(base_fired, base_scored, counts(candidate, "fired"), counts(candidate, "scored"), mask)
     tested = stats.compare(family, alpha=settings.alpha, correction=settings.correction,
                            permutations=settings.permutations)
+    advice = _Advice(stats.advice_rates(base_fired, base_scored),
+                     stats.advice_rates(base_fired, base_scored, upper=SAFE_SIDE), mask,
+                     settings.alpha, settings.correction, settings.min_effect)
     verdicts = []
     for cls in GATE_CLASSES:
         pairs = [(baseline.cells[c][cls], candidate.cells[c][cls]) for c in shared]
@@ -303,21 +338,20 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSett
                                          None, None, delta, None, None, None, None, None, verdict, reason))
             continue
         verdicts.append(_tested_class(cls, TESTED.index(cls), tested, slices, shared, baseline, candidate,
-                                      scored, settings))
+                                      scored, advice.base_rates, settings))
     moved = sorted((MovedCell(cls, c, baseline.cells[c][cls], candidate.cells[c][cls])
                     for cls in GATE_CLASSES for c in shared
                     if baseline.cells[c][cls].scored and candidate.cells[c][cls].scored
                     and candidate.cells[c][cls].rate > baseline.cells[c][cls].rate),
                    key=lambda m: (-m.rise, -m.candidate.fired, GATE_CLASSES.index(m.cls), m.cell))
     flips, why = _flips(baseline, candidate, shared, verdicts)
-    base_rates = np.array([[baseline.cells[c][cls].rate or 0.0 for cls in TESTED] for c in shared])
-    advice = _Advice(base_rates, mask, settings.alpha, settings.correction, settings.min_effect)
     return GateResult(baseline, candidate, settings.alpha, settings.min_effect, settings.min_effect_slice,
                       settings.correction, settings.permutations, tested.tests, len(shared), tuple(verdicts),
                       tuple(moved), flips, why, left_out, advice)
 
 
-def _tested_class(cls, k, tested, slices, shared, baseline, candidate, scored, settings) -> ClassVerdict:
+def _tested_class(cls, k, tested, slices, shared, baseline, candidate, scored, advice_rates,
+                  settings) -> ClassVerdict:
     base_total, cand_total = baseline.total(cls), candidate.total(cls)
     if not tested.cells[k, 0]:
         return ClassVerdict(cls, class_kind(cls), base_total, cand_total, 0, None, None, None, None, None, None,
@@ -326,7 +360,8 @@ def _tested_class(cls, k, tested, slices, shared, baseline, candidate, scored, s
     p = None if np.isnan(tested.p[k, 0]) else float(tested.p[k, 0])
     p_adj = None if np.isnan(tested.p_adjusted[k, 0]) else float(tested.p_adjusted[k, 0])
     delta = float(tested.delta[k, 0])
-    detectable = stats.detectable_rise([b.rate for _, b, _ in scored], [b.scored for _, b, _ in scored],
+    index = [i for i, _, _ in scored]
+    detectable = stats.detectable_rise(advice_rates[index, k], [b.scored for _, b, _ in scored],
                                        [c.scored for _, _, c in scored], critical=tested.critical,
                                        alpha=settings.alpha, min_effect=settings.min_effect)
     overall, reason = _decide(delta, p_adj, tested.upper(k, 0, settings.alpha), settings.min_effect, settings)

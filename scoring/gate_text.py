@@ -69,8 +69,8 @@ def rows(result: "GateResult") -> list[dict[str, str]]:
 
 def columns(result: "GateResult") -> list[tuple[str, str]]:
     return [("class", "class"), ("kind", "kind"), ("baseline", "baseline"), ("candidate", "candidate"),
-            ("delta", f"delta ({CONFIDENCE:.0%} interval)"), ("p", "p (corrected)"), ("detectable", "detectable"),
-            ("repetitions", f"repetitions for +{size(result.min_effect)}"), ("verdict", "verdict")]
+            ("delta", f"delta ({CONFIDENCE:.0%} interval)"), ("p", "p (corr.)"), ("detectable", "detectable"),
+            ("repetitions", f"reps +{size(result.min_effect)}"), ("verdict", "verdict")]
 
 
 def moved_lines(result: "GateResult", limit: int = MOVED_SHOWN) -> tuple[list[str], str]:

@@ -213,6 +213,40 @@ def correct(pvalues: Mapping[str, float], method: str) -> dict[str, float]:
 
 # --- power and sample-size advice ---------------------------------------------------------------
 
+def advice_rates(fired, scored, *, upper: float | None = None) -> np.ndarray:
+    """Cells x classes: the rate of each cell the sample-size advice assumes.
+
+    A cell's observed rate (k of a few conversations) is noisy: most cells of a class at 9%
+    show 0 of 5, and taken as they are they understate the spread the gate will meet. Each is
+    drawn toward its class's pooled rate as far as the cells look alike (empirical Bayes: the
+    spread between cells beyond what their sizes explain, by the method of moments), so a
+    class that fires everywhere alike is taken as alike, and one that fires in a few goals keeps
+    its shape. With `upper` (a one-sided confidence level), the rates are scaled up to the upper
+    bound of the class's pooled rate: advice on the safe side of what the runs showed.
+    """
+    fired, scored = np.asarray(fired, float), np.asarray(scored, float)
+    seen = scored > 0
+    n = np.where(seen, scored, 1.0)
+    rate = np.where(seen, fired / n, 0.0)
+    total, hits = scored.sum(0), fired.sum(0)
+    pooled = np.where(total > 0, hits / np.maximum(total, 1), 0.0)
+    cells = np.maximum(seen.sum(0), 1)
+    within = (np.where(seen, rate * (1 - rate) / np.maximum(n - 1, 1), 0.0)).sum(0) / cells
+    spread = np.where(cells > 1, ((np.where(seen, rate - pooled, 0.0)) ** 2).sum(0) / np.maximum(cells - 1, 1), 0.0)
+    between = np.maximum(spread - within, 0.0)
+    weight = np.where(between > 0, between / (between + pooled * (1 - pooled) / n + 1e-12), 0.0)
+    shrunk = np.where(seen, weight * rate + (1 - weight) * pooled, pooled)
+    if upper is None:
+        return shrunk
+    z = float(st.norm.ppf(upper))
+    # Wilson's upper bound of each class's pooled rate.
+    top = (pooled + z * z / (2 * np.maximum(total, 1)) + z * np.sqrt(
+        pooled * (1 - pooled) / np.maximum(total, 1) + z * z / (4 * np.maximum(total, 1) ** 2))) / (
+        1 + z * z / np.maximum(total, 1))
+    scale = np.where(pooled > 0, top / np.where(pooled > 0, pooled, 1.0), 1.0)
+    return np.clip(np.where(pooled > 0, shrunk * scale, top), 0.0, 1.0)
+
+
 def critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray, *, alpha: float,
                    correction: str = "max-t", draws: int = _NULL_DRAWS, seed: int = SEED) -> float:
     """The statistic a hypothesis must reach to be flagged, when every cell holds `repetitions`
@@ -248,10 +282,11 @@ def critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray,
     return float(np.quantile(t.max(1), 1 - alpha))
 
 
-def _expected_spread(p: np.ndarray, q: np.ndarray, n_base: np.ndarray, n_cand: np.ndarray) -> float:
-    """E[sum of v] over cells when the baseline fires at p and the candidate at q."""
+def _expected_spread(p, var_p, q, var_q, n_base, n_cand) -> float:
+    """E[sum of v] over cells when the baseline fires at p and the candidate at q, with the given
+    per-conversation variances."""
     mean = n_base * p + n_cand * q
-    var = n_base * p * (1 - p) + n_cand * q * (1 - q)
+    var = n_base * var_p + n_cand * var_q
     total = n_base + n_cand
     return float(np.sum((total * mean - var - mean ** 2) / (n_base * n_cand * np.maximum(total - 1, 1))))
 
@@ -274,9 +309,11 @@ def power_of_rise(rise: float, base_rates, n_base, n_cand=None, *, critical: flo
     nb = np.broadcast_to(np.asarray(n_base, float), base.shape)
     nc = nb if n_cand is None else np.broadcast_to(np.asarray(n_cand, float), base.shape)
     cand = np.clip(base + rise, 0.0, 1.0)
-    true_rise = float(np.mean(cand - base))
-    spread = math.sqrt(float(np.sum(base * (1 - base) / nb + cand * (1 - cand) / nc))) / cells
-    se = math.sqrt(max(_expected_spread(base, cand, nb, nc), 0.0)) / cells
+    up = cand - base
+    true_rise = float(np.mean(up))
+    var_base, var_cand = base * (1 - base), cand * (1 - cand)
+    spread = math.sqrt(float(np.sum(var_base / nb + var_cand / nc))) / cells
+    se = math.sqrt(max(_expected_spread(base, var_base, cand, var_cand, nb, nc), 0.0)) / cells
     threshold = max(critical * se, min_effect - float(st.norm.ppf(1 - alpha)) * se)
     if spread == 0:
         return 1.0 if true_rise >= threshold else 0.0

@@ -13,7 +13,7 @@ import re
 import tomllib
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -68,17 +68,8 @@ class GateSection(_Model):
 class ReleaseSection(_Model):
     fail_on_runtime_error: bool = Field(True, description="A run with any runtime_error fails.")
     min_goal_reached: float | None = Field(None, ge=0, le=1, description="The goal-reached rate a run must reach.")
-    max_rate: dict[str, float] = Field(default_factory=dict, description="Class -> the highest rate a run may have.")
-
-    @field_validator("max_rate")
-    @classmethod
-    def _known(cls, ceilings: dict[str, float]) -> dict[str, float]:
-        for name, ceiling in ceilings.items():
-            if name not in CEILING_CLASSES:
-                raise ValueError(f"unknown class {name!r}; classes are: {', '.join(CEILING_CLASSES)}")
-            if not 0 <= ceiling <= 1:
-                raise ValueError(f"{name}: a ceiling is a rate between 0 and 1, got {ceiling}")
-        return ceilings
+    max_rate: dict[Literal[CEILING_CLASSES], Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict, description="Class -> the highest rate a run may have.")
 
 
 class Budgets(_Model):
@@ -165,10 +156,12 @@ def load_toml_model(path: Path, model: type[_Model]) -> _Model:
         return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = tuple(err["loc"])
+        loc = tuple(p for p in err["loc"] if p != "[key]")
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = f"unknown setting {loc[-1]!r}; check its spelling (see README, 'Configuration')"
+        elif "[key]" in err["loc"]:
+            message = f"unknown key {loc[-1]!r}: {message}"
         raise ConfigError(message, path=str(path), line=_toml_line(text, loc),
                           field=".".join(map(str, loc))) from None
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.table import Table
 
 from scoring import gate as G
@@ -125,12 +126,17 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
 
 
 def _print(result: G.GateResult) -> None:
+    # Narrower than the Markdown table, so that a CI log of 120 columns keeps every row on a line.
     table = Table(title=f"gate: candidate {result.candidate.run_id} vs baseline {result.baseline.run_id} "
-                        f"({result.baseline.source})", title_justify="left")
-    cols = T.columns(result)
+                        f"({result.baseline.source})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    cols = [("class", "class"), ("rates", "base → candidate"), *[c for c in T.columns(result)
+                                                                     if c[0] not in ("class", "kind", "baseline",
+                                                                                     "candidate")]]
     for key, title in cols:
-        table.add_column(title, justify="left" if key in ("class", "kind", "verdict") else "right")
+        table.add_column(title, justify="left" if key in ("class", "verdict") else "right", no_wrap=True)
     for row, c in zip(T.rows(result), result.classes):
+        row["rates"] = f"{row['baseline']} → {row['candidate']}"
         table.add_row(*(row[key] for key, _ in cols), style="bold red" if c.failed else None)
     out.print(table)
     say = lambda text, **kw: out.print(text, highlight=False, soft_wrap=True, markup=False, **kw)  # noqa: E731

@@ -17,7 +17,6 @@ from scoring.baseline import (GATE_CLASSES, BaselineError, CellRepetitions, Coun
                               load_baseline, summary_from_scorecards, summary_from_store)
 from scoring.gate import TESTED, GateError, gate_verdict
 from scoring.gate_text import junit_xml, markdown
-from scoring.scorer import GUARANTEES
 from scoring.store import Store
 from simulator.adapters.python import PythonRuntime
 from simulator.config import GateSection

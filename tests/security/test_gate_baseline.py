@@ -18,7 +18,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from scoring.baseline import GATE_CLASSES
 from tests.test_gate_cli import cli, one_error_line, run  # noqa: F401  (cli is a fixture)
 
 
