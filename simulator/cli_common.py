@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 from scoring import rates as R
-from scoring.release import ReleaseSettings, release_check
 from scoring.store import Store
 from scoring.errors import ConfigError, SimrunError
+from scoring.release import ReleaseSettings, release_check
 
 class ClosableStdout:
     """Standard output whose reader may go away (`simrun | head`). What can no longer be written
