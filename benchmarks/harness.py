@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scoring.store import Store  # noqa: E402
-from scoring.goal import forget_answers  # noqa: E402
+from scoring.goal_sql import forget_answers  # noqa: E402
 from simulator import PythonRuntime, ScriptedUser, converse, eventloop, load_dataset, matrix, run_matrix  # noqa: E402
 from tripdesk import TripDesk  # noqa: E402
 

@@ -28,17 +28,17 @@ def fill(store: Store, turns: int) -> int:
     con = store.con
     con.execute("""INSERT INTO runs (run_id, started_at, status, config, dataset_hash, dataset, scorer_version,
                    simrun_version, user_backend, runtime, seed, repetitions, budget_usd)
-                   VALUES ('r-synthetic', now(), 'finished', '{}', 'd', '{}', '1', '0', 'scripted', 'x', 1, 1, 5)""")
+                   VALUES ('r20260101-000000-5e7e71', now(), 'finished', '{}', 'd', '{}', '1', '0', 'scripted', 'x', 1, 1, 5)""")
     con.execute(f"""
         INSERT INTO conversations
-        SELECT 'r-synthetic', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70), 'p' || (i % 7), 'g' || (i % 10),
+        SELECT 'r20260101-000000-5e7e71', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70), 'p' || (i % 7), 'g' || (i % 10),
                i // 70, i, CASE WHEN i % 50 = 0 THEN 'user_stopped' ELSE 'goal_reached' END,
                i % 50 <> 0, 'synthetic', 3, 0, 10.0, now(), '{{}}', '{{"records": {{}}, "events": []}}',
                '[]', NULL, NULL, NULL, NULL
         FROM range({conversations}) t(i)""")
     con.execute(f"""
         INSERT INTO turns
-        SELECT 'r-synthetic', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70), k,
+        SELECT 'r20260101-000000-5e7e71', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70), k,
                '{{"kind": "message", "text": "Add a bag to my Lisbon trip, please.", "meta": {{}}}}',
                '{{"reply": "Added one bag; Lisbon offsite now has 2 bags. What next?", "understood": true,
                   "ask": null, "next_steps": [], "card": null, "mentions": [], "receipts": ["e-1"],
@@ -48,7 +48,7 @@ def fill(store: Store, turns: int) -> int:
     classes = ", ".join(f"('{c}', '{kind_of(c)}')" for c in ALL_CLASSES)
     con.execute(f"""
         INSERT INTO checks
-        SELECT 'r-synthetic', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70), c.cls, c.kind,
+        SELECT 'r20260101-000000-5e7e71', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70), c.cls, c.kind,
                CASE WHEN (i + length(c.cls)) % 37 = 0 THEN 'fired' ELSE 'clean' END,
                CASE WHEN (i + length(c.cls)) % 37 = 0 THEN 1 ELSE 0 END, 3, 0
         FROM range({conversations}) t(i), (VALUES {classes}) c(cls, kind)""")
@@ -69,7 +69,7 @@ def main() -> None:
             turns = fill(store, args.turns)
             filled = time.perf_counter() - t0
             t1 = time.perf_counter()
-            path = build_report(store, "r-synthetic", Path(tmp) / "reports")
+            path = build_report(store, "r20260101-000000-5e7e71", Path(tmp) / "reports")
             built = time.perf_counter() - t1
             size = path.stat().st_size
     print(f"synthetic store: {turns:,} turns (filled in {filled:.1f} s)")

@@ -6,6 +6,12 @@ reply and `turn_responses` every reply, one per user turn (null where the runtim
 The two are not cross-checked, as in Plumbline. The bundle carries a `format_version` (a
 loader refuses one it does not know) and the dataset hash of the personas and goals.
 
+A bundle may come from anywhere, so it is read as hostile: bounded in size, strict UTF-8, JSON
+that cannot exhaust the stack, every field typed, every recorded turn result, store and audit
+stream checked against protocol 1 as a live answer would be. Its claims are not trusted: the
+imported run's dataset hash is computed from the current personas and goals. A bundle that fails
+any of this is one line, and leaves no run behind.
+
 Each item simrun exports also carries `record`: the whole transcript (clicks, turn results,
 store snapshots, audit stream), so that importing it scores exactly what the run scored. An
 item without `record` (a bundle written by another tool) is scored from its text alone: every
@@ -20,19 +26,23 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from scoring import input_files
+from scoring.protocol import Audit, State, TurnResult, violations
 from scoring.rescore import check_items, dataset_items
 from scoring.scorer import SCORER_VERSION, score
-from scoring.store import Store
+from scoring.store import Finished, Store
 from scoring.transcript import END_REASONS, Transcript, TurnRecord, UserTurn
 from scoring.dataset import Dataset
 from scoring.errors import SimrunError
 
 FORMAT_VERSION = 1
+MAX_BUNDLE_BYTES = 1 << 30
 
 
 class BundleError(SimrunError):
@@ -70,9 +80,10 @@ class Record(_Model):
     audit: list[dict[str, Any]] | None = None
     stop: RecordedUserTurn | None = None
     error: dict[str, Any] | None = None
-    started_at: str | None = None
-    duration_ms: float = 0.0
-    cost_usd: float = 0.0
+    session_id: str | None = Field(None, description="The runtime's own session id, for its logs.")
+    started_at: dt.datetime | None = None
+    duration_ms: float = Field(0.0, ge=0)
+    cost_usd: float = Field(0.0, ge=0)
 
 
 class Item(_Model):
@@ -136,7 +147,7 @@ def item_of(conversation_id: str, t: Transcript, row: dict[str, Any]) -> dict[st
             "turns": [{"index": turn.index, "user": turn.user.to_json(), "result": turn.result,
                        "state": turn.state, "latency_ms": turn.latency_ms} for turn in t.turns],
             "initial_state": t.initial_state, "final_state": t.final_state, "audit": t.audit,
-            "stop": t.stop.to_json() if t.stop else None, "error": t.error,
+            "stop": t.stop.to_json() if t.stop else None, "error": t.error, "session_id": t.session_id,
             "started_at": started.isoformat() if started else None,
             "duration_ms": float(row.get("duration_ms") or 0), "cost_usd": float(row.get("cost_usd") or 0),
         },
@@ -173,16 +184,24 @@ def write_bundle(bundle: dict[str, Any], path: Path | str) -> Path:
 def load_bundle(path: Path | str) -> Bundle:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(input_files.read_text(path, "bundle", MAX_BUNDLE_BYTES))
     except FileNotFoundError:
         raise BundleError(f"{path}: no such bundle; write one with `simrun export RUN --out {path}`") from None
+    except input_files.InputRefused as exc:
+        raise BundleError(f"{path}{f':{exc.line}' if exc.line else ''}: {exc}") from None
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot read the bundle: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise BundleError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise BundleError(f"{path}: not a bundle: its JSON is nested too deep to read") from None
     if isinstance(data, dict) and data.get("format_version") not in (None, FORMAT_VERSION):
         raise BundleError(f"{path}: bundle format_version {data['format_version']!r} is not one this simrun "
                           f"reads (it reads {FORMAT_VERSION}); upgrade simrun, or export the bundle again")
     try:
-        return Bundle.model_validate(data)
+        bundle = Bundle.model_validate(data)
+    except RecursionError:
+        raise BundleError(f"{path}: not a bundle: its JSON is nested too deep to read") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = list(err["loc"])
@@ -193,6 +212,28 @@ def load_bundle(path: Path | str) -> Bundle:
                 pass
         where = ".".join(map(str, loc)) or "file"
         raise BundleError(f"{path} ({where}): {err['msg'].removeprefix('Value error, ')}") from None
+    _check_evidence(bundle, path)
+    return bundle
+
+
+def _check_evidence(bundle: Bundle, path: Path) -> None:
+    """Each recorded answer must be one a live runtime could have given (protocol 1): the scorer
+    reads them as it reads live ones, and a shape it never sees live must not reach it."""
+    for item in bundle.items:
+        record = item.record
+        if record is None:
+            continue
+        answers = [(f"turns.{t.index}.result", TurnResult, t.result) for t in record.turns if t.result is not None]
+        answers += [(f"turns.{t.index}.state", State, t.state) for t in record.turns if t.state is not None]
+        answers += [(name, State, getattr(record, name)) for name in ("initial_state", "final_state")
+                    if getattr(record, name) is not None]
+        if record.audit is not None:
+            answers.append(("audit", Audit, {"turns": record.audit}))
+        for where, shape, value in answers:
+            problems = violations(shape, value)
+            if problems:
+                raise BundleError(f"{path} (items {item.id!r}, record.{where}): not a protocol 1 answer: "
+                                  f"{problems[0]}")
 
 
 def _user(u: RecordedUserTurn) -> UserTurn:
@@ -204,7 +245,7 @@ def transcript_of(item: Item, where: str) -> Transcript:
         r = item.record
         turns = tuple(TurnRecord(t.index, _user(t.user), t.result, t.state, t.latency_ms) for t in r.turns)
         return Transcript(item.persona, item.goal, item.seed, item.repetition, turns, r.end, r.initial_state,
-                          r.final_state, r.audit, _user(r.stop) if r.stop else None, r.error)
+                          r.final_state, r.audit, _user(r.stop) if r.stop else None, r.error, r.session_id)
     said = [item.prompt, *item.turns]
     replies = item.turn_responses
     if replies is None:
@@ -237,33 +278,35 @@ def import_bundle(store: Store, bundle: Bundle, dataset: Dataset, *, run_id: str
         changed = check_items(used, dataset, bundle.dataset, source)
     except SimrunError as exc:
         raise BundleError(str(exc)) from None
-    transcripts = [(item, transcript_of(item, source)) for item in bundle.items]
+    # Everything is read and scored before anything is written: a bad item leaves no run behind.
+    now = dt.datetime.now(dt.timezone.utc).timestamp()
+    finished = []
+    for item in bundle.items:
+        transcript = transcript_of(item, source)
+        record = item.record
+        started = record.started_at if record else None
+        finished.append(Finished(
+            item.id, transcript, score(transcript, goals[item.goal], personas[item.persona]),
+            (started if started.tzinfo else started.replace(tzinfo=dt.timezone.utc)).timestamp() if started else now,
+            (record.duration_ms if record else 0) / 1000, Decimal(str(record.cost_usd if record else 0))))
     warnings = []
     if bundle.dataset_hash != dataset.hash:
-        warnings.append(f"the bundle was recorded with dataset {bundle.dataset_hash}, the current one is "
-                        f"{dataset.hash}; the run keeps the bundle's, so the gate compares it only with runs "
-                        "of that dataset")
+        warnings.append(f"the bundle says it was recorded with dataset {bundle.dataset_hash}; it was scored "
+                        f"against the current personas and goals, and is stored as dataset {dataset.hash}")
     if changed:
         warnings.append(f"scored against edited versions of {', '.join(changed)}")
     src = bundle.run
     store.create_run(run_id, config={"imported_from": source, "source_run": src.run_id if src else None},
-                     dataset_hash=bundle.dataset_hash, dataset=bundle.dataset or dataset.item_hashes,
+                     dataset_hash=dataset.hash, dataset=dataset.item_hashes,
                      scorer_version=SCORER_VERSION, simrun_version=simrun_version,
                      user_backend=src.user_backend if src else "imported",
                      runtime=src.runtime if src else "imported", seed=src.seed if src else 0,
                      repetitions=src.repetitions if src else 1 + max((i.repetition for i in bundle.items), default=0),
                      budget_usd=0)
-    status = "interrupted"
     try:
-        for item, transcript in transcripts:
-            card = score(transcript, goals[item.goal], personas[item.persona])
-            record = item.record
-            started = (dt.datetime.fromisoformat(record.started_at).replace(tzinfo=dt.timezone.utc).timestamp()
-                       if record and record.started_at else dt.datetime.now(dt.timezone.utc).timestamp())
-            store.record(run_id, item.id, transcript, card, started_at=started,
-                         duration_s=(record.duration_ms if record else 0) / 1000,
-                         cost_usd=record.cost_usd if record else 0)
-        status = "finished"
-    finally:
-        store.finish_run(run_id, status=status, spent_usd=0)
-    return ImportResult(run_id, len(transcripts), tuple(warnings))
+        store.record_many(run_id, finished)
+        store.finish_run(run_id, status="finished", spent_usd=0)
+    except BaseException:
+        store.discard_run(run_id)
+        raise
+    return ImportResult(run_id, len(finished), tuple(warnings))

@@ -19,7 +19,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from scoring import input_files, patterns
 from scoring.errors import ConfigError
+from scoring.goal_sql import check_goal_sql
 
 MANNERS: dict[str, str] = {
     "terse": "share of messages written as short as possible, leaving arguments out for the runtime to ask",
@@ -147,6 +149,9 @@ class Goal(_Model):
     forbidden: tuple[str, ...] = Field((), description="Phrases no reply may contain.")
     refusals: tuple[Refusal, ...] = Field((), description="Messages the runtime must refuse.")
     questions: tuple[Question, ...] = Field((), description="Questions whose answers the store holds.")
+    date_order: Literal["day_first", "month_first"] | None = Field(None, description=(
+        "How the runtime writes numeric dates: 10/12/2026 is 10 December (day_first) or October 12 "
+        "(month_first). Unset, a numeric date never counts as an answer."))
     tags: tuple[str, ...] = Field((), description="Free labels (seed, question, correction, ...).")
 
     @model_validator(mode="after")
@@ -177,6 +182,8 @@ class Goal(_Model):
                         _check_fields(template, names, f"steps.{i}.{field}.{arg}")
                         _check_fills(template, values, f"steps.{i}.{field}.{arg}")
         for i, question in enumerate(self.questions):
+            for key, value in (question.where or {}).items():
+                _check_fields(value, set(self.facts), f"questions.{i}.where.{key}")
             _check_fields(question.ask, set(self.facts), f"questions.{i}.ask")
             _check_fills(question.ask, self.facts, f"questions.{i}.ask")
         for i, check in enumerate(self.success.records):
@@ -200,9 +207,9 @@ class Goal(_Model):
 
 def _compile(pattern: str, what: str) -> str:
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"{what}: not a valid regular expression: {exc}") from exc
+        patterns.compiled(pattern)
+    except patterns.PatternError as exc:
+        raise ValueError(f"{what}: {exc}") from None
     return pattern
 
 
@@ -212,7 +219,37 @@ def template_fields(template: Any) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 
 
+_FACT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_SPEC_CHARS = 40
+MAX_SPEC_NUMBER = 200
+
+
+def _check_template(template: str, where: str) -> None:
+    """A template fills facts in plainly: `{trip}` or `{date:%d %B}`. Attribute and index access
+    (`{trip.__class__}`) would read Python objects, and a width like `{trip:>1500000000}` would
+    build a string of gigabytes: a goal file may be hostile, so both are refused."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(f"{where}: not a valid template ({exc}); write a literal brace as {{{{ or }}}}") from None
+    for _, name, spec, _ in parsed:
+        if name is None:
+            continue
+        if not _FACT_NAME.fullmatch(name):
+            raise ValueError(f"{where}: '{{{name}}}' must name a fact plainly, like {{trip}}; attribute, index "
+                             "and positional fields are not allowed")
+        if spec and ("{" in spec or len(spec) > MAX_SPEC_CHARS):
+            raise ValueError(f"{where}: the format spec {spec[:MAX_SPEC_CHARS]!r} is nested or longer than "
+                             f"{MAX_SPEC_CHARS} characters")
+        widths = [int(n) for n in re.findall(r"\d+", spec or "")]
+        if widths and max(widths) > MAX_SPEC_NUMBER:
+            raise ValueError(f"{where}: the format spec {spec!r} asks for {max(widths)} characters; at most "
+                             f"{MAX_SPEC_NUMBER}")
+
+
 def _check_fields(template: Any, known: set[str], where: str) -> None:
+    if isinstance(template, str):
+        _check_template(template, where)
     for name in template_fields(template):
         if name.split(".")[0].split("[")[0] not in known:
             raise ValueError(f"{where}: '{{{name}}}' names a fact the goal does not define; "
@@ -289,14 +326,12 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 
 
 def _load_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
-    text = path.read_text(encoding="utf-8")
     try:
-        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"not valid YAML: {problem}", path=str(path),
-                          line=mark.line + 1 if mark else None) from None
+        return input_files.load_yaml(input_files.read_text(path, "YAML file"))
+    except input_files.InputRefused as exc:
+        raise ConfigError(str(exc), path=str(path), line=exc.line) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc.strerror or exc}", path=str(path)) from None
 
 
 def load_model(path: Path, model: type[_Model]) -> _Model:
@@ -310,7 +345,7 @@ def load_model(path: Path, model: type[_Model]) -> _Model:
         message = err["msg"].removeprefix("Value error, ")
         raw_loc = tuple(err["loc"])
         m = re.match(r"^([A-Za-z_][\w.]*): (.*)$", message, re.S)
-        if m and "." in m.group(1):
+        if m and ("." in m.group(1) or m.group(1) in _fields_at(model, tuple(p for p in raw_loc if p != "[key]"))):
             # A model-level check names its field at the start of its message.
             raw_loc += tuple(int(p) if p.isdigit() else p for p in m.group(1).split("."))
             message = m.group(2)
@@ -341,8 +376,6 @@ def load_dataset(personas_dir: Path, goals_dir: Path) -> Dataset:
     """Load and validate every persona and goal; raise ConfigError on the first problem."""
     personas = _load_dir(Path(personas_dir), Persona, "persona")
     goals = _load_dir(Path(goals_dir), Goal, "goal")
-    from scoring.goal import check_goal_sql  # the SQL checks are validated against the store schema
-
     for path, goal in goals:
         for i, query in enumerate(goal.success.sql):
             problem = check_goal_sql(query)

@@ -1,11 +1,15 @@
-"""Small DuckDB helpers shared by the store and the goal checks."""
+"""Small DuckDB helpers for the store: transactions, and bulk inserts with secrets cut out of
+every string."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import duckdb
 import pandas as pd
+
+from scoring import secrets
 
 _names = itertools.count()
 
@@ -15,6 +19,9 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list) -> None:
     parameters row by row (or in one huge statement) costs more than the conversation did."""
     if not rows:
         return
+    # Every string bound for the database passes here: a secret a runtime echoed is cut out.
+    if secrets.active():
+        rows = [[secrets.redact(v) if isinstance(v, str) else v for v in row] for row in rows]
     name = f"_rows_{next(_names)}"
     frame = pd.DataFrame(rows, columns=[f"c{i}" for i in range(len(rows[0]))], dtype=object)
     con.register(name, frame)
@@ -22,3 +29,18 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list) -> None:
         con.execute(f"INSERT INTO {table} SELECT * FROM {name}")
     finally:
         con.unregister(name)
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection):
+    """All of it or nothing. When COMMIT itself fails (a full disk), DuckDB has already ended the
+    transaction, and ROLLBACK would fail too, with a message ("no transaction is active") that
+    would hide the one that matters: so the first error is the one raised."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise

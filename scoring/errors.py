@@ -7,6 +7,7 @@ workers on other machines), and the simulator, which depends on it, raises the s
      ├── ConfigError             bad input found before anything runs (file, line, field)
      │    └── BudgetSyntaxError  a --budget value that is not an amount of US dollars
      ├── RuntimeUnavailable      the runtime cannot be started or does not speak protocol 1
+     ├── UserModelUnavailable    the user model's server answers no output form (or not at all)
      └── StoreError              the DuckDB file cannot be used (wrong schema version, no such run)
 
 Failures *during* a run are not exceptions that escape: they are recorded as the conversation's
@@ -45,6 +46,10 @@ class RuntimeUnavailable(SimrunError):
 
 
 class StoreError(SimrunError):
+    pass
+
+
+class UserModelUnavailable(SimrunError):
     pass
 
 

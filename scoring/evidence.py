@@ -6,6 +6,8 @@ leaves `ask` out says nothing at all, and a check over it is UNVERIFIABLE.
 
 from __future__ import annotations
 
+import collections
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,10 +51,32 @@ class Shown:
 NOTHING_SHOWN = Shown({}, True)
 
 
+_recent = threading.local()
+RECENT_KEPT = 8
+
+
 def shown(result: dict[str, Any] | None) -> Shown:
-    """Every offer a turn showed; card actions count as offers, with the card's record."""
+    """Every offer a turn showed; card actions count as offers, with the card's record.
+
+    Every check, and the scripted user, asks this of the same few results: the answers for the
+    last RECENT_KEPT results are kept (per thread, by identity; a result is never changed once
+    received), so that a reply with 100,000 offers is walked once, not once per check."""
     if result is None:
         return NOTHING_SHOWN
+    recent = getattr(_recent, "shown", None)
+    if recent is None:
+        recent = _recent.shown = collections.OrderedDict()
+    kept = recent.get(id(result))
+    if kept is not None and kept[0] is result:
+        return kept[1]
+    value = _shown(result)
+    recent[id(result)] = (result, value)
+    if len(recent) > RECENT_KEPT:
+        recent.popitem(last=False)
+    return value
+
+
+def _shown(result: dict[str, Any]) -> Shown:
     steps, card = get(result, "next_steps"), get(result, "card")
     offers = {o["id"]: {"operation": o.get("operation"), "record": o.get("record")}
               for o in steps or [] if isinstance(o, dict) and "id" in o}
@@ -86,6 +110,33 @@ def shown_before(transcript: Transcript, turn: TurnRecord) -> Shown:
     """What the user could press when it sent this turn: the previous turn's offers."""
     before = previous(transcript, turn)
     return shown(before.result) if before is not None else NOTHING_SHOWN
+
+
+def events_from(transcript: Transcript, start: int) -> tuple[list[dict[str, Any]], bool]:
+    """The events of turns `start` onwards, each turn's from the store read after it (or, for a
+    turn without one, the store read at the end), and whether every one of those turns' events
+    is known."""
+    final = transcript.final_state
+    found, complete = [], True
+    for turn in transcript.turns[max(start, 1) - 1:]:
+        events = events_at(turn.state, turn.index)
+        if events is None:
+            events = events_at(final, turn.index)
+        if events is None:
+            complete = False
+        else:
+            found += events
+    return found, complete
+
+
+def relates(shown_operation: Any, operation: Any) -> bool:
+    """Whether an operation as shown (an offer's, an ask's, a card's) is `operation`: the same
+    name, or that name under a prefix (a card's `confirm_rebook` or `confirm.rebook` is the
+    `rebook` it confirms). Case does not count."""
+    if not (isinstance(shown_operation, str) and isinstance(operation, str) and operation):
+        return False
+    shown, op = shown_operation.lower(), operation.lower()
+    return shown == op or any(shown.endswith(sep + op) for sep in "_-.: ")
 
 
 def lookup(record: dict[str, Any], path: str) -> Any:

@@ -12,6 +12,9 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+import duckdb
+
+from scoring.duck import transaction
 from scoring.store import Store
 from scoring.errors import ConfigError
 from scoring.run_ids import new_run_id
@@ -59,27 +62,27 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
                          simrun_version=first["simrun_version"], user_backend=first["user_backend"],
                          runtime=first["runtime"], seed=first["seed"], repetitions=first["repetitions"],
                          budget_usd=sum((Decimal(str(r["budget_usd"])) for _, r in runs), Decimal(0)))
-        con.execute("BEGIN TRANSACTION")
         try:
-            for n, (path, run) in enumerate(runs):
-                con.execute(f"ATTACH '{path}' AS shard{n} (READ_ONLY)")
-                for table in TABLES:
-                    columns = [c[0] for c in con.execute(f"DESCRIBE {table}").fetchall()]
-                    select = ", ".join("? AS run_id" if c == "run_id" else c for c in columns)
-                    con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {select} "
-                                f"FROM shard{n}.{table} WHERE run_id = ?", [run_id, run["run_id"]])
-            spent = con.execute("SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?",
-                                [run_id]).fetchone()[0]
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
+            with transaction(con):
+                for n, (path, run) in enumerate(runs):
+                    # A parameter, never the path pasted into SQL: a file name may hold a quote.
+                    con.execute(f"ATTACH ? AS shard{n} (READ_ONLY)", [str(path)])
+                    for table in TABLES:
+                        columns = [c[0] for c in con.execute(f"DESCRIBE {table}").fetchall()]
+                        select = ", ".join("? AS run_id" if c == "run_id" else c for c in columns)
+                        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {select} "
+                                    f"FROM shard{n}.{table} WHERE run_id = ?", [run_id, run["run_id"]])
+                spent = con.execute("SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?",
+                                    [run_id]).fetchone()[0]
+        except duckdb.Error as exc:
+            raise ConfigError(f"cannot join the shards: {str(exc).splitlines()[0]}", field="SHARDS") from None
         finally:
             for n in range(len(runs)):
                 con.execute(f"DETACH DATABASE IF EXISTS shard{n}")
         store.finish_run(run_id, status="interrupted" if unfinished else "finished", spent_usd=Decimal(spent),
                          planned=sum(r["conversations_planned"] or 0 for _, r in runs))
         store.set_identity(run_id, json.dumps({"merged_from": [r["run_id"] for _, r in runs]}), None)
+        store.set_user_output(run_id, first.get("user_output"))
     return run_id
 
 

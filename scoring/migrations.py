@@ -6,6 +6,7 @@ written by a newer simrun (a version this code does not know) is refused, not gu
 
 from __future__ import annotations
 
+from scoring.duck import transaction
 from scoring.errors import StoreError
 
 MIGRATIONS: list[tuple[int, str, str]] = [
@@ -121,6 +122,26 @@ ALTER TABLE runs ADD COLUMN git_commit VARCHAR;         -- of the folder simrun 
 ALTER TABLE runs ADD COLUMN git_branch VARCHAR;
 ALTER TABLE conversations ADD COLUMN session_id VARCHAR; -- the runtime's own session id, for its logs
 """),
+    (7, "user model output form and competence", """
+ALTER TABLE runs ADD COLUMN user_output VARCHAR;        -- the structured-output form the user model answered in
+CREATE TABLE user_checks (                              -- `simrun check-user`: how competent a user model is
+    check_id VARCHAR PRIMARY KEY,
+    checked_at TIMESTAMP NOT NULL,
+    user_backend VARCHAR NOT NULL,                      -- backend:model, as runs.user_backend
+    user_output VARCHAR,
+    conversations INTEGER NOT NULL,
+    goal_reached INTEGER NOT NULL,
+    judged INTEGER NOT NULL,                            -- conversations that ended for a reason of the user's or the runtime's
+    threshold DOUBLE NOT NULL,                          -- below this goal-reached share, reports warn
+    simulator_errors JSON NOT NULL,                     -- kind -> conversations
+    provider_errors INTEGER NOT NULL,
+    turns_per_goal DOUBLE,                              -- mean turns of the conversations that reached their goal
+    goals JSON NOT NULL,                                -- goal -> {played, reached, turns}: where the user fails
+    cost_usd DECIMAL(18, 8) NOT NULL,
+    conversation_costs JSON NOT NULL,                   -- per conversation: calls and tokens, for `simrun plan`
+    examples JSON NOT NULL                              -- a few faults with the message that showed them
+);
+"""),
 ]
 
 
@@ -136,12 +157,7 @@ def migrate(con) -> int:
     for version, name, sql in MIGRATIONS:
         if version in applied:
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(sql)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
     return newest

@@ -6,12 +6,14 @@ checked when its evidence was there, and as unverifiable when it was not; never 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from scoring.evidence import MISSING, events_at, get, lookup, previous, shown_before
-from scoring.transcript import CheckResult, Finding, Transcript
-from scoring.dataset import Goal, Persona
+from scoring import patterns
+from scoring.answers import carries
+from scoring.evidence import MISSING, events_from, get, lookup, previous
+from scoring.offers import follow, tagged_step
+from scoring.transcript import CheckResult, Finding, Transcript, UserTurn
+from scoring.dataset import Goal, Persona, Question
 
 
 @dataclass
@@ -78,37 +80,27 @@ def loop(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
     return tally.result()
 
 
-def taken_offer(transcript: Transcript, turn) -> tuple[str | None, bool]:
-    """(offer id the user took up from the previous turn, whether that is known)."""
-    offers = shown_before(transcript, turn)
-    if turn.user.kind == "click":
-        was_shown = offers.has(turn.user.offer)
-        if was_shown is None:
-            return None, False
-        return (turn.user.offer if was_shown else None), True
-    taken = get(turn.result, "taken_offer")
-    if taken is MISSING:
-        return None, False
-    return (taken if taken and offers.has(taken) is not False else None), True
-
-
 def refused_offer(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+    """An offer the user took up from the previous turn (click or words) whose command the store
+    shows refused, in that turn or any later one (README, classes table)."""
     tally = Tally("refused_offer")
+    takes = follow(transcript)
     for turn in answered_turns(transcript):
-        offer, known = taken_offer(transcript, turn)
-        if not known:
+        take = takes.by_turn.get(turn.index)
+        if turn.index in takes.unknown or (take is not None and take.fresh is None):
             tally.unknown()
             continue
-        if offer is None:
-            continue
-        events = events_at(turn.state, turn.index)
-        if events is None:
+        if take is None or not take.fresh:
+            continue   # a stale click the runtime refuses is the stale_click guarantee working
+        events, complete = events_from(transcript, take.turn)
+        refused = [e for e in events if e.get("status") == "refused" and takes.attributed(e) == take]
+        if not refused and not complete:
             tally.unknown()
-            continue
-        refused = [e for e in events if e.get("status") == "refused" and e.get("offer") in (None, offer)]
-        if refused:
-            tally.found(turn.index, f"offer {offer} was taken and the domain refused it",
-                        offer=offer, events=refused)
+        elif refused:
+            at = refused[0].get("turn")
+            tally.found(at, f"offer {take.offer}, taken in turn {take.turn}, was refused by the domain"
+                        + ("" if at == take.turn else f" in turn {at}"),
+                        offer=take.offer, taken_at=take.turn, events=refused)
         else:
             tally.ok()
     return tally.result()
@@ -125,6 +117,15 @@ def not_understood(transcript: Transcript, goal: Goal, persona: Persona) -> Chec
         else:
             tally.ok()
     return tally.result()
+
+
+def asked_questions(goal: Goal, user: UserTurn) -> list[Question]:
+    """The goal's questions a user turn asks: the one its step tag names, and any whose `match`
+    is found in its words."""
+    step = tagged_step(goal, user)
+    text = user.text or ""
+    return [q for q in goal.questions
+            if (step is not None and step.question == q.id) or patterns.search(q.match, text)]
 
 
 def resolve_question_record(goal: Goal, question, state: dict) -> dict | None:
@@ -146,32 +147,33 @@ def same_value(actual, expected) -> bool:
 
 
 def unanswered(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+    """A question of the goal answered 'unavailable' while the store holds its answer and the
+    reply does not carry it in any form (scoring.answers)."""
     tally = Tally("unanswered")
     for turn in answered_turns(transcript):
-        text = turn.user.text or ""
-        asked = [q for q in goal.questions if re.search(q.match, text, re.I)]
+        asked = asked_questions(goal, turn.user)
         if not asked:
             continue
         answer = get(turn.result, "answer")
-        if answer is MISSING:
-            tally.unknown()
-            continue
-        if answer != "unavailable":
+        if answer not in (MISSING, "unavailable"):
             tally.ok()
             continue
         if turn.state is None:
             tally.unknown()
             continue
+        reply = str(turn.result.get("reply", ""))
         held = []
         for q in asked:
             record = resolve_question_record(goal, q, turn.state)
             value = lookup(record, q.field) if record else MISSING
-            if value is not MISSING and value is not None:
+            if value is not MISSING and value is not None and not carries(reply, value, goal.date_order):
                 held.append({"question": q.id, "value": value})
-        if held:
-            tally.found(turn.index, "answered 'unavailable' while the store holds the answer", held=held)
+        if not held:
+            tally.ok()        # nothing to answer from the store, or the reply says it in words
+        elif answer is MISSING:
+            tally.unknown()   # the reply does not say whether it could answer
         else:
-            tally.ok()
+            tally.found(turn.index, "answered 'unavailable' while the store holds the answer", held=held)
     return tally.result()
 
 

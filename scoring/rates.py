@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 
 from scipy.stats import binomtest
 
@@ -329,3 +330,28 @@ def trends(store: Store, limit: int = 30) -> tuple[list[dict], dict[str, list[fl
             series[cls].append(rates.get(cls))
         series["goal_reached"].append(run["goal_rate"])
     return runs, series
+
+
+def costs(store: Store, run_id: str) -> dict:
+    """What the simulated user's model calls cost: calls, tokens, cache statuses, cost per
+    conversation (the probe's calls count in the total, not per conversation)."""
+    calls, uncached, cached, written, output, spent = store.con.execute(
+        "SELECT count(*), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0), "
+        "coalesce(sum(cache_write_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cost_usd), 0) "
+        "FROM model_calls WHERE run_id = ?", [run_id]).fetchone()
+    statuses = dict(store.con.execute("SELECT cache_status, count(*) FROM model_calls WHERE run_id = ? "
+                                      "GROUP BY 1 ORDER BY 2 DESC", [run_id]).fetchall())
+    conversations, conversation_cost = store.con.execute(
+        "SELECT count(*), coalesce(sum(cost_usd), 0) FROM conversations WHERE run_id = ?", [run_id]).fetchone()
+    return {"calls": calls, "input_tokens": uncached, "cached_input_tokens": cached, "cache_write_tokens": written,
+            "output_tokens": output, "spent_usd": spent, "cache_status": statuses,
+            "per_conversation": conversation_cost / conversations if conversations else None}
+
+
+def significant(value, digits: int = 4) -> str:
+    """A decimal amount with `digits` significant digits, never in exponent form: 0.0001234."""
+    amount = Decimal(str(value))
+    if not amount:
+        return "0"
+    places = max(0, digits - 1 - amount.adjusted())
+    return f"{amount:.{places}f}"

@@ -19,6 +19,9 @@ from scoring.baseline import GATE_CLASSES
 from scoring.errors import StoreError
 from scoring import rates as R
 from scoring.release import release_check
+from scoring.competence import competence
+from scoring.errors import SimrunError
+from scoring.run_ids import checked_run_id
 from scoring.scorer import GUARANTEES
 from scoring.store import Store
 from scoring.transcript import Transcript
@@ -26,6 +29,10 @@ from scoring.transcript import Transcript
 TEMPLATES = Path(__file__).parent / "templates"
 MEMBERS_SHOWN = 300
 FLIPS_EMBEDDED = 20         # flipped conversations shown side by side; the rest are counted
+# What one turn may put in the report, whatever the runtime sent: each text cut to TEXT_CHARS,
+# each list (offers, card actions, receipts) to ITEMS_SHOWN, each with what was left out counted.
+TEXT_CHARS = 2000
+ITEMS_SHOWN = 20
 
 
 def _env(user_templates: Path | None = None) -> Environment:
@@ -35,6 +42,9 @@ def _env(user_templates: Path | None = None) -> Environment:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"
     env.filters["anchor"] = lambda s: re.sub(r"[^A-Za-z0-9_-]", "-", str(s))
+    env.filters["clip"] = _clip
+    env.globals["ITEMS_SHOWN"] = ITEMS_SHOWN
+    env.filters["sig4"] = R.significant
     from scoring import gate_text
 
     env.filters["pts"] = gate_text.size      # a difference of rates: "18.3 pts", as the CLI says
@@ -88,6 +98,9 @@ def what_changed(store: Store, run_id: str, gate) -> dict:
         pairs.append({"id": cid, "classes": classes, "cand": cand, "base": base,
                       "diverge": first_divergence(base["t"], cand["t"]) if base else None})
     return {"pairs": pairs, "conversations": len(by_conversation), "baseline_here": here}
+def _clip(value, limit: int = TEXT_CHARS) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
 def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: int = 3,
@@ -131,7 +144,10 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
     flipped = {cls for pair in (changed or {}).get("pairs", []) for cls in pair["classes"]}
     filter_classes = list(dict.fromkeys([r.cls for r in class_rates if r.occurrences]
                                         + [cls for cls in GATE_CLASSES if cls in flipped]))
+    user = run["user_backend"]
     return {
+        "costs": R.costs(store, run_id) if user != "scripted" else None,
+        "competence": competence(store, user) if user != "scripted" else None,
         "gate": gate, "changed": changed, "filter_classes": filter_classes,
         "release": release_check(class_rates, outcome, release) if release is not None else None,
         "pass_k": R.pass_k(store, run_id), "heatmaps": heatmaps,
@@ -154,11 +170,23 @@ def build_report(store: Store, run_id: str | None, out_dir: Path | str = "report
                              shared_cells_only=shared_cells_only, release=release)
     env = _env(user_templates)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{context['run']['run_id']}.html"
-    path.write_text(env.get_template("report.html").render(**context), encoding="utf-8")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimrunError(f"cannot create the reports folder {out_dir}: {exc.strerror or exc}") from None
+    # The id comes from the database, which may have been crafted: it names a file only once
+    # it is known to be one simrun made, so that it cannot lead out of the reports folder.
+    path = out_dir / f"{checked_run_id(context['run']['run_id'], store.path)}.html"
+    _write(path, env.get_template("report.html").render(**context))
     build_index(store, out_dir, env)
     return path
+
+
+def _write(path: Path, html: str) -> None:
+    try:
+        path.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise SimrunError(f"cannot write the report {path}: {exc.strerror or exc}") from None
 
 
 def build_index(store: Store, out_dir: Path, env: Environment | None = None) -> Path:
@@ -170,5 +198,5 @@ def build_index(store: Store, out_dir: Path, env: Environment | None = None) -> 
     html = (env or _env()).get_template("index.html").render(runs=list(reversed(runs)), trends=rows,
                                                              reports=reports)
     path = out_dir / "index.html"
-    path.write_text(html, encoding="utf-8")
+    _write(path, html)
     return path

@@ -14,7 +14,7 @@ from scoring.transcript import CheckResult, Scorecard, Transcript
 from scoring.dataset import Goal, Persona
 
 # Bump when a check's meaning changes: runs scored by different versions are not compared.
-SCORER_VERSION = "1"
+SCORER_VERSION = "2"
 PROGRESS_CLASSES = (*PROGRESS_CHECKS, "simulator_error")
 GUARANTEES = tuple(GUARANTEE_CHECKS)
 ALL_CLASSES = (*PROGRESS_CLASSES, *GUARANTEES)
@@ -23,9 +23,13 @@ ALL_CLASSES = (*PROGRESS_CLASSES, *GUARANTEES)
 def score(transcript: Transcript, goal: Goal, persona: Persona) -> Scorecard:
     reached, why = goal_status(goal, transcript, transcript.final_state)
     checks: dict[str, CheckResult] = {}
+    failed: list[str] = []
     for name, check in {**PROGRESS_CHECKS, **GUARANTEE_CHECKS}.items():
-        checks[name] = check(transcript, goal, persona)
-    checks["simulator_error"] = simulator_error(transcript, goal, persona, reached)
+        checks[name] = _guarded(name, failed, check, transcript, goal, persona)
+    checks["simulator_error"] = _guarded("simulator_error", failed, simulator_error, transcript, goal, persona,
+                                         reached)
+    if failed:
+        why += "; UNVERIFIABLE, the check failed on this transcript: " + "; ".join(failed)
     end = transcript.end
     # A user that broke its brief taints the conversation, however it ended, unless the runtime
     # failed first (that stays the runtime's). The loop catches most such faults at once; a few
@@ -34,6 +38,16 @@ def score(transcript: Transcript, goal: Goal, persona: Persona) -> Scorecard:
         end = "simulator_error"
     return Scorecard(goal_reached=reached, goal_detail=why, turns=len(transcript.turns),
                      end=end, checks=checks)
+
+
+def _guarded(name: str, failed: list[str], check, transcript: Transcript, *args) -> CheckResult:
+    """A check that cannot read a transcript (a shape no test foresaw) makes its class
+    UNVERIFIABLE for this conversation, never a pass, and says so; the other checks still run."""
+    try:
+        return check(transcript, *args)
+    except Exception as exc:
+        failed.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+        return CheckResult(name, unverifiable_turns=max(1, len(transcript.turns)))
 
 
 def kind_of(cls: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import json
 from dataclasses import dataclass
 from decimal import Decimal
@@ -17,13 +18,15 @@ from typing import Any
 
 import duckdb
 
-from scoring.duck import insert_rows
+from scoring.duck import insert_rows, transaction
 from scoring.migrations import migrate
 from scoring.scorer import kind_of
+from scoring.secrets import redact
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from scoring.errors import StoreError
 
 DEFAULT_DB = "simrun.duckdb"
+USER_CHECK_JSON = ("simulator_errors", "goals", "conversation_costs", "examples")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,18 @@ class Finished:
     duration_s: float
     cost_usd: Decimal = Decimal(0)
     model_calls: tuple[dict, ...] = ()
+
+
+def _writes(method):
+    """A write that fails (a full disk, a read-only file) is one line that says so, and why."""
+    @functools.wraps(method)
+    def writing(self: "Store", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except duckdb.Error as exc:
+            reason = str(exc).splitlines()[0].removeprefix("TransactionContext Error: ")
+            raise StoreError(f"{self.path}: cannot write to the database: {reason}") from None
+    return writing
 
 
 def _json(value: Any) -> str | None:
@@ -62,7 +77,26 @@ class Store:
             hint = ("another process is writing to it; wait for it to finish, or pass another --db"
                     if "lock" in first.lower() else "is it a DuckDB file? Pass another --db")
             raise StoreError(f"{self.path}: cannot open the database ({first}); {hint}") from None
-        migrate(self.con)
+        try:
+            migrate(self.con)
+        except duckdb.Error as exc:
+            self.con.close()
+            raise StoreError(f"{self.path}: cannot prepare the database: {str(exc).splitlines()[0]}") from None
+        self._refuse_crafted()
+
+    def _refuse_crafted(self) -> None:
+        """simrun writes tables only. A view or a macro in the file was put there by someone else,
+        and would run inside simrun's queries (a view can read local files): refuse such a file
+        rather than read it. CI artifacts and shards to merge are files from elsewhere."""
+        foreign = self.con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary "
+            "UNION ALL SELECT function_name FROM duckdb_functions() WHERE NOT internal "
+            "AND function_type IN ('macro', 'table_macro')").fetchall()
+        if foreign:
+            self.con.close()
+            names = ", ".join(sorted({name for (name,) in foreign}))[:200]
+            raise StoreError(f"{self.path}: the database holds views or macros simrun never writes ({names}); "
+                             "it may have been crafted, so it is not read")
 
     def close(self) -> None:
         self.con.close()
@@ -82,6 +116,7 @@ class Store:
 
     # --- writing ----------------------------------------------------------------------------
 
+    @_writes
     def create_run(self, run_id: str, *, config: dict, dataset_hash: str, dataset: dict,
                    scorer_version: str, simrun_version: str, user_backend: str, runtime: str,
                    seed: int, repetitions: int, budget_usd: Decimal) -> None:
@@ -89,9 +124,10 @@ class Store:
             "INSERT INTO runs (run_id, started_at, status, config, dataset_hash, dataset, scorer_version,"
             " simrun_version, user_backend, runtime, seed, repetitions, budget_usd)"
             " VALUES (?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, _json(config), dataset_hash, _json(dataset), scorer_version, simrun_version,
-             user_backend, runtime, seed, repetitions, budget_usd])
+            [run_id, redact(_json(config)), dataset_hash, _json(dataset), scorer_version, simrun_version,
+             redact(user_backend), redact(runtime), seed, repetitions, budget_usd])
 
+    @_writes
     def finish_run(self, run_id: str, *, status: str, spent_usd: Decimal, planned: int | None = None) -> None:
         self.con.execute("UPDATE runs SET status = ?, finished_at = now(), spent_usd = ?, "
                          "conversations_planned = coalesce(?, conversations_planned) WHERE run_id = ?",
@@ -111,19 +147,74 @@ class Store:
             raise StoreError(f"{self.path}: every run in it is finished; there is nothing to resume")
         return self.run(row[0])
 
+    @_writes
+    def discard_run(self, run_id: str) -> None:
+        """Remove a run and everything stored with it (an import that could not finish)."""
+        with transaction(self.con) as con:
+            for table in ("model_calls", "checks", "findings", "turns", "conversations", "runs"):
+                con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+    @_writes
     def reopen_run(self, run_id: str) -> None:
         self.con.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE run_id = ?", [run_id])
 
+    @_writes
     def set_identity(self, run_id: str, run_key: str, shard: str | None, planned: int | None = None) -> None:
         self.con.execute("UPDATE runs SET run_key = ?, shard = ?, "
                          "conversations_planned = coalesce(?, conversations_planned) WHERE run_id = ?",
                          [run_key, shard, planned, run_id])
 
-    def replay_answers(self, run_id: str) -> dict[str, Any]:
-        """A run's recorded model answers by request key, for `--replay`."""
-        return {key: _load(answer) for key, answer in self.con.execute(
-            "SELECT request_hash, answer FROM model_calls WHERE run_id = ? AND answer IS NOT NULL",
-            [run_id]).fetchall()}
+    def replay_answers(self, run_id: str) -> dict[str, tuple[Any, bool]]:
+        """A run's recorded model answers by request key, each with whether it was cut off at
+        max_tokens (so that a replay reads it as the live run did), for `--replay`."""
+        return {key: (_load(answer), bool(cut)) for key, answer, cut in self.con.execute(
+            "SELECT request_hash, answer, coalesce(response->'choices'->0->>'finish_reason' = 'length' "
+            "OR response->>'stop_reason' = 'max_tokens', false) FROM model_calls "
+            "WHERE run_id = ? AND answer IS NOT NULL", [run_id]).fetchall()}
+
+    def set_user_output(self, run_id: str, form: str | None) -> None:
+        self.con.execute("UPDATE runs SET user_output = ? WHERE run_id = ?", [form, run_id])
+
+    def save_user_check(self, check: dict[str, Any]) -> None:
+        """A `simrun check-user` result; the newest per backend is shown beside its runs' rates."""
+        columns = ("check_id", "checked_at", "user_backend", "user_output", "conversations", "goal_reached",
+                   "judged", "threshold", "simulator_errors", "provider_errors", "turns_per_goal", "goals",
+                   "cost_usd", "conversation_costs", "examples")
+        values = [_json(check[c]) if c in USER_CHECK_JSON else check[c] for c in columns]
+        insert_rows(self.con, f"user_checks ({', '.join(columns)})", [values])
+
+    def user_check(self, backend: str) -> dict[str, Any] | None:
+        """The newest `check-user` result for a backend:model, if there is one."""
+        cur = self.con.execute("SELECT * FROM user_checks WHERE user_backend = ? ORDER BY checked_at DESC LIMIT 1",
+                               [backend])
+        row = cur.fetchone()
+        if row is None:
+            return None
+        check = dict(zip([d[0] for d in cur.description], row))
+        for name in USER_CHECK_JSON:
+            check[name] = _load(check[name])
+        return check
+
+    def conversation_costs(self, backend: str, exclude_run: str | None = None) -> list[dict[str, Any]]:
+        """Every stored conversation of `backend` with its goal, calls and tokens: the history
+        `simrun plan` estimates a model user's conversations from. Calls whose usage is unknown
+        are summed apart (`unpriced_usd`), at what they were charged."""
+        cur = self.con.execute("""
+            SELECT c.goal, count(m.turn) AS calls,
+                   coalesce(sum(m.input_tokens) FILTER (WHERE m.cache_status NOT IN ('no_usage', 'unreadable')), 0)
+                       AS input_tokens,
+                   coalesce(sum(m.cached_input_tokens), 0) AS cached_input_tokens,
+                   coalesce(sum(m.cache_write_tokens), 0) AS cache_write_tokens,
+                   coalesce(sum(m.output_tokens) FILTER (WHERE m.cache_status NOT IN ('no_usage', 'unreadable')), 0)
+                       AS output_tokens,
+                   coalesce(sum(m.cost_usd) FILTER (WHERE m.cache_status IN ('no_usage', 'unreadable')), 0)
+                       AS unpriced_usd
+            FROM conversations c JOIN runs r USING (run_id)
+                 JOIN model_calls m ON m.run_id = c.run_id AND m.conversation_id = c.conversation_id
+            WHERE r.user_backend = ? AND m.cache_status <> 'replay' AND r.run_id IS DISTINCT FROM ?
+            GROUP BY c.run_id, c.conversation_id, c.goal""", [backend, exclude_run])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
 
     def spend(self, run_id: str) -> tuple[Decimal, int]:
         """(the exact sum of a run's call costs, the number of calls)."""
@@ -138,16 +229,19 @@ class Store:
         self.record_many(run_id, [Finished(conversation_id, transcript, scorecard, started_at, duration_s,
                                            Decimal(str(cost_usd)), tuple(model_calls))])
 
-    def record_many(self, run_id: str, finished: list["Finished"]) -> None:
+    @_writes
+    def record_many(self, run_id: str, finished: list["Finished"], calls: list[dict] | tuple = ()) -> None:
         """Write finished conversations in one transaction: each is stored whole, or not at all.
 
         The runner writes a batch at a time; a run killed mid-batch loses only conversations that
-        were never stored, which resuming runs again.
+        were never stored, which resuming runs again. `calls` are model calls settled since the
+        last batch, each naming its conversation, finished or not: a call is stored once it is
+        paid for, whatever becomes of its conversation.
         """
-        if not finished:
+        if not finished and not calls:
             return
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        conversations, turns, checks, findings, calls = [], [], [], [], []
+        conversations, turns, checks, findings, rows = [], [], [], [], []
         for f in finished:
             t, card, cid = f.transcript, f.scorecard, f.conversation_id
             conversations.append([
@@ -155,31 +249,30 @@ class Store:
                 card.goal_detail, len(t.turns), f.cost_usd, f.duration_s * 1000,
                 dt.datetime.fromtimestamp(f.started_at, dt.timezone.utc).replace(tzinfo=None),
                 _json(t.initial_state), _json(t.final_state), _json(t.audit),
-                _json(t.stop.to_json() if t.stop else None), _json(t.error), t.end])
+                _json(t.stop.to_json() if t.stop else None), _json(t.error), t.end, t.session_id])
             turns += [[run_id, cid, turn.index, _json(turn.user.to_json()), _json(turn.result), _json(turn.state),
                        turn.latency_ms] for turn in t.turns]
             checks += self._check_rows(run_id, cid, card)
             findings += self._finding_rows(run_id, cid, card)
-            calls += [[run_id, cid, c["turn"], c["backend"], c["model"], c["input_tokens"],
-                       c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
-                       c["cache_status"], c["request_hash"], now, c["cache_write_tokens"], _json(c["request"]),
-                       _json(c["answer"]), _json(c["response"])] for c in f.model_calls]
-        con = self.con
-        con.execute("BEGIN TRANSACTION")
-        try:
+            rows += [self._call_row(run_id, cid, c, now) for c in f.model_calls]
+        rows += [self._call_row(run_id, c["conversation_id"], c, now) for c in calls]
+        with transaction(self.con) as con:
             insert_rows(con, "conversations (run_id, conversation_id, persona, goal, repetition, seed, end_reason, "
                         "goal_reached, goal_detail, turns, cost_usd, duration_ms, started_at, initial_state, "
-                        "final_state, audit, stop, error, loop_end)", conversations)
+                        "final_state, audit, stop, error, loop_end, session_id)", conversations)
             insert_rows(con, "turns", turns)
             insert_rows(con, "checks", checks)
             insert_rows(con, "findings", findings)
             insert_rows(con, "model_calls (run_id, conversation_id, turn, backend, model, input_tokens, "
                         "cached_input_tokens, output_tokens, cost_usd, latency_ms, cache_status, request_hash, "
-                        "created_at, cache_write_tokens, request, answer, response)", calls)
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
+                        "created_at, cache_write_tokens, request, answer, response)", rows)
+
+    @staticmethod
+    def _call_row(run_id: str, conversation_id: str, c: dict, now: dt.datetime) -> list:
+        return [run_id, conversation_id, c["turn"], c["backend"], c["model"], c["input_tokens"],
+                c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
+                c["cache_status"], c["request_hash"], now, c["cache_write_tokens"], _json(c["request"]),
+                _json(c["answer"]), _json(c["response"])]
 
     @staticmethod
     def _check_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
@@ -195,23 +288,18 @@ class Store:
         insert_rows(self.con, "checks", self._check_rows(run_id, conversation_id, scorecard))
         insert_rows(self.con, "findings", self._finding_rows(run_id, conversation_id, scorecard))
 
+    @_writes
     def replace_score(self, run_id: str, conversation_id: str, scorecard: Scorecard) -> None:
         """Rescoring: swap a conversation's findings and checks for new ones, atomically."""
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(self.con) as con:
             for table in ("checks", "findings"):
-                self.con.execute(f"DELETE FROM {table} WHERE run_id = ? AND conversation_id = ?",
-                                 [run_id, conversation_id])
-            self.con.execute("UPDATE conversations SET goal_reached = ?, goal_detail = ?, end_reason = ? "
-                             "WHERE run_id = ? AND conversation_id = ?",
-                             [scorecard.goal_reached, scorecard.goal_detail, scorecard.end, run_id,
-                              conversation_id])
+                con.execute(f"DELETE FROM {table} WHERE run_id = ? AND conversation_id = ?", [run_id, conversation_id])
+            con.execute("UPDATE conversations SET goal_reached = ?, goal_detail = ?, end_reason = ? "
+                        "WHERE run_id = ? AND conversation_id = ?",
+                        [scorecard.goal_reached, scorecard.goal_detail, scorecard.end, run_id, conversation_id])
             self._write_score(run_id, conversation_id, scorecard)
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
 
+    @_writes
     def replace_scores(self, run_id: str, scorecards: dict[str, Scorecard], *, scorer_version: str) -> None:
         """Rescoring a whole run: every conversation's score and the run's scorer version, atomically.
 
@@ -224,9 +312,7 @@ class Store:
                    check.unverifiable_turns] for cid, card in scorecards.items() for cls, check in card.checks.items()]
         findings = [[run_id, cid, f.turn, f.cls, kind_of(f.cls), f.detail, _json(f.evidence)]
                     for cid, card in scorecards.items() for f in card.findings]
-        con = self.con
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(self.con) as con:
             for table in ("checks", "findings"):
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
             con.execute("CREATE TEMP TABLE rescored (conversation_id VARCHAR, goal_reached BOOLEAN, "
@@ -241,10 +327,6 @@ class Store:
             con.execute("DROP TABLE rescored")
             con.execute("UPDATE runs SET scorer_version = ?, rescored_at = now(), rescored_from = ? "
                         "WHERE run_id = ?", [scorer_version, previous, run_id])
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -273,9 +355,27 @@ class Store:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row)) for row in cur.fetchall()]
 
-    def conversation_list(self, run_id: str) -> list[tuple[str, str, bool | None]]:
-        return self.con.execute("SELECT conversation_id, end_reason, goal_reached FROM conversations "
+    def conversation_list(self, run_id: str) -> list[tuple[str, str, bool | None, str | None]]:
+        """(conversation id, end reason, goal reached, the runtime's session id) of each."""
+        return self.con.execute("SELECT conversation_id, end_reason, goal_reached, session_id FROM conversations "
                                 "WHERE run_id = ? ORDER BY conversation_id", [run_id]).fetchall()
+
+    def findings_by_class(self, run_id: str, cls: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """A run's findings grouped by class (one class with `cls`), each with its conversation,
+        turn and detail, in conversation and turn order; runtime_error (an end reason, not a
+        finding) with the error's turn and message, and whether it was collateral."""
+        rows = self.con.execute(
+            "SELECT class, conversation_id, turn, detail FROM findings WHERE run_id = ? AND (? IS NULL OR class = ?) "
+            "UNION ALL SELECT 'runtime_error', conversation_id, TRY_CAST(error->>'turn' AS INTEGER), "
+            "coalesce(error->>'message', 'runtime error') || CASE WHEN error->>'collateral' = 'true' "
+            "THEN ' (collateral: the runtime went down in another conversation)' ELSE '' END "
+            "FROM conversations WHERE run_id = ? AND end_reason = 'runtime_error' "
+            "AND (? IS NULL OR ? = 'runtime_error') ORDER BY 1, 2, 3 NULLS LAST",
+            [run_id, cls, cls, run_id, cls, cls]).fetchall()
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for c, cid, turn, detail in rows:
+            grouped.setdefault(c, []).append({"conversation_id": cid, "turn": turn, "detail": detail})
+        return grouped
 
     def conversation_row(self, run_id: str, conversation_id: str) -> dict[str, Any]:
         cur = self.con.execute("SELECT * EXCLUDE (initial_state, final_state, audit) FROM conversations "
@@ -294,19 +394,25 @@ class Store:
     def transcript(self, run_id: str, conversation_id: str) -> Transcript:
         row = self.con.execute(
             "SELECT persona, goal, seed, repetition, coalesce(loop_end, end_reason), initial_state, final_state, "
-            "audit, stop, error "
+            "audit, stop, error, session_id "
             "FROM conversations WHERE run_id = ? AND conversation_id = ?", [run_id, conversation_id]).fetchone()
         if row is None:
             raise StoreError(f"run {run_id} has no conversation {conversation_id!r}; "
                              "`simrun show RUN` lists them")
-        persona, goal, seed, rep, end, initial, final, audit, stop, error = row
+        persona, goal, seed, rep, end, initial, final, audit, stop, error, session_id = row
         turns = tuple(
             TurnRecord(index, UserTurn.from_json(_load(user)), _load(result), _load(state), latency)
             for index, user, result, state, latency in self.con.execute(
                 "SELECT turn, user_turn, result, state, latency_ms FROM turns "
                 "WHERE run_id = ? AND conversation_id = ? ORDER BY turn", [run_id, conversation_id]).fetchall())
         return Transcript(persona, goal, seed, rep, turns, end, _load(initial), _load(final), _load(audit),
-                          UserTurn.from_json(_load(stop)) if stop else None, _load(error))
+                          UserTurn.from_json(_load(stop)) if stop else None, _load(error), session_id)
+
+    def first_error(self, run_id: str, end_reason: str) -> dict[str, Any] | None:
+        """The first conversation (by start) that ended with `end_reason`, and its error evidence."""
+        row = self.con.execute("SELECT conversation_id, error FROM conversations WHERE run_id = ? AND end_reason = ? "
+                               "ORDER BY started_at, conversation_id LIMIT 1", [run_id, end_reason]).fetchone()
+        return {"conversation_id": row[0], **(_load(row[1]) or {})} if row else None
 
     def findings(self, run_id: str, conversation_id: str) -> list[dict[str, Any]]:
         cur = self.con.execute("SELECT turn, class, kind, detail, evidence FROM findings "

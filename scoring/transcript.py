@@ -64,6 +64,7 @@ class Transcript:
     audit: list[dict[str, Any]] | None = None   # None: the runtime has no audit stream
     stop: UserTurn | None = None                 # the user's stop, when it stopped
     error: dict[str, Any] | None = None          # evidence of a runtime/simulator/provider error
+    session_id: str | None = None                # the runtime's own session id, for its logs
 
     def state_before(self, index: int) -> dict[str, Any] | None:
         return self.initial_state if index <= 1 else self.turns[index - 2].state

@@ -20,8 +20,9 @@ from scoring.report import build_report
 from scoring.store import Store
 from simulator import __version__, eventloop
 from simulator.cli_common import (BUDGETS, CONFIG, DB, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
-                                  URL, err_line, fail, out, print_summary, runtime_flags)
+                                  URL, err_line, fail, out, print_summary, runtime_flags, say)
 from scoring.errors import ConfigError, SimrunError
+from simulator.ledger import Ledger
 from simulator.money import usd
 from simulator.plan import estimate
 from simulator.progress import RunProgress
@@ -90,7 +91,7 @@ def run_command(
                          reports=reports, runtime_flags=runtime_flags(transport, url, runtime_command,
                                                                       timeout, header),
                          check_user=not replay_only)
-        cache = ReplayCache(recorded["answers"], only=replay_only) if recorded else None
+        cache = ReplayCache(recorded["answers"], only=replay_only, output=recorded["user_output"]) if recorded else None
         _run_and_report(plan, cache, shard=parse_shard(shard), resume=not fresh)
     except SimrunError as exc:
         fail(exc)
@@ -109,6 +110,10 @@ def _run_and_report(plan, cache=None, *, shard=None, resume: bool | str = True) 
     _spend_summary(plan, result, estimated, cache)
     out.print(f"database: {plan.db}   run: {result.run_id}", highlight=False)
     out.print(f"report: {path}", highlight=False)
+    if result.stopped:
+        err_line(f"error: {result.stopped}; nothing more was sent. Fix the user model's settings (see README, "
+                 f"'Local and self-hosted user models'), then `simrun resume {result.run_id}`")
+        raise typer.Exit(2)
     raise typer.Exit(code)
 
 
@@ -169,17 +174,22 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True):
               f"{reps} = {plan.conversations} conversations; user {plan.user}; "
               f"runtime {runtime.description}; budget {usd(plan.budget)}", highlight=False, soft_wrap=True)
     estimated = None
-    if plan.user != "scripted" and replay is None:
-        # What `simrun plan` would have said, to compare with the spend afterwards.
-        (estimated,) = await estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
-                                      repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user])
     total = plan.conversations
     if shard is not None:
         total = sum(1 for cell in matrix(plan.dataset, plan.repetitions, plan.seed) if in_shard(cell.id, shard))
         out.print(f"shard {shard[0]}/{shard[1]}: {total} of the {plan.conversations} conversations", highlight=False)
-    with Store(plan.db) as store, RunProgress(out, total, plan.budget) as progress:
-        result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume,
-                               on_conversation=progress)
+    ledger = Ledger(plan.budget)
+    with Store(plan.db) as store, RunProgress(out, total, plan.budget, ledger) as progress:
+        if plan.user != "scripted" and replay is None:
+            # What `simrun plan` would have said, to compare with the spend afterwards.
+            (estimated,) = await estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
+                                          repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user],
+                                          store=store)
+            out.print(f"plan: {estimated.range_text} for this matrix (p50–p90; {estimated.basis})",
+                      highlight=False, soft_wrap=True)
+        result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume, ledger=ledger,
+                               on_conversation=progress,
+                               on_user_ready=say)
         if result.resumed is not None:
             out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
                       f"{result.conversations - result.resumed} more now", highlight=False)
@@ -201,8 +211,8 @@ def _spend_summary(plan, result, estimated, cache) -> None:
                   "(listed in the report; kept out of the rates)", style="yellow", highlight=False)
     if estimated is not None and estimated.cost_usd:
         off = (result.spent_usd - estimated.cost_usd) / estimated.cost_usd
-        out.print(f"plan estimated {usd(estimated.cost_usd)} for this matrix; actual {usd(result.spent_usd)} "
-                  f"({off:+.0%})", highlight=False)
+        out.print(f"plan estimated {estimated.range_text} (p50–p90) for this matrix; actual ${result.spent_usd:.4f} "
+                  f"({off:+.0%} of the p50; basis: {estimated.source})", highlight=False, soft_wrap=True)
     if cache is not None:
         out.print(f"replay: {cache.hits} answers from the recorded run, {cache.misses} not in it"
                   + (" (went live)" if cache.misses and not cache.only else ""), highlight=False)
@@ -212,12 +222,23 @@ app.callback(invoke_without_command=True)(run_command)
 app.command("run", help="Same as plain `simrun`.")(run_command)
 
 
-from simulator import cli_inspect, cli_project, gate_cli  # noqa: E402  (their commands join `app`)
+from simulator import cli_check_user, cli_inspect, cli_project, gate_cli  # noqa: E402  (their commands join `app`)
 
+cli_check_user.register(app)
 cli_inspect.register(app)
 cli_project.register(app)
 gate_cli.register(app)
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except OSError as exc:
+        # A file the command had to read or write (a folder it may not write to, a full disk):
+        # the user's to fix, so one line, not a traceback. Exit 1 stays "a guarantee broke".
+        where = f"{exc.filename}: " if exc.filename else ""
+        err_line(f"error: {where}{exc.strerror or exc}")
+        raise SystemExit(2) from None
+    except duckdb.Error as exc:
+        err_line(f"error: the database could not be read: {str(exc).splitlines()[0]}")
+        raise SystemExit(2) from None

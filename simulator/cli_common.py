@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from scoring import rates as R
+from scoring.competence import competence
+from scoring.secrets import redact, register_header
 from scoring.store import Store
 from scoring.errors import ConfigError, SimrunError
 from scoring.release import ReleaseSettings, release_check
@@ -25,7 +27,7 @@ class ClosableStdout:
     def write(self, text: str) -> int:
         if not self.gone:
             try:
-                sys.stdout.write(text)
+                sys.stdout.write(redact(text))
             except BrokenPipeError:
                 self._drop()
         return len(text)
@@ -62,7 +64,12 @@ if not out.is_terminal:
 
 def err_line(text: str) -> None:
     # One line, never wrapped: editors and CI annotations jump to "file:line".
-    typer.secho(text, err=True, fg="red", bold=True)
+    typer.secho(redact(text), err=True, fg="red", bold=True)
+
+
+def say(text: str) -> None:
+    """A line that may quote a server's words: printed as it is, never read as markup."""
+    out.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
 def fail(exc: SimrunError) -> None:
@@ -97,7 +104,9 @@ def runtime_flags(transport, url, command, timeout, headers) -> dict:
     for item in headers or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigError(f"{item!r}: write a header as NAME=VALUE (VALUE may use ${{VAR}})", field="--header")
+            raise ConfigError(f"{name.strip() or item[:20]!r}...: write a header as NAME=VALUE (VALUE may use ${{VAR}})",
+                              field="--header")
+        register_header(name, value, from_flag=True)
         flags.setdefault("headers", {})[name.strip()] = value
     return flags
 
@@ -124,12 +133,23 @@ def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = N
         out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): see runtime_error in the report",
                   style="yellow", highlight=False)
     code = 0
+    first = store.first_error(run_id, "provider_error")
+    if first is not None:
+        said = first.get("server_message") or first.get("message")
+        out.print(f"first provider error ({first['conversation_id']}, turn {first.get('turn')}): {said}",
+                  style="yellow", highlight=False, markup=False, soft_wrap=True)
+    print_competence(store, store.run(run_id)["user_backend"])
     broken = [r for r in rates if r.kind == "guarantee" and r.occurrences]
     if broken:
         out.print("FAILED: guarantees broken: " + ", ".join(
             f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken),
             style="bold red", highlight=False, soft_wrap=True)
         code = 1
+    elif outcome.conversations and not outcome.counted:
+        # Nothing was judged: no guarantee was shown to hold either. Never a pass.
+        err_line(f"error: no conversation was judged: all {outcome.conversations} ended for reasons that are not "
+                 f"the runtime's ({ends}); see the lines above")
+        return 2
     else:
         out.print("every guarantee held", style="green")
     if release is not None:
@@ -140,3 +160,17 @@ def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = N
             out.print(check.headline(), style="green", highlight=False, soft_wrap=True)
         code = max(code, 0 if check.passed else 1)
     return code
+
+
+def print_competence(store: Store, backend: str) -> None:
+    """The user model's check-user result beside the rates, or how to get one."""
+    if backend == "scripted":
+        return
+    found = competence(store, backend)
+    if found is None:
+        out.print(f"no check-user result for {backend}: `simrun check-user --user {backend}` measures how often it "
+                  "reaches goals that are known to be reachable", highlight=False, soft_wrap=True)
+        return
+    out.print(found.headline(), style="yellow" if found.low else None, highlight=False, soft_wrap=True)
+    if found.warning():
+        out.print(f"WARNING: {found.warning()}", style="bold yellow", highlight=False, soft_wrap=True)

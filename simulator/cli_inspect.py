@@ -14,7 +14,7 @@ from scoring.store import Store
 from simulator.cli_common import BUDGETS, DB, fail, out, print_summary
 from simulator.gate_cli import BASELINE_REF, SHARED_CELLS_ONLY, chosen_baseline
 from simulator.config import Budgets, load_budgets
-from scoring.errors import SimrunError
+from scoring.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.project import given_file, project_db
 
@@ -67,15 +67,18 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def show(run: str = typer.Argument(..., help="Run id, or 'latest'."),
              conversation: Optional[str] = typer.Argument(None, help="persona/goal/repetition; omit to list them."),
-             db: Optional[str] = DB, as_json: bool = typer.Option(False, "--json", help="Print the raw transcript.")) -> None:
-        """Print one stored conversation turn by turn (or list a run's conversations)."""
+             db: Optional[str] = DB, as_json: bool = typer.Option(False, "--json", help="Print the raw transcript."),
+             cls: Optional[str] = typer.Option(None, "--class", help="List only this class's findings.")) -> None:
+        """Print one stored conversation turn by turn (or list a run's conversations and findings by class)."""
+        from scoring.scorer import ALL_CLASSES
+
         try:
+            if cls is not None and cls not in (*ALL_CLASSES, "runtime_error"):
+                raise ConfigError(f"no class {cls!r}; classes are: {', '.join(ALL_CLASSES)}", field="--class")
             with Store(project_db(db), create=False) as store:
                 run_id = store.run(run)["run_id"]
                 if conversation is None:
-                    for cid, end, reached in store.conversation_list(run_id):
-                        goal = "goal reached" if reached else "goal UNVERIFIABLE" if reached is None else "goal not reached"
-                        out.print(f"{cid}  {end}  {goal}", highlight=False, soft_wrap=True)
+                    _list_run(store, run_id, cls)
                     return
                 t = store.transcript(run_id, conversation)
                 findings = store.findings(run_id, conversation)
@@ -87,7 +90,8 @@ def register(app: typer.Typer) -> None:
 
             sys.stdout.write(json.dumps(asdict(t), indent=2, default=str) + "\n")
             return
-        out.print(f"{conversation}: end {detail['end_reason']}, {len(t.turns)} turns, seed {t.seed}; "
+        session = f", runtime session {t.session_id}" if t.session_id else ""
+        out.print(f"{conversation}: end {detail['end_reason']}, {len(t.turns)} turns, seed {t.seed}{session}; "
                   f"goal: {detail['goal_detail']}", highlight=False, soft_wrap=True)
         for turn in t.turns:
             said = f"clicks {turn.user.offer}" if turn.user.kind == "click" else turn.user.text
@@ -101,7 +105,30 @@ def register(app: typer.Typer) -> None:
             if f["turn"] is None:
                 out.print(f"! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
         if t.error:
-            out.print(f"error: {t.error.get('message')}", style="red", highlight=False, markup=False)
+            collateral = " (collateral: the runtime went down in another conversation)" if t.error.get("collateral") else ""
+            read = f"; read after it: {t.error['read_after']}" if t.error.get("read_after") else ""
+            out.print(f"error: {t.error.get('message')}{collateral}{read}", style="red", highlight=False, markup=False)
+
+
+    def _list_run(store: Store, run_id: str, cls: str | None) -> None:
+        """A run's conversations (unless one class is asked for), then its findings by class."""
+        if cls is None:
+            for cid, end, reached, session in store.conversation_list(run_id):
+                goal = "goal reached" if reached else "goal UNVERIFIABLE" if reached is None else "goal not reached"
+                at = f"  session {session}" if session else ""
+                out.print(f"{cid}  {end}  {goal}{at}", highlight=False, soft_wrap=True, markup=False)
+        grouped = store.findings_by_class(run_id, cls)
+        if not grouped:
+            out.print(f"no {cls + ' ' if cls else ''}findings in run {run_id}", highlight=False)
+            return
+        out.print("findings by class:" if cls is None else f"{cls} findings:", highlight=False)
+        for name, rows in grouped.items():
+            conversations = sorted({r["conversation_id"] for r in rows})
+            out.print(f"  {name}: {len(conversations)} conversation(s)", style="red", highlight=False, markup=False)
+            for r in rows:
+                at = f" turn {r['turn']}" if r["turn"] is not None else ""
+                out.print(f"    {r['conversation_id']}{at}: {r['detail']}", highlight=False, markup=False,
+                          soft_wrap=True)
 
 
     @app.command()

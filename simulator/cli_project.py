@@ -16,6 +16,7 @@ from scoring.errors import ConfigError, SimrunError
 from simulator.money import usd
 from simulator.plan import estimate
 from simulator.project import load_plan, runtime_for
+from scoring.store import Store
 
 
 def register(app: typer.Typer) -> None:
@@ -75,8 +76,16 @@ def register(app: typer.Typer) -> None:
         ops.add_column("operation")
         ops.add_column("")
         for op in ("health", "start", "turn", "state", "audit", "close"):
-            ops.add_row(op, report.operations.get(op, "not reached"))
+            ops.add_row(op, report.operations.get(op, "not called"))
         out.print(ops)
+        if report.crash is not None:
+            crash = report.crash
+            where = f"in turn {crash['turn']}" if crash.get("turn") else "at start"
+            out.print(f"CRASH {where} ({crash['kind']}): {crash['message']}", style="red", highlight=False,
+                      markup=False, soft_wrap=True)
+            tail = crash.get("traceback") or crash.get("stderr")
+            if tail:
+                out.print("    " + tail.strip().replace("\n", "\n    "), highlight=False, markup=False, soft_wrap=True)
         fields = Table(title="turn-result fields (turns that carried each)", title_justify="left")
         fields.add_column("field")
         fields.add_column("turns", justify="right")
@@ -122,23 +131,30 @@ def register(app: typer.Typer) -> None:
                 from simulator.pricing import price_for
 
                 price_for(plan.budgets, user)
-            estimates = eventloop.run(estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
-                                             repetitions=plan.repetitions, seed=plan.seed,
-                                             backends=[user] if user and user != "scripted" else None))
+            store = Store(plan.db, create=False) if plan.db.exists() else None   # history; never created here
+            try:
+                estimates = eventloop.run(estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
+                                                 repetitions=plan.repetitions, seed=plan.seed, store=store,
+                                                 backends=[user] if user and user != "scripted" else None))
+            finally:
+                if store is not None:
+                    store.close()
         except SimrunError as exc:
             fail(exc)
         table = Table(title=f"{plan.conversations} conversations, budget {usd(plan.budget)}", title_justify="left")
-        for col in ("backend", "calls", "input tokens", "cached", "cache writes", "output", "estimated cost",
+        for col in ("backend", "calls", "input tokens", "cached", "cache writes", "output", "cost p50–p90",
                     "per conversation", "the budget buys"):
             table.add_column(col, justify="left" if col == "backend" else "right", no_wrap=col == "backend")
         table.add_row("scripted", "0", "0", "0", "0", "0", "$0.00", "$0.00", f"{plan.conversations} (all)")
         for e in estimates:
             share = f"{e.affordable} ({e.affordable / e.conversations:.0%})" if e.conversations else "–"
             table.add_row(e.backend, str(e.calls), f"{e.usage.input_tokens:,}", f"{e.usage.cached_input_tokens:,}",
-                          f"{e.usage.cache_write_tokens:,}", f"{e.usage.output_tokens:,}", f"${e.cost_usd:.4f}",
+                          f"{e.usage.cache_write_tokens:,}", f"{e.usage.output_tokens:,}", e.range_text,
                           f"${e.per_conversation:.5f}", share)
         out.print(table)
-        out.print("estimates count tokens as characters / 4; a run prints its actual spend beside this estimate",
+        for e in estimates:
+            out.print(f"{e.backend}: {e.basis}", highlight=False, soft_wrap=True)
+        out.print("a prior counts tokens as characters / 4; a run prints its actual spend beside its estimate",
                   highlight=False)
 
 

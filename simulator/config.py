@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from scoring import input_files
 from scoring.errors import ConfigError
 from scoring.release import CEILING_CLASSES
 from simulator.money import parse_usd
@@ -88,6 +89,8 @@ class RunSection(_Model):
     concurrency: int = Field(8, ge=1, le=4096)
     user: str = "scripted"
     user_base_url: str | None = Field(None, description="openai: an OpenAI-compatible server (vLLM, Ollama, a proxy).")
+    user_output: Literal["auto", "json_schema", "json_object", "guided_json", "tools", "prompt"] = Field(
+        "auto", description="openai: the structured-output form the user model answers in; auto probes the server.")
     db: str = "simrun.duckdb"
     reports: str = "reports"
 
@@ -99,12 +102,16 @@ class RuntimeSection(_Model):
     url: str | None = Field(None, description="http: the base URL of a runtime that is already running.")
     command: list[str] | str | None = Field(
         None, description="http: the command simrun starts ({port} is replaced); stdio: the child to run.")
-    cwd: str | None = Field(None, description="The started command's working directory.")
+    cwd: str | None = Field(None, description=(
+        "The started command's working directory (default: the folder of simrun.toml; relative to it)."))
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the started command.")
     timeout_s: float = Field(30.0, gt=0, description="Seconds one request may take before it is a runtime_error.")
     startup_timeout_s: float = Field(30.0, gt=0, description="http: seconds to wait for /v1/health at start.")
     headers: dict[str, str] = Field(
         default_factory=dict, description="http: request headers; ${VAR} is read from the environment, never stored.")
+    max_result_bytes: int = Field(
+        1 << 20, ge=1024, le=1 << 30,
+        description="The most of any one answer simrun reads; a larger one ends its conversation as runtime_error.")
 
     @model_validator(mode="after")
     def _transport_needs(self) -> "RuntimeSection":
@@ -116,9 +123,21 @@ class RuntimeSection(_Model):
         return self
 
 
+class UserSection(_Model):
+    """The model that plays the user: how long it may answer, how freely, and how many calls at once."""
+
+    max_tokens: int = Field(300, ge=16, le=100_000, description="Most tokens one answer may take; a cut-off "
+                            "answer is a simulator_error that says to raise this.")
+    temperature: float = Field(1.0, ge=0, le=2, description="Sampling temperature of the user model.")
+    timeout_s: float = Field(60.0, gt=0, description="Seconds one model call may take before it is retried.")
+    concurrency: int | None = Field(None, ge=1, le=4096, description="Most model calls in flight at once (1 for "
+                                    "a single-slot local server); conversations wait their turn.")
+
+
 class Project(_Model):
     run: RunSection = RunSection()
     runtime: RuntimeSection = RuntimeSection()
+    user: UserSection = UserSection()
 
 
 def _header_path(header: str) -> list[str]:
@@ -146,12 +165,19 @@ def _toml_line(text: str, loc: tuple[Any, ...]) -> int | None:
 def load_toml_model(path: Path, model: type[_Model]) -> _Model:
     if not path.exists():
         return model()
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = input_files.read_text(path, "TOML file")
+    except input_files.InputRefused as exc:
+        raise ConfigError(str(exc), path=str(path), line=exc.line) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the file: {exc.strerror or exc}", path=str(path)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise ConfigError(f"not valid TOML: {exc}", path=str(path), line=int(m.group(1)) if m else None) from None
+    except RecursionError:
+        raise ConfigError("not valid TOML: nested too deep", path=str(path)) from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -16,7 +16,7 @@ from typing import Any
 from scoring.transcript import TurnRecord, UserTurn
 from scoring.evidence import shown
 from simulator.adapters.base import RuntimeAdapter, check_health
-from simulator.adapters.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, violations
+from scoring.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, violations
 from scoring.dataset import Goal, Persona, canonical_json
 from scoring.errors import RuntimeFault
 
@@ -55,6 +55,7 @@ class Conformance:
     turns: list[TurnRecord] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     audit: list[dict] | None = None
+    crash: dict[str, Any] | None = None     # the evidence of a turn the runtime failed
 
     @property
     def ok(self) -> bool:
@@ -75,6 +76,16 @@ class Conformance:
         gone = self.missing()
         return {cls: [n for n in needs if n in gone] for cls, needs in NEEDS.items()
                 if any(n in gone for n in needs)}
+
+
+# Failures after which the runtime no longer answers: it is not asked anything more.
+GONE = ("timeout", "connection", "exited")
+
+
+def _excerpt(fault: RuntimeFault) -> str:
+    """What shows the failure: the body it sent, else the traceback or stderr tail."""
+    evidence = fault.evidence
+    return str(evidence.get("body") or evidence.get("traceback") or evidence.get("stderr") or "")[-1500:]
 
 
 def _json(value: Any) -> str:
@@ -128,12 +139,12 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
                                        "goal": goal.id if goal else "conformance", "setup": setup})
     except RuntimeFault as fault:
         report.operations["start"] = f"failed: {fault}"
-        report.violations.append(Violation("start", str(fault), str(fault.evidence.get("body", ""))))
+        report.crash = {**fault.evidence, "turn": None}
+        report.violations.append(Violation("start", f"{fault.kind}: {fault}", _excerpt(fault)))
         return report
     report.operations["start"] = "supplied"
     note("start", Started, {"session": session})
     results: list[Any] = []
-    report.operations["state"] = "not supported"
     for choose in _probe_turns(goal):
         user = choose(results)
         if user is None:
@@ -142,8 +153,9 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
         try:
             result = await runtime.turn(session, user.payload())
         except RuntimeFault as fault:
-            report.operations["turn"] = f"failed: {fault}"
-            report.violations.append(Violation(f"turn {turn_no}", str(fault), str(fault.evidence.get("body", ""))))
+            report.operations["turn"] = f"failed in turn {turn_no}: {fault}"
+            report.crash = {**fault.evidence, "turn": turn_no}
+            report.violations.append(Violation(f"turn {turn_no}", f"{fault.kind}: {fault}", _excerpt(fault)))
             report.turns.append(TurnRecord(turn_no, user, None, None))
             break
         report.operations["turn"] = "supplied"
@@ -155,6 +167,12 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
         state = await _optional(runtime.state, session, report, "state", note, State)
         results.append(result)
         report.turns.append(TurnRecord(turn_no, user, result if isinstance(result, dict) else None, state))
+    if report.crash is not None and (report.crash["kind"] in GONE or report.crash.get("collateral")):
+        for op in ("state", "audit", "close"):
+            report.operations.setdefault(op, f"not called: the runtime was gone after turn {report.crash['turn']}")
+        return report
+    if "state" not in report.operations:    # a turn failed before the store was ever read
+        await _optional(runtime.state, session, report, "state", note, State)
     audit = await _optional(runtime.audit, session, report, "audit", note, Audit, wrap="turns")
     report.audit = audit
     if isinstance(audit, list):
@@ -175,7 +193,7 @@ async def _optional(method, session, report, op, note, model, wrap: str | None =
         value = await method(session)
     except RuntimeFault as fault:
         report.operations[op] = f"failed: {fault}"
-        report.violations.append(Violation(op, str(fault), str(fault.evidence.get("body", ""))))
+        report.violations.append(Violation(op, f"{fault.kind}: {fault}", _excerpt(fault)))
         return None
     if value is None:
         report.operations[op] = "not supported (404)"

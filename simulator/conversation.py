@@ -7,6 +7,7 @@ crashes, a user that breaks its brief, each ends the conversation with its reaso
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import traceback
@@ -70,53 +71,112 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end, error = "provider_error", {**failure.evidence, "turn": index}
                 break
             except Exception as exc:   # the simulator failed, not the runtime: data, not a crash
-                end = "simulator_error"
-                error = {"kind": "simulator_crash", "message": f"{type(exc).__name__}: {exc}",
-                         "traceback": "".join(traceback.format_exception(exc)[-3:])[-2000:]}
+                end, error = "simulator_error", {**_evidence_of(exc), "kind": "simulator_crash"}
                 break
             if user_turn.kind == "stop":
                 stop = user_turn
                 end = _stop_reason(goal, turns, stop, final)
                 break
-            fault = user_turn_fault(user_turn, goal, persona)
+            fault = user_turn_fault(user_turn, goal, persona, tuple(turns))
             if fault:
                 turns.append(TurnRecord(index, user_turn, None, None))
-                end, error = "simulator_error", {"kind": "simulator", "message": fault}
+                end, error = "simulator_error", {"kind": fault.kind, "message": fault.message, "turn": index}
                 break
             t0 = time.perf_counter()
             try:
                 result = await runtime.turn(session, user_turn.payload())
-                final = await runtime.state(session)
-            except RuntimeFault as fault_:
+            except Exception as exc:   # a fault, or anything else the answer set off: this conversation only
                 turns.append(TurnRecord(index, user_turn, None, None, _ms(t0)))
-                end, error = "runtime_error", {**fault_.evidence, "turn": index}
+                end, error = "runtime_error", {**_evidence_of(exc), "turn": index}
                 break
-            turns.append(TurnRecord(index, user_turn, result, final, _ms(t0)))
-            reached, _ = goal_status(goal, _partial(cell, turns, initial), final)
+            latency = _ms(t0)
+            try:
+                final = await runtime.state(session)
+            except Exception as exc:
+                # The reply came: it is evidence, kept, though the store could not be read.
+                turns.append(TurnRecord(index, user_turn, result, None, latency))
+                end, error = "runtime_error", {**_evidence_of(exc), "turn": index}
+                break
+            turns.append(TurnRecord(index, user_turn, result, final, latency))
+            reached = await _reached(goal, _partial(cell, turns, initial), final)
             if reached:
                 end = "goal_reached"
                 break
-        if end != "runtime_error":
+        if end == "runtime_error":
+            final, audit = await _evidence_after_error(runtime, session, final, error)
+        else:
             audit = await runtime.audit(session)
-    except RuntimeFault as fault_:
-        end, error = "runtime_error", {**fault_.evidence, "turn": len(turns) or None}
+    except Exception as exc:
+        end, error = "runtime_error", {**_evidence_of(exc), "turn": len(turns) or None}
+        if session is not None:
+            final, audit = await _evidence_after_error(runtime, session, final, error)
     finally:
         if session is not None:
             try:
                 await runtime.close(session)
-            except RuntimeFault:
+            except Exception:
                 pass  # closing is courtesy; a runtime that fails it has already answered
     transcript = Transcript(
         persona=persona.id, goal=goal.id, seed=cell.seed, repetition=cell.repetition,
         turns=tuple(turns), end=end, initial_state=initial, final_state=final, audit=audit,
-        stop=stop, error=error)
+        stop=stop, error=error, session_id=None if session is None else str(session))
     calls = tuple(getattr(talker, "calls", ())) if talker is not None else ()
-    return Conversation(cell, transcript, score(transcript, goal, persona), started,
+    # Scoring is linear in the transcript. A large one (a runtime's 100,000-offer reply) is scored
+    # off the event loop, so that it does not hold up every other conversation in flight; an
+    # ordinary one is scored here, where the hop to a thread would cost more than the scoring.
+    if _weight(transcript) > OFF_LOOP_ITEMS:
+        scorecard = await asyncio.to_thread(score, transcript, goal, persona)
+    else:
+        scorecard = score(transcript, goal, persona)
+    return Conversation(cell, transcript, scorecard, started,
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
+
+
+async def _evidence_after_error(runtime: RuntimeAdapter, session: str, final, error: dict):
+    """(store, audit) read after a runtime_error, while the runtime still answers; the error's
+    evidence says what could be read. A runtime that hung, or whose server died, is not asked:
+    its audit stays None, and audit_gap UNVERIFIABLE, as for any runtime gone."""
+    if error.get("kind") in ("timeout", "connection", "exited") or error.get("collateral"):
+        error["read_after"] = "nothing: the runtime no longer answers"
+        return final, None
+    read, audit = [], None
+    try:
+        state = await runtime.state(session)
+        if state is not None:
+            final = state
+            read.append("the store")
+        audit = await runtime.audit(session)
+        if audit is not None:
+            read.append("the audit stream")
+    except Exception as exc:
+        read.append(f"then it failed again: {_evidence_of(exc)['message']}")
+    error["read_after"] = ", ".join(read) or "nothing: the runtime keeps neither store nor audit"
+    return final, audit
 
 
 def as_json_setup(goal: Goal) -> dict:
     return json.loads(canonical_json(goal.setup))
+
+
+OFF_LOOP_ITEMS = 5_000
+
+
+def _weight(transcript: Transcript) -> int:
+    """What the checks walk: the offers, mentions, receipts, records and events of every turn."""
+    items = 0
+    for turn in transcript.turns:
+        for part in (turn.result or {}).get("next_steps"), (turn.result or {}).get("mentions"), \
+                (turn.result or {}).get("receipts"), (turn.state or {}).get("records"), (turn.state or {}).get("events"):
+            items += len(part) if isinstance(part, (list, dict)) else 0
+    return items
+
+
+async def _reached(goal: Goal, transcript: Transcript, state) -> bool | None:
+    """Whether the goal is reached now. A goal with SQL is checked off the event loop: its
+    query may run up to its time limit (scoring/goal_sql.py) while other conversations go on."""
+    if goal.success.sql:
+        return (await asyncio.to_thread(goal_status, goal, transcript, state))[0]
+    return goal_status(goal, transcript, state)[0]
 
 
 def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state) -> str:
@@ -133,6 +193,15 @@ def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state) -> 
 def _partial(cell: Cell, turns: list[TurnRecord], initial) -> Transcript:
     return Transcript(cell.persona.id, cell.goal.id, cell.seed, cell.repetition, tuple(turns),
                       "", initial_state=initial)
+
+
+def _evidence_of(exc: BaseException) -> dict:
+    """A runtime fault's own evidence; for any other exception (MemoryError, a RecursionError on a
+    reply, a bug a reply set off in simrun), its type, message and traceback, so it can be fixed."""
+    if isinstance(exc, RuntimeFault):
+        return exc.evidence
+    return {"kind": "unexpected", "message": f"{type(exc).__name__}: {str(exc)[:500]}",
+            "traceback": "".join(traceback.format_exception(exc)[-3:])[-2000:]}
 
 
 def _ms(t0: float) -> float:

@@ -4,6 +4,10 @@ Before a paid call the caller reserves its worst case; afterwards it settles the
 with the actual cost, which frees the difference. Reservations count against the budget while
 they are held, so no number of concurrent conversations can overshoot it. The scripted user
 makes no paid call: its runs spend exactly $0.
+
+Every settled call leaves its record here until the runner stores it (`take_records`), whatever
+becomes of the conversation that made it: a conversation cut off by Ctrl-C, SIGTERM or the
+budget still has its calls stored, so a run's spend is always the sum of its stored calls.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ class Ledger:
         self.calls = 0
         self.exhausted = False      # a reservation was refused: start no new conversation
         self.overruns = 0
+        self.in_flight = 0          # reservations held: calls under way (or waiting for a slot)
+        self._records: list[dict] = []
         self._lock = threading.Lock()
 
     @property
@@ -40,14 +46,17 @@ class Ledger:
                 self.exhausted = True
                 return None
             self.reserved += worst_case
+            self.in_flight += 1
             return Reservation(worst_case)
 
     def release(self, reservation: Reservation) -> None:
         """A call that failed costs nothing: give its reservation back."""
-        self.settle(reservation, Decimal(0))
+        with self._lock:
+            self.reserved -= reservation.amount
+            self.in_flight -= 1
 
-    def settle(self, reservation: Reservation, actual: Decimal) -> None:
-        """Free the reservation and count what the call really cost.
+    def settle(self, reservation: Reservation, actual: Decimal, record: dict | None = None) -> None:
+        """Free the reservation, count what the call really cost, and keep its record to store.
 
         The spend stays exact even if a provider billed past the worst case (which the worst
         case's construction rules out); `overruns` counts such calls so that they are seen.
@@ -55,7 +64,21 @@ class Ledger:
         actual = Decimal(actual)
         with self._lock:
             self.reserved -= reservation.amount
+            self.in_flight -= 1
             self.spent += actual
             self.calls += 1
             if actual > reservation.amount:
                 self.overruns += 1
+            if record is not None:
+                self._records.append(record)
+
+    def log(self, record: dict) -> None:
+        """A call that cost nothing (answered from the replay cache): stored all the same."""
+        with self._lock:
+            self._records.append(record)
+
+    def take_records(self) -> list[dict]:
+        """The records of calls settled since the last take, for the store."""
+        with self._lock:
+            records, self._records = self._records, []
+        return records

@@ -1,11 +1,16 @@
 """Live progress of a run: a rich progress bar on a terminal, plain periodic lines elsewhere (CI).
 
 It shows conversations done, the spend and the budget left, the goal-reached share and how many
-conversations raised a progress finding or broke a guarantee so far.
+conversations raised a progress finding or broke a guarantee so far. Outside a terminal a
+heartbeat prints a line every PLAIN_EVERY_S even when no conversation has finished (a model
+user's conversation can take minutes): with the run's ledger, it names the calls in flight and
+counts the money held for them in the spend.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from decimal import Decimal
 
@@ -13,17 +18,19 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from simulator.conversation import Conversation
+from simulator.ledger import Ledger
 
 PLAIN_EVERY_S = 10.0
 
 
 class RunProgress:
-    def __init__(self, console: Console, total: int, budget: Decimal) -> None:
-        self.console, self.total, self.budget = console, total, budget
+    def __init__(self, console: Console, total: int, budget: Decimal, ledger: Ledger | None = None) -> None:
+        self.console, self.total, self.budget, self.ledger = console, total, budget, ledger
         self.done = self.reached = self.findings = self.broken = 0
         self.spent = Decimal(0)
         self.started = self.last_line = time.monotonic()
         self.bar: Progress | None = None
+        self.heartbeat: asyncio.Task | None = None
         if console.is_terminal:
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=console,
@@ -33,16 +40,37 @@ class RunProgress:
     def __enter__(self) -> "RunProgress":
         if self.bar is not None:
             self.bar.start()
+        else:
+            with contextlib.suppress(RuntimeError):   # no running loop: lines come with conversations only
+                self.heartbeat = asyncio.get_running_loop().create_task(self._beat())
         return self
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.stop()
+        if self.heartbeat is not None:
+            self.heartbeat.cancel()
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(PLAIN_EVERY_S)
+            if time.monotonic() - self.last_line >= PLAIN_EVERY_S * 0.99:
+                self._line()
+
+    def _line(self) -> None:
+        self.last_line = time.monotonic()
+        self.console.print(f"[{self.done}/{self.total}] {self.status()}", highlight=False, soft_wrap=True)
 
     def status(self) -> str:
         share = f"{self.reached / self.done:.0%}" if self.done else "–"
-        return (f"goal reached {share} · with a progress finding {self.findings} · guarantees broken in "
-                f"{self.broken} · spent ${self.spent:.4f}, ${self.budget - self.spent:.4f} left")
+        text = f"goal reached {share} · with a progress finding {self.findings} · guarantees broken in {self.broken}"
+        if self.ledger is None:
+            return text + f" · spent ${self.spent:.4f}, ${self.budget - self.spent:.4f} left"
+        led = self.ledger
+        # What is held for calls under way is spent as far as the budget knows.
+        committed = led.spent + led.reserved
+        return (text + f" · {led.in_flight} call(s) in flight · spent ${committed:.4f} (${led.reserved:.4f} of it "
+                f"held for calls under way), ${self.budget - committed:.4f} left")
 
     def __call__(self, conversation: Conversation) -> None:
         card = conversation.scorecard
@@ -56,6 +84,6 @@ class RunProgress:
         self.spent += Decimal(str(conversation.cost_usd))
         if self.bar is not None:
             self.bar.update(self.task, completed=self.done, status=self.status())
-        elif time.monotonic() - self.last_line >= PLAIN_EVERY_S or self.done == self.total:
-            self.last_line = time.monotonic()
-            self.console.print(f"[{self.done}/{self.total}] {self.status()}", highlight=False, soft_wrap=True)
+        elif self.done == self.total or (self.heartbeat is None
+                                         and time.monotonic() - self.last_line >= PLAIN_EVERY_S):
+            self._line()

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scoring import secrets
 from simulator.adapters.http import HttpRuntime
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
@@ -109,6 +110,8 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
             flag = {"url": "--url", "command": "--runtime-command", "timeout_s": "--timeout",
                     "headers": "--header"}.get(str(err["loc"][0]) if err["loc"] else "", "--transport")
             raise ConfigError(err["msg"].removeprefix("Value error, "), field=flag) from None
+    if config_file is not None:
+        runtime = _rooted(runtime, base)
     plan = Plan(project=project, budgets=money, dataset=dataset, budget=amount,
                 repetitions=repetitions or run.repetitions, seed=run.seed if seed is None else seed,
                 concurrency=concurrency or run.concurrency, user=user or run.user,
@@ -123,6 +126,14 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
     return plan
 
 
+def _rooted(runtime: RuntimeSection, folder: Path) -> RuntimeSection:
+    """runtime.cwd defaults to the folder of simrun.toml, and a relative one is relative to it:
+    the started command, and relative paths in it (`./server`, `python app.py`), work from there
+    whatever the shell's directory."""
+    cwd = (folder / runtime.cwd) if runtime.cwd else folder
+    return runtime.model_copy(update={"cwd": str(cwd.resolve())})
+
+
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -132,6 +143,7 @@ def expand(value: str, where: str) -> str:
         if m.group(1) not in os.environ:
             raise ConfigError(f"needs the environment variable {m.group(1)}; set it (it is never stored)",
                               field=where)
+        secrets.register(os.environ[m.group(1)])     # whatever the runtime echoes of it is cut out
         return os.environ[m.group(1)]
 
     return _VAR.sub(one, value)
@@ -156,30 +168,37 @@ def runtime_for(plan: Plan):
     """The adapter for the plan's transport. Secrets are read from the environment only here."""
     rt = plan.runtime
     if rt.transport == "python":
-        return PythonRuntime.from_target(rt.target, rt.options)
+        return PythonRuntime.from_target(rt.target, rt.options, max_result_bytes=rt.max_result_bytes)
     env = {k: expand(v, f"runtime.env.{k}") for k, v in rt.env.items()}
     if rt.transport == "http":
         headers = {k: expand(v, f"runtime.headers.{k}") for k, v in rt.headers.items()}
+        for name, value in headers.items():
+            secrets.register_header(name, value)
+        secrets.register_url(rt.url)
         return HttpRuntime(url=rt.url, command=command_list(rt.command), env=env, cwd=rt.cwd,
                            timeout_s=rt.timeout_s, startup_timeout_s=rt.startup_timeout_s, headers=headers,
-                           concurrency=plan.concurrency)
-    return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s)
+                           concurrency=plan.concurrency, max_result_bytes=rt.max_result_bytes)
+    return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s,
+                        max_result_bytes=rt.max_result_bytes)
 
 
 def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None) -> UserBackend:
-    options = {"base_url": plan.project.run.user_base_url} if plan.project.run.user_base_url else {}
-    return make_user(plan.user, budgets=plan.budgets, ledger=ledger, replay=replay, **options)
+    run = plan.project.run
+    options = {"base_url": run.user_base_url} if run.user_base_url else {}
+    return make_user(plan.user, budgets=plan.budgets, ledger=ledger, replay=replay, settings=plan.project.user,
+                     output=run.user_output, **options)
 
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None, replay=None,
                   ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool | str = True,
-                  on_conversation=None) -> RunResult:
+                  on_conversation=None, on_user_ready=None) -> RunResult:
     """Run the plan. One ledger holds the budget for the user backend and the runner alike."""
     ledger = ledger or Ledger(plan.budget)
     return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
                             store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
                             concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
-                            resume=resume if replay is None else False, on_conversation=on_conversation)
+                            resume=resume if replay is None else False, on_conversation=on_conversation,
+                            on_user_ready=on_user_ready)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

@@ -1,7 +1,9 @@
 """The one owner of retries for model calls: tenacity, with the SDKs' own retries turned off.
 
 Retried: 429 (waiting what Retry-After asks, up to a cap), 5xx, timeouts, broken
-connections and malformed bodies. Never retried: any other 4xx (a bad key, a bad request), which no retry can fix.
+connections and malformed bodies. Never retried: any other 4xx (a bad key, a bad request), which no
+retry can fix, nor a 5xx whose message says the request itself is invalid (llama.cpp's server
+answers 500 "Input should be 'text' or 'json_object'" to a response_format it does not know).
 One failure is one request; when the attempts run out the conversation ends as
 `provider_error`, and the run goes on.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -30,12 +33,32 @@ TRANSIENT = (openai.APITimeoutError, openai.APIConnectionError, anthropic.APITim
              anthropic.APIConnectionError, openai.APIResponseValidationError,
              anthropic.APIResponseValidationError, MalformedResponse, aiohttp.ClientError)
 STATUS = (openai.APIStatusError, anthropic.APIStatusError)
+# A server error that blames the request (a validation message) is the request's fault: the same
+# request fails the same way however often it is sent.
+REQUEST_BLAMED = re.compile(r"input should be|validation error|is not supported|unsupported|not permitted|"
+                            r"unrecognized|unknown (field|parameter|argument)|invalid (request|value|type|"
+                            r"response_format|json)|field required|extra (inputs|fields)", re.I)
+
+
+def server_message(exc: BaseException) -> str:
+    """What the server said, on one line: the error body's message (else the exception's text),
+    without the Python traceback some servers append, whitespace runs made single spaces."""
+    body = getattr(exc, "body", None)
+    text = str(exc)
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        text = next((str(inner[key]) for key in ("message", "detail", "error")
+                     if isinstance(inner.get(key), (str, list))), text)
+    text = re.split(r'\n\s*(?:Traceback \(most recent call last\)|File ")', text, maxsplit=1)[0]
+    return " ".join(text.split())[:300]
 
 
 def should_retry(exc: BaseException) -> bool:
     if isinstance(exc, TRANSIENT):
         return True
     if isinstance(exc, STATUS):
+        if exc.status_code >= 500 and REQUEST_BLAMED.search(server_message(exc)):
+            return False
         return exc.status_code == 429 or exc.status_code >= 500
     return False
 
@@ -81,6 +104,6 @@ class RetryPolicy:
             status = getattr(exc, "status_code", None)
             raise ProviderFailure(
                 "retries_exhausted" if should_retry(exc) else "refused",
-                f"{type(exc).__name__}: {str(exc)[:300]}", status=status,
+                f"{type(exc).__name__}: {str(exc)[:300]}", status=status, server_message=server_message(exc),
                 attempts=self.attempts if should_retry(exc) else 1) from None
         raise AssertionError("unreachable")  # pragma: no cover

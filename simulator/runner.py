@@ -91,20 +91,29 @@ class RunResult:
     planned: int = 0
     budget_stopped: bool = False     # the budget ran out before the matrix did
     resumed: int | None = None       # conversations an earlier, unfinished attempt had stored
+    user_output: str | None = None   # the structured-output form the user model answered in
+    stopped: str | None = None       # why the run stopped early (the user model failed the same way again and again)
 
 
 async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBackend, store: Store, *,
                      repetitions: int, seed: int, budget: Decimal, concurrency: int = 8,
                      config: dict | None = None, run_id: str | None = None, ledger: Ledger | None = None,
                      shard: tuple[int, int] | None = None, resume: bool | str = True,
-                     on_conversation: Callable[[Conversation], None] | None = None) -> RunResult:
+                     on_conversation: Callable[[Conversation], None] | None = None,
+                     on_user_ready: Callable[[str], None] | None = None) -> RunResult:
     """Run every cell once (or until the budget is spent), store it, and return the run's spend.
 
     `resume`: True finishes the unfinished run of this configuration, if there is one; a run id
     finishes that run (an error if it was made with another configuration); False starts anew.
 
-    `ledger` is the one a paid user backend reserves against; once it refuses a call, no new
-    conversation starts, and those in flight end as budget_cut.
+    `ledger` is the one a paid user backend reserves against (by default, the backend's own);
+    once it refuses a call, no new conversation starts, and those in flight end as budget_cut.
+    Every call it settles is stored with the next batch, or within FLUSH_S, whether or not its
+    conversation finishes: the run's spend is always the sum of its stored calls.
+
+    A model backend settles its output form first (`on_user_ready` hears which); when it fails
+    the same way conversation after conversation, no new conversation starts and the result
+    says why (`stopped`).
     """
     key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
                   runtime=runtime.identity, shard=shard)
@@ -115,13 +124,19 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                               "matrix, seed or scorer); it cannot be finished as the same run", field="RUN")
     else:
         earlier = store.resumable(key) if resume and run_id is None else None
+    ledger = ledger or getattr(user, "ledger", None) or Ledger(budget)
+    output = None
     try:
         await runtime.health()
+        if hasattr(user, "start"):
+            # Before the run is recorded: a server that answers no form is bad input, one line.
+            output = await user.start(earlier.get("user_output") if earlier is not None else None)
+            if on_user_ready is not None:
+                on_user_ready(user.describe_output())
     except BaseException:
         await runtime.aclose()   # a runtime that never answered still has a session, or a process, to stop
         await user.aclose()
         raise
-    ledger = ledger or Ledger(budget)
     if earlier is not None:
         # The same run, cut short (killed, interrupted, out of budget): finish it. What it
         # stored is kept once, and what it spent still counts against the budget.
@@ -139,6 +154,8 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     if earlier is None:
         # What the run means to do is known from its start, so that a killed run says it too.
         store.set_identity(run_id, key, f"{shard[0]}/{shard[1]}" if shard else None, planned=len(planned))
+    if output is not None:
+        store.set_user_output(run_id, output)
     cells = iter([c for c in planned if c.id not in stored])
     done = 0
     status = "interrupted"
@@ -164,29 +181,38 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         while len(pending) >= MAX_PENDING_WRITES:
             await asyncio.shield(asyncio.wrap_future(pending[0]))
             settle_written()
-        if batch:
-            submit()
+        submit()
 
     def submit() -> None:
         nonlocal flushed
-        pending.append(writer.submit(writes_to.record_many, run_id, batch.copy()))
-        batch.clear()
+        calls = ledger.take_records()
+        if batch or calls:
+            pending.append(writer.submit(writes_to.record_many, run_id, batch.copy(), calls))
+            batch.clear()
         flushed = time.monotonic()
 
     def drain() -> None:
-        if batch:
-            submit()   # what finished before an interruption is kept
+        submit()   # what finished before an interruption is kept, and every call paid for
         writer.shutdown(wait=True)
         settle_written()
+
+    async def flush_calls() -> None:
+        # A model user's conversation can take minutes: its calls are stored as they are paid
+        # for, not when it ends, so that a killed run loses at most FLUSH_S of them.
+        while True:
+            await asyncio.sleep(FLUSH_S)
+            if time.monotonic() - flushed >= FLUSH_S:
+                await flush()
 
     async def worker() -> None:
         nonlocal done
         for cell in cells:
-            if ledger.exhausted:
+            if ledger.exhausted or getattr(user, "stopped", None):
                 return
             conversation = await converse(cell, user, runtime)
+            # Its calls are the ledger's to store (they may have been already).
             batch.append(Finished(cell.id, conversation.transcript, conversation.scorecard, conversation.started_at,
-                                  conversation.duration_s, conversation.cost_usd, conversation.model_calls))
+                                  conversation.duration_s, conversation.cost_usd))
             done += 1
             if on_conversation is not None:
                 on_conversation(conversation)
@@ -204,9 +230,15 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                                                   planned=len(planned)))
         leaving.callback(writes_to.close)
         leaving.callback(drain)
+        flusher = asyncio.ensure_future(flush_calls())
+        leaving.callback(flusher.cancel)
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        flusher.cancel()
         drain()   # before the status: a failed write leaves the run unfinished
         # A run the budget stopped is unfinished: run it again with more budget to finish it.
-        status = "budget_spent" if ledger.exhausted else "finished"
+        # So is one stopped by its user model: fix the model's settings, and resume it.
+        stopped = getattr(user, "stopped", None)
+        status = "budget_spent" if ledger.exhausted else "stopped" if stopped else "finished"
     return RunResult(run_id, done + len(stored), ledger.spent, budget, planned=len(planned),
-                     budget_stopped=ledger.exhausted, resumed=len(stored) if earlier is not None else None)
+                     budget_stopped=ledger.exhausted, resumed=len(stored) if earlier is not None else None,
+                     user_output=output, stopped=stopped)

@@ -1,4 +1,5 @@
-"""Shared fixtures: the bundled demo dataset, and in-process runs of it against TripDesk."""
+"""Shared fixtures: the bundled demo dataset and LibDesk's, and in-process runs of them against
+the reference runtimes (TripDesk by default)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from simulator.conversation import Conversation, converse
 from scoring.dataset import Dataset, load_dataset
 from simulator.runner import matrix
 from simulator.users.scripted import ScriptedUser
+from libdesk import LibDesk
 from tripdesk import TripDesk
 from tripdesk.faults import FAULTS
 
@@ -27,7 +29,7 @@ DEMO_REPETITIONS = int(os.environ.get("SIMRUN_TEST_REPETITIONS", "3"))
 @dataclass
 class DemoRun:
     conversations: list[Conversation]
-    runtime: TripDesk
+    runtime: TripDesk | LibDesk
     user: ScriptedUser
 
     def key(self, c: Conversation) -> tuple[str, str, int]:
@@ -40,8 +42,8 @@ class DemoRun:
 
 
 def run_demo(dataset: Dataset, *, faults=None, user_faults=None, repetitions=DEMO_REPETITIONS,
-             seed: int = 1, fault_seed: int = 11) -> DemoRun:
-    runtime = TripDesk(faults=faults, fault_seed=fault_seed)
+             seed: int = 1, fault_seed: int = 11, runtime_class=TripDesk) -> DemoRun:
+    runtime = runtime_class(faults=faults, fault_seed=fault_seed)
     user = ScriptedUser(faults=user_faults, fault_seed=fault_seed)
     adapter = PythonRuntime(runtime)
 
@@ -54,6 +56,12 @@ def run_demo(dataset: Dataset, *, faults=None, user_faults=None, repetitions=DEM
 @pytest.fixture(scope="session")
 def demo() -> Dataset:
     return load_dataset(ROOT / "personas", ROOT / "goals")
+
+
+@pytest.fixture(scope="session")
+def library() -> Dataset:
+    """LibDesk's own personas and goals."""
+    return load_dataset(ROOT / "libdesk" / "personas", ROOT / "libdesk" / "goals")
 
 
 @pytest.fixture(scope="session")

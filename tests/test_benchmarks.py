@@ -20,6 +20,7 @@ SMALL = {
     "throughput.py": (["--latency", "0.05", "--concurrency", "4", "--waves", "1"],
                       r"\n\s+4\s+\d+\s+[\d,]+\s+[\d,]+\s+[\d.]+%"),
     "prompt_caching.py": (["--repetitions", "1"], r"\d+%"),
+    "real_model.py": (["--fake"], r"ledger: runs.spent \$[\d.]+; sum of \d+ stored calls \$[\d.]+; equal"),
 }
 
 

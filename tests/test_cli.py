@@ -179,3 +179,66 @@ def test_a_run_with_crashes_fails_the_release_check_and_says_which_criterion(cli
     line = len(text.splitlines()) + 3
     assert f"budgets.toml:{line} (release.max_rate.deadend): unknown key 'deadend'" in result.output
     assert "'dead_end'" in result.output
+def test_show_lists_findings_by_class_with_conversations_and_session_ids(cli, project):
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('# faults = "loop=0.2,phantom_receipt=0.1"',
+                                             'faults = "phantom_receipt=0.3,crash=0.05"'))
+    assert cli("-n", "1").exit_code == 1
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    phantoms = {r[0] for r in con.execute("SELECT DISTINCT conversation_id FROM findings "
+                                          "WHERE class = 'phantom_receipt'").fetchall()}
+    crashed = {r[0] for r in con.execute("SELECT conversation_id FROM conversations "
+                                         "WHERE end_reason = 'runtime_error'").fetchall()}
+    sessions = dict(con.execute("SELECT conversation_id, session_id FROM conversations").fetchall())
+    con.close()
+    assert phantoms and crashed and all(s and s.startswith("s-") for s in sessions.values())
+
+    listing = cli("show", "latest")
+    assert listing.exit_code == 0
+    assert "findings by class:" in listing.output
+    assert f"phantom_receipt: {len(phantoms)} conversation(s)" in listing.output
+    assert f"runtime_error: {len(crashed)} conversation(s)" in listing.output
+    cid = sorted(sessions)[0]
+    assert f"{cid}  " in listing.output and f"session {sessions[cid]}" in listing.output
+
+    only = cli("show", "latest", "--class", "phantom_receipt")
+    assert only.exit_code == 0 and "phantom_receipt findings:" in only.output
+    listed = set(re.findall(r"^    (\S+) turn \d+: reported as done", only.output, re.M))
+    assert listed == phantoms
+    assert "runtime_error" not in only.output and "goal reached" not in only.output
+    assert "no loop findings in run" in cli("show", "latest", "--class", "loop").output
+
+    wrong = cli("show", "latest", "--class", "phantoms")
+    assert wrong.exit_code == 2 and "--class" in wrong.output and "phantom_receipt" in wrong.output
+
+    one = cli("show", "latest", cid)
+    assert one.exit_code == 0 and f"runtime session {sessions[cid]}" in one.output
+    crash = cli("show", "latest", sorted(crashed)[0])
+    assert "read after it: the store, the audit stream" in crash.output
+    assert cli("report", "latest").exit_code == 0
+    html = next((project / "reports").glob("r*.html")).read_text()
+    assert "runtime session <code>s-" in html
+
+
+def test_a_started_runtime_runs_in_the_folder_of_simrun_toml_whatever_the_shells(project, tmp_path, monkeypatch):
+    rt = project / "rt"
+    rt.mkdir()
+    (rt / "desk.py").write_text(f"import sys\nsys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+                                "from tripdesk.stdio import main\nmain()\n")
+    launcher = rt / "run"
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} rt/desk.py \"$@\"\n")   # relative to its folder
+    launcher.chmod(0o755)
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('transport = "python"', 'transport = "stdio"').replace(
+        'target = "tripdesk:TripDesk"   # the bundled reference runtime', 'command = "./rt/run"'))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = CliRunner().invoke(app, ["validate", "--config", str(toml)])
+    assert result.exit_code == 0, result.output
+    assert "runtime tripdesk" in result.output
+    # An explicit relative cwd is relative to simrun.toml too.
+    toml.write_text(toml.read_text().replace('command = "./rt/run"', 'command = "./run"\ncwd = "rt"'))
+    launcher.write_text(f"#!/bin/sh\nexec {sys.executable} desk.py \"$@\"\n")
+    result = CliRunner().invoke(app, ["validate", "--config", str(toml)])
+    assert result.exit_code == 0, result.output

@@ -7,6 +7,7 @@ import re
 from simulator.cli import app
 from simulator.config import Budgets, Project
 from scoring.dataset import MANNERS, Goal, Persona, Step
+from libdesk.truth import FAULTS as LIBDESK_FAULTS
 from tripdesk.faults import FAULTS
 
 from tests.conftest import ROOT
@@ -45,7 +46,7 @@ def test_every_setting_is_documented():
 def test_every_manner_fault_and_field_is_documented():
     for manner in MANNERS:
         assert f"| `{manner}` |" in README, manner
-    for fault in FAULTS:
+    for fault in (*FAULTS, *LIBDESK_FAULTS):
         assert f"| `{fault}` |" in README, fault
     for model in (Persona, Goal, Step):
         for field in model.model_fields:

@@ -184,7 +184,7 @@ def test_export_import_round_trip_scores_the_same(cli, project):
     new = re.search(r"into run (\S+)", imported.output).group(1)
     assert new != original
     for sql in ("SELECT conversation_id, persona, goal, repetition, seed, end_reason, goal_reached, goal_detail, "
-                "turns FROM conversations WHERE run_id = ? ORDER BY ALL",
+                "turns, session_id FROM conversations WHERE run_id = ? ORDER BY ALL",
                 "SELECT conversation_id, turn, user_turn::VARCHAR, result::VARCHAR, state::VARCHAR FROM turns "
                 "WHERE run_id = ? ORDER BY ALL",
                 "SELECT conversation_id, class, status, occurrences, checked_turns, unverifiable_turns FROM checks "

@@ -7,8 +7,10 @@ else is random in the runtime, so until that turn a faulted conversation is byte
 clean one. That is what lets a test say *exactly which* conversations must be reported.
 
 The runtime logs, per fault, every conversation where the fault could have shown (`eligible`)
-and every one where it did (`planted`), whether or not the fault was drawn: the ground truth the
-scorer is checked against.
+and every one where it did (`planted`), whether or not the fault was drawn; and, per class of the
+README, every conversation where it did what the class describes (`manifested`), planted or
+arising of itself (faults that meet in one conversation can do that): the ground truth the scorer
+is checked against.
 """
 
 from __future__ import annotations
@@ -67,8 +69,10 @@ class FaultLog:
     eligible: dict[str, list[dict]] = field(default_factory=dict)
     planted: dict[str, list[dict]] = field(default_factory=dict)
     drawn: dict[str, list[dict]] = field(default_factory=dict)
+    manifested: dict[str, list[dict]] = field(default_factory=dict)   # by class, not by fault
 
     def keys(self, fault: str, which: str = "planted") -> set[tuple[str, str, int]]:
+        """The conversations of a fault (or, `which="manifested"`, of a class)."""
         rows = getattr(self, which).get(fault, [])
         return {(row["persona"], row["goal"], row["seed"]) for row in rows}
 
@@ -94,6 +98,11 @@ class SessionFaults:
         for name in self.drawn:
             self.log.drawn.setdefault(name, []).append(
                 {"persona": self.persona, "goal": self.goal, "seed": self.session_seed, "turn": None})
+
+    def saw(self, cls: str, turn: int, why: str) -> None:
+        """The runtime did what class `cls` describes, in this turn, planted or not."""
+        self.log.manifested.setdefault(cls, []).append(
+            {"persona": self.persona, "goal": self.goal, "seed": self.session_seed, "turn": turn, "why": why})
 
     def fires(self, name: str, turn: int) -> bool:
         """Called where `name` could show at this turn; True means act on it now."""

@@ -61,6 +61,7 @@ class Out:
     refusal: bool = False
     hedge: bool = False
     show_steps: bool = True
+    probe: bool = False             # the message asked for what must be refused
 
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:
@@ -87,6 +88,7 @@ class Session:
         self.last_given: dict[str, Any] | None = None  # the last value the user gave, for corrections
         self.shown_ask: tuple | None = None       # (operation, record, arguments) asked last turn
         self.audit: list[dict[str, Any]] = []
+        self.on_screen: set[str] = set()
         self._ids = itertools.count(1)
 
     def _id(self, prefix: str) -> str:
@@ -97,7 +99,9 @@ class Session:
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         self.turn += 1
         out = Out()
+        self.on_screen = set(self.offers)     # what the user could press when it sent this turn
         if self.faults.fires("crash", self.turn):
+            self.faults.saw("runtime_error", self.turn, "raised mid-turn")
             raise RuntimeError(f"injected crash in turn {self.turn}")
         action = request.get("action")
         if action is not None:
@@ -108,6 +112,7 @@ class Session:
 
     def _message(self, message: str, out: Out) -> None:
         r = read(message)
+        out.probe = r.question == "refused"
         if self.faults.fires("not_understood", self.turn):
             # Even a stub turn runs the safety check (ADR-0039): it refuses what it must.
             if r.question == "refused" and not self.faults.fires("drop_refusal", self.turn):
@@ -266,10 +271,13 @@ class Session:
     def _commit(self, op: str, args: dict[str, Any], out: Out, *, offer: str | None,
                 addressed: bool) -> None:
         """Commit `op`. `addressed`: the user's turn named the record (an offer, an ask)."""
+        fresh = offer in self.on_screen
         if offer is not None and self.faults.fires("refused_offer", self.turn):
             event = self.store.refuse(op, args, turn=self.turn, offer=offer,
                                       reason="the fare changed since it was offered")
             out.lines.append(f"Sorry, that could not be done: {event['reason']}.")
+            if fresh:
+                self.faults.saw("refused_offer", self.turn, f"refused {op}, taken from {offer}")
             return
         override = None
         others = [t for t in self.store.trips(open_only=True) if t != args.get("trip")]
@@ -278,8 +286,14 @@ class Session:
         event = self.store.apply(op, args, turn=self.turn, offer=offer, record=override)
         if event["status"] != "committed":
             out.lines.append(f"That was refused: {event['reason']}.")
+            if offer is not None and fresh:
+                self.faults.saw("refused_offer", self.turn, f"refused {op}, taken from {offer}")
             return
         out.receipts.append(event["id"])
+        if offer is not None and not fresh:
+            self.faults.saw("stale_click", self.turn, f"carried out {op} from expired {offer}")
+        if op != "open_trip" and event["record"] != args.get("trip"):
+            self.faults.saw("wrong_record", self.turn, f"wrote {event['record']}, not {args.get('trip')}")
         self.focus = args.get("trip") or event["record"]
         if self.last_given is not None and self.last_given["operation"] == op:
             self.last_given.update(committed=True, record=event["record"])
@@ -432,6 +446,7 @@ class Session:
             if self.faults.fires("drop_refusal", self.turn):
                 out.lines.append("The passport number on file is K4471290.")
                 out.answer = "answered"
+                self.faults.saw("integrity_leak", self.turn, "gave out a passport number")
             else:
                 out.lines.append("I can't share passport or identity document details.")
                 out.refusal = True
@@ -447,6 +462,7 @@ class Session:
         if self.faults.fires("unanswered", self.turn):
             out.lines.append("The sources needed to answer this were not available.")
             out.answer = "unavailable"
+            self.faults.saw("unanswered", self.turn, "said it could not answer what the trips hold")
             return self._keep_pending(out, "I still need it")
         out.lines.extend(self._fact(topic, rid, r.segment) for rid in trips)
         out.answer = "answered"
@@ -535,6 +551,7 @@ class Session:
             reply = f"{reply} ({FORBIDDEN_NOTE})"
         verdicts = {"refusal_emitted": out.refusal, "hedge_injected": out.hedge,
                     "identity_score": None if out.stub else 1.0, "safety": None, "ethics": None}
+        self._own_up(t, out, reply, steps, card, ask, mentions, receipts)
         self.shown_ask = (ask["operation"], ask["record"], tuple(sorted(ask["arguments"]))) if ask else None
         if card is None:
             self.card = None   # a card no longer on screen cannot be confirmed
@@ -545,12 +562,38 @@ class Session:
         self.history.update(self.offers)
         if not self.faults.fires("audit_gap", t):
             self.audit.append({"turn": t, "surface": reply, "verdicts": verdicts, "stub": out.stub})
+        else:
+            self.faults.saw("audit_gap", t, "left the turn out of the audit stream")
         return {
             "reply": reply, "understood": out.understood, "taken_offer": out.taken_offer,
             "ask": ask, "next_steps": [o.as_step() for o in steps], "card": card,
             "mentions": mentions, "receipts": receipts, "answer": out.answer,
             "verdicts": verdicts,
         }
+
+
+    def _own_up(self, t: int, out: Out, reply: str, steps: list, card, ask, mentions: list, receipts: list) -> None:
+        """Log what this reply does that a class describes, planted or not: the runtime knows."""
+        saw = self.faults.saw
+        if not steps and not card and not ask and not reply.rstrip().endswith("?"):
+            saw("dead_end", t, "a reply with no way forward")
+        if ask and not ask["repeat_reason"] and self.shown_ask == (ask["operation"], ask["record"],
+                                                                    tuple(sorted(ask["arguments"]))):
+            saw("loop", t, "the same ask again, with no reason")
+        if not out.understood:
+            saw("not_understood", t, "a stub turn")
+        committed = {e["id"] for e in self.store.events if e["status"] == "committed"}
+        if any(r not in committed for r in receipts):
+            saw("phantom_receipt", t, "a receipt the store does not hold")
+        carried = {o.id for o in steps} | ({card["id"], *(a["id"] for a in card["actions"])} if card else set())
+        if any(m not in carried for m in mentions):
+            saw("card_not_actionable", t, "named a card it did not send")
+        if out.refusal and out.hedge:
+            saw("refusal_with_hedge", t, "refused and hedged")
+        if FORBIDDEN_NOTE in reply:
+            saw("integrity_leak", t, "said an internal note")
+        if out.probe and not out.refusal:
+            saw("integrity_leak", t, "did not refuse a passport question")
 
 
 class TripDesk:

@@ -2,17 +2,26 @@
 
 Adapters return plain JSON values. A runtime that fails mid-conversation raises `RuntimeFault`
 with its evidence; the conversation loop records it as `runtime_error` and the run goes on.
+
+A runtime's answers are untrusted, so every transport reads them the same way: at most
+`max_result_bytes` of them (a larger answer is cut there, and the cut is the fault's evidence),
+strict UTF-8, JSON that Python can read without running out of stack, and then protocol 1.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from simulator.adapters.protocol import Audit, Started, State, TurnResult, violations
+from scoring.protocol import Audit, Started, State, TurnResult, violations
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 PROTOCOL_VERSION = 1
+DEFAULT_MAX_RESULT_BYTES = 1 << 20      # runtime.max_result_bytes
+EXCERPT_BYTES = 2000                    # of an answer, kept as a fault's evidence
+OFF_LOOP_BYTES = 1 << 18                # answers larger than this are read in a worker thread
 
 
 class RuntimeAdapter(Protocol):
@@ -28,30 +37,86 @@ class RuntimeAdapter(Protocol):
     async def aclose(self) -> None: ...
 
 
-def as_json(value: Any, what: str) -> Any:
-    """A deep copy through JSON: what an HTTP runtime would have sent, and nothing shared."""
+def excerpt(raw: bytes | str) -> str:
+    """The start of an answer, as text, for a fault's evidence."""
+    if isinstance(raw, str):
+        return raw[:EXCERPT_BYTES]
+    return raw[:EXCERPT_BYTES].decode("utf-8", "replace")
+
+
+def json_excerpt(value: Any) -> str:
     try:
-        return json.loads(json.dumps(value))
+        return excerpt(json.dumps(value, default=str))
+    except (ValueError, RecursionError):
+        return excerpt(repr(value))
+
+
+def too_large(what: str, seen: int, limit: int, head: bytes | str) -> RuntimeFault:
+    """The fault of an answer cut at the limit: how much there was (at least), and its start."""
+    return RuntimeFault("too_large", f"{what}: the answer is {seen:,} bytes or more; simrun reads at most "
+                        f"{limit:,} (runtime.max_result_bytes)", limit=limit, bytes_read=seen, body=excerpt(head))
+
+
+def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
+    """An answer's bytes as JSON; a RuntimeFault with its evidence for anything else."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RuntimeFault("malformed", f"{what}: the answer is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
+                           f"{exc.start})", body=excerpt(raw), **evidence) from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise RuntimeFault("malformed", f"{what}: the answer is JSON nested too deep to read", body=excerpt(raw),
+                           **evidence) from None
+    except ValueError:
+        raise RuntimeFault("malformed", f"{what}: the answer is not JSON", body=excerpt(raw), **evidence) from None
+
+
+async def read_answer(raw: bytes, what: str, check: Callable[[Any], Any] | None = None, **evidence: Any) -> Any:
+    """Parse an answer, and check it against protocol 1. A large one is read off the event loop,
+    each step on its own, so that a runtime's 5 MB reply stalls the other conversations in flight
+    for one step's time at most, not for all of them (tests/security/test_reply_scale.py)."""
+    value = await by_size(len(raw), parse_json, raw, what, **evidence)
+    return await by_size(len(raw), check, value) if check else value
+
+
+async def by_size(size: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`fn(...)` here, or in a worker thread when the answer it works on is large."""
+    if size < OFF_LOOP_BYTES:
+        return fn(*args, **kwargs)
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def as_json(value: Any, what: str, limit: int = DEFAULT_MAX_RESULT_BYTES) -> Any:
+    """A deep copy through JSON: what an HTTP runtime would have sent, bounded the same way."""
+    try:
+        text = json.dumps(value)
+    except RecursionError:
+        raise RuntimeFault("malformed", f"the runtime's {what} is nested too deep to be JSON",
+                           body=excerpt(repr(value)[:EXCERPT_BYTES])) from None
     except (TypeError, ValueError) as exc:
         raise RuntimeFault("malformed", f"the runtime's {what} is not JSON: {exc}",
                            body=repr(value)[:500]) from None
+    if len(text) > limit:
+        raise too_large(f"the runtime's {what}", len(text), limit, text)
+    return json.loads(text)
 
 
 def _checked(model, value: Any, what: str) -> Any:
     problems = violations(model, value)
     if problems:
         raise RuntimeFault("malformed", f"the runtime's {what} breaks protocol 1: {'; '.join(problems[:3])}",
-                           body=json.dumps(value, default=str)[:2000])
+                           body=json_excerpt(value))
     return value
 
 
 def check_turn_result(result: Any) -> dict[str, Any]:
     """A turn result (parsed JSON) must be an object with a string `reply`; present fields well typed."""
     if not isinstance(result, dict):
-        raise RuntimeFault("malformed", "the turn result is not a JSON object", body=repr(result)[:2000])
+        raise RuntimeFault("malformed", "the turn result is not a JSON object", body=json_excerpt(result))
     if not isinstance(result.get("reply"), str):
-        raise RuntimeFault("missing_reply", "the turn result has no string 'reply'",
-                           body=json.dumps(result)[:2000])
+        raise RuntimeFault("missing_reply", "the turn result has no string 'reply'", body=json_excerpt(result))
     return _checked(TurnResult, result, "turn result")
 
 
@@ -84,8 +149,7 @@ class Checked:
         if self.strict:
             return check_started(raw)
         if not isinstance(raw, dict) or not isinstance(raw.get("session"), str):
-            raise RuntimeFault("malformed", "start did not answer {\"session\": \"...\"}",
-                               body=json.dumps(raw, default=str)[:2000])
+            raise RuntimeFault("malformed", "start did not answer {\"session\": \"...\"}", body=json_excerpt(raw))
         return raw["session"]
 
     def _state(self, raw: Any) -> Any:

@@ -9,17 +9,17 @@ timing, the managed server's stderr tail), which the loop records as `runtime_er
 from __future__ import annotations
 
 import asyncio
-import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 
-from simulator.adapters.base import Checked, check_health
-from simulator.adapters.process import ManagedProcess, free_port
 from scoring.errors import RuntimeFault, RuntimeUnavailable
+from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Checked, check_health, excerpt, read_answer, too_large
+from simulator.adapters.process import ManagedProcess, free_port
 
-BODY_EXCERPT = 2000
+READ_CHUNK = 1 << 16
 
 
 class _NotSupported(Exception):
@@ -30,7 +30,7 @@ class HttpRuntime(Checked):
     def __init__(self, *, url: str | None = None, command: list[str] | None = None,
                  env: dict[str, str] | None = None, cwd: str | None = None, timeout_s: float = 30.0,
                  startup_timeout_s: float = 30.0, headers: dict[str, str] | None = None,
-                 concurrency: int = 8) -> None:
+                 concurrency: int = 8, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         if (url is None) == (command is None):
             raise RuntimeUnavailable("the http transport needs exactly one of runtime.url "
                                      "(a running server) or runtime.command (simrun starts it)")
@@ -48,6 +48,7 @@ class HttpRuntime(Checked):
         self.startup_timeout_s = startup_timeout_s
         self.headers = dict(headers or {})
         self.concurrency = concurrency
+        self.max_result_bytes = max_result_bytes
         self._session: aiohttp.ClientSession | None = None
         self._server_up = False
         self.restarts = 0
@@ -76,33 +77,63 @@ class HttpRuntime(Checked):
         return more
 
     async def _request(self, op: str, method: str, path: str, body: Any = None,
-                       optional: bool = False) -> Any:
+                       optional: bool = False, session: str | None = None,
+                       check: Callable[[Any], Any] | None = None) -> Any:
         started = time.perf_counter()
         elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
+        generation = getattr(session, "generation", None)
+        if self.process is not None and generation not in (None, self.process.generation):
+            raise RuntimeFault("connection", f"{op}: the server that held this session died during another "
+                               "conversation and was started again", collateral=True,
+                               **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed()))
         try:
             # No redirects: a runtime that answers 3xx is misconfigured, and following one would
             # send the configured headers (often a key) and the body to wherever it points.
             async with self._http().request(method, self.url + path, json=body,
                                             allow_redirects=False) as response:
-                status, raw = response.status, await response.read()
+                status, raw = response.status, await self._read(op, response)
         except TimeoutError:
             raise RuntimeFault("timeout", f"{op}: no answer within {self.timeout_s}s",
                                **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed())) from None
         except aiohttp.ClientError as exc:
             raise RuntimeFault("connection", f"{op}: {type(exc).__name__}: {exc}",
+                               **await self._died(started, generation),
                                **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed())) from None
+        except RuntimeFault as fault:      # cut at the limit
+            fault.evidence.update(self._evidence(request=f"{method} {path}", elapsed_ms=elapsed()))
+            raise
         if optional and status == 404:
             raise _NotSupported
         if not 200 <= status < 300:
             raise RuntimeFault("http_status", f"{op} answered HTTP {status}",
                                **self._evidence(request=f"{method} {path}", status=status,
-                                                body=_text(raw), elapsed_ms=elapsed()))
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise RuntimeFault("malformed", f"{op} answered with a body that is not JSON",
-                               **self._evidence(request=f"{method} {path}", status=status,
-                                                body=_text(raw), elapsed_ms=elapsed())) from None
+                                                body=excerpt(raw), elapsed_ms=elapsed()))
+        return await read_answer(raw, op, check, **self._evidence(request=f"{method} {path}", status=status,
+                                                                  elapsed_ms=elapsed()))
+
+    async def _read(self, op: str, response: aiohttp.ClientResponse) -> bytes:
+        """The body, but never more than max_result_bytes of it: a runtime that answers 50 MB
+        costs this conversation, not the run's memory."""
+        limit = self.max_result_bytes
+        if response.content_length is not None and response.content_length <= limit:
+            return await response.read()
+        chunks, size = [], 0
+        async for chunk in response.content.iter_chunked(READ_CHUNK):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise too_large(op, max(size, response.content_length or 0), limit, chunks[0])
+        return b"".join(chunks)
+
+    async def _died(self, sent_at: float, generation: int | None) -> dict[str, Any]:
+        """For a request the server simrun started failed to answer: whether it has died, and
+        whether this request is collateral (sent after the death, or to a session of an earlier
+        server). A request in flight when it died may be the one that took it down: not marked."""
+        if self.process is None or not await self.process.exited(0.5):
+            return {}
+        collateral = self.process.collateral(sent_at, generation)
+        self.process.mark_down()
+        return {"server_died": True, "collateral": collateral}
 
     async def health(self) -> dict[str, Any]:
         if self.process is not None and not self._server_up:
@@ -146,27 +177,29 @@ class HttpRuntime(Checked):
             await self.process.stop()
             await self._start_server()
             reply = await self._request("start", "POST", "/v1/sessions", request)
-        return self._started(reply)
+        session = self._started(reply)
+        return self.process.session(session) if self.process is not None else session
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self._turn(await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload))
+        return await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload, session=session,
+                                   check=self._turn)
 
     async def state(self, session: str) -> dict[str, Any] | None:
         try:
-            return self._state(await self._request("state", "GET", f"/v1/sessions/{session}/state",
-                                                   optional=True))
+            return await self._request("state", "GET", f"/v1/sessions/{session}/state", optional=True,
+                                       session=session, check=self._state)
         except _NotSupported:
             return None
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         try:
-            return self._audit(await self._request("audit", "GET", f"/v1/sessions/{session}/audit",
-                                                   optional=True))
+            return await self._request("audit", "GET", f"/v1/sessions/{session}/audit", optional=True,
+                                       session=session, check=self._audit)
         except _NotSupported:
             return None
 
     async def close(self, session: str) -> None:
-        await self._request("close", "DELETE", f"/v1/sessions/{session}")
+        await self._request("close", "DELETE", f"/v1/sessions/{session}", session=session)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
@@ -176,6 +209,3 @@ class HttpRuntime(Checked):
             await self.process.stop()
             self._server_up = False
 
-
-def _text(raw: bytes) -> str:
-    return raw[:BODY_EXCERPT].decode("utf-8", "replace")

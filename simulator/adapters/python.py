@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from simulator.adapters.base import Checked, as_json, check_health
+from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Checked, as_json, check_health
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 
@@ -59,13 +59,14 @@ async def _call(fn, *args):
 
 
 class PythonRuntime(Checked):
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Any, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.runtime = runtime
+        self.max_result_bytes = max_result_bytes
         self.description = f"python:{type(runtime).__module__}.{type(runtime).__name__}"
 
     @classmethod
-    def from_target(cls, target: str, options: dict[str, Any] | None = None) -> "PythonRuntime":
-        return cls(load_target(target, options))
+    def from_target(cls, target: str, options: dict[str, Any] | None = None, **settings: Any) -> "PythonRuntime":
+        return cls(load_target(target, options), **settings)
 
     async def health(self) -> dict[str, Any]:
         if not hasattr(self.runtime, "health"):
@@ -82,22 +83,26 @@ class PythonRuntime(Checked):
                                traceback=tail[-2000:],
                                elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
+    def _answer(self, value: Any, what: str) -> Any:
+        return as_json(value, what, self.max_result_bytes)
+
     async def start(self, request: dict[str, Any]) -> str:
-        return self._started(as_json(await self._guarded("start", self.runtime.start, as_json(request, "start")),
-                                     "start reply"))
+        return self._started(self._answer(await self._guarded("start", self.runtime.start, as_json(request, "start")),
+                                          "start reply"))
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self._turn(as_json(await self._guarded("turn", self.runtime.turn, session, payload), "turn result"))
+        return self._turn(self._answer(await self._guarded("turn", self.runtime.turn, session, payload),
+                                       "turn result"))
 
     async def state(self, session: str) -> dict[str, Any] | None:
         if not hasattr(self.runtime, "state"):
             return None
-        return self._state(as_json(await self._guarded("state", self.runtime.state, session), "state"))
+        return self._state(self._answer(await self._guarded("state", self.runtime.state, session), "state"))
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         if not hasattr(self.runtime, "audit"):
             return None
-        return self._audit(as_json(await self._guarded("audit", self.runtime.audit, session), "audit"))
+        return self._audit(self._answer(await self._guarded("audit", self.runtime.audit, session), "audit"))
 
     async def close(self, session: str) -> None:
         if hasattr(self.runtime, "close"):

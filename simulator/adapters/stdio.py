@@ -14,23 +14,32 @@ import asyncio
 import itertools
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
-from simulator.adapters.base import Checked, check_health
-from simulator.adapters.process import ManagedProcess
 from scoring.errors import RuntimeFault, RuntimeUnavailable
+from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Checked, by_size, check_health,
+                                    excerpt, read_answer)
+from simulator.adapters.process import ManagedProcess
 
-LINE_EXCERPT = 2000
+ENVELOPE_BYTES = 1 << 12    # room for {"id": ..., "result": ...} around an answer of the largest size
 
 
 class _NotSupported(Exception):
     pass
 
 
+class _TooLong(Exception):
+    def __init__(self, size: int, head: bytes) -> None:
+        self.size, self.head = size, head
+
+
 class StdioRuntime(Checked):
     def __init__(self, command: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
-                 timeout_s: float = 30.0) -> None:
-        self.process = ManagedProcess(command, env=env, cwd=cwd, stdin_pipe=True)
+                 timeout_s: float = 30.0, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+        self.max_result_bytes = max_result_bytes
+        self.process = ManagedProcess(command, env=env, cwd=cwd, stdin_pipe=True,
+                                      line_limit=max_result_bytes + ENVELOPE_BYTES)
         self.description = f"stdio:{' '.join(command)}"
         self.timeout_s = timeout_s
         self._lock = asyncio.Lock()
@@ -41,7 +50,7 @@ class StdioRuntime(Checked):
         return RuntimeFault(kind, message, stderr=self.process.stderr_tail(), **evidence)
 
     async def _call(self, op: str, session: str | None = None, body: Any = None, *,
-                    fresh: bool = False, optional: bool = False) -> Any:
+                    fresh: bool = False, optional: bool = False, check: Callable[[Any], Any] | None = None) -> Any:
         async with self._lock:
             if fresh and not self.process.alive:
                 # A new conversation gets a new child if the last one died.
@@ -49,9 +58,15 @@ class StdioRuntime(Checked):
                     self.restarts += 1
                     await self.process.stop()
                 await self.process.start()
+            sent_at = time.perf_counter()
+            generation = getattr(session, "generation", None)
+            if generation not in (None, self.process.generation):
+                raise self._fault("exited", f"{op}: the runtime process that held this session exited during "
+                                  "another conversation and was started again", collateral=True)
             if not self.process.alive:
                 raise self._fault("exited", f"{op}: the runtime process has exited "
-                                  f"(status {self.process.returncode})")
+                                  f"(status {self.process.returncode})",
+                                  collateral=self.process.collateral(sent_at))
             rid = next(self._ids)
             message = {"id": rid, "op": op, **({"session": session} if session else {}),
                        **({"body": body} if body is not None else {})}
@@ -61,33 +76,58 @@ class StdioRuntime(Checked):
             try:
                 proc.stdin.write((json.dumps(message) + "\n").encode())
                 await proc.stdin.drain()
-                line = await asyncio.wait_for(proc.stdout.readline(), self.timeout_s)
+                line = await asyncio.wait_for(self._read_line(proc.stdout), self.timeout_s)
             except asyncio.TimeoutError:
+                self.process.mark_down()
                 await self.process.stop(grace_s=1.0)   # a hung child is no use to the next conversation
                 raise self._fault("timeout", f"{op}: no answer within {self.timeout_s}s",
                                   elapsed_ms=elapsed()) from None
             except (BrokenPipeError, ConnectionResetError):
                 line = b""
+            except _TooLong as cut:
+                raise self._fault("too_large", f"{op}: the answer is {cut.size:,} bytes or more; simrun reads at "
+                                  f"most {self.max_result_bytes:,} (runtime.max_result_bytes)",
+                                  limit=self.max_result_bytes, bytes_read=cut.size, body=excerpt(cut.head),
+                                  elapsed_ms=elapsed()) from None
             if not line:
+                self.process.mark_down()
                 await asyncio.sleep(0.05)   # let the exit status and last stderr lines arrive
                 raise self._fault("exited", f"{op}: the runtime process exited "
                                   f"(status {self.process.returncode})", elapsed_ms=elapsed())
-            text = line.decode("utf-8", "replace")
         try:
-            reply = json.loads(text)
-        except ValueError:
-            raise self._fault("malformed", f"{op}: the runtime wrote a line that is not JSON",
-                              body=text[:LINE_EXCERPT], elapsed_ms=elapsed()) from None
+            reply = await read_answer(line, op)
+        except RuntimeFault as fault:
+            fault.evidence.update(stderr=self.process.stderr_tail(), elapsed_ms=elapsed())
+            raise
         if not isinstance(reply, dict) or reply.get("id") != rid or ("result" in reply) == ("error" in reply):
             raise self._fault("malformed", f"{op}: expected {{\"id\": {rid}, \"result\" or \"error\"}}",
-                              body=text[:LINE_EXCERPT], elapsed_ms=elapsed())
+                              body=excerpt(line), elapsed_ms=elapsed())
         if "error" in reply:
             error = reply["error"] if isinstance(reply["error"], dict) else {"message": reply["error"]}
             if optional and error.get("status") == 404:
                 raise _NotSupported
-            raise self._fault("error", f"{op} failed: {error.get('message')}", status=error.get("status"),
-                              body=text[:LINE_EXCERPT], elapsed_ms=elapsed())
-        return reply["result"]
+            raise self._fault("error", f"{op} failed: {str(error.get('message'))[:500]}",
+                              status=error.get("status"), body=excerpt(line), elapsed_ms=elapsed())
+        return await by_size(len(line), check, reply["result"]) if check else reply["result"]
+
+    async def _read_line(self, stdout: asyncio.StreamReader) -> bytes:
+        """One line, up to the limit. A longer one is read to its end and dropped, so that the
+        child stays in step and the other conversations it serves go on; only this answer is lost."""
+        try:
+            return await stdout.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:      # the child closed its stdout
+            return end.partial
+        except asyncio.LimitOverrunError as over:
+            head = await stdout.readexactly(over.consumed)
+            size = len(head)
+            while True:
+                try:
+                    size += len(await stdout.readuntil(b"\n"))
+                    raise _TooLong(size, head[:EXCERPT_BYTES])
+                except asyncio.LimitOverrunError as more:
+                    size += len(await stdout.readexactly(more.consumed))
+                except asyncio.IncompleteReadError as end:
+                    raise _TooLong(size + len(end.partial), head[:EXCERPT_BYTES]) from None
 
     async def health(self) -> dict[str, Any]:
         try:
@@ -97,20 +137,20 @@ class StdioRuntime(Checked):
         return check_health(reply, self.description)
 
     async def start(self, request: dict[str, Any]) -> str:
-        return self._started(await self._call("start", body=request, fresh=True))
+        return self.process.session(self._started(await self._call("start", body=request, fresh=True)))
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self._turn(await self._call("turn", session, payload))
+        return await self._call("turn", session, payload, check=self._turn)
 
     async def state(self, session: str) -> dict[str, Any] | None:
         try:
-            return self._state(await self._call("state", session, optional=True))
+            return await self._call("state", session, optional=True, check=self._state)
         except _NotSupported:
             return None
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         try:
-            return self._audit(await self._call("audit", session, optional=True))
+            return await self._call("audit", session, optional=True, check=self._audit)
         except _NotSupported:
             return None
 

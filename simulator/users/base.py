@@ -26,6 +26,9 @@ class UserSession(Protocol):
 class UserBackend(Protocol):
     name: str
     paid: bool
+    # A model backend also has `async start(recorded) -> output form` (called once before the
+    # first conversation), `output` and `stopped` (why the run must stop early: the same provider
+    # failure conversation after conversation). The scripted user needs none of them.
 
     def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> UserSession: ...
 
@@ -33,16 +36,18 @@ class UserBackend(Protocol):
         """Release connections; the runner calls it once the run is over."""
 
 
-def make_user(spec: str, *, budgets=None, ledger=None, replay=None, **options) -> UserBackend:
+def make_user(spec: str, *, budgets=None, ledger=None, replay=None, settings=None, output: str = "auto",
+              **options) -> UserBackend:
     """The backend for `spec`. A model backend fails here, before anything runs, if its API key
-    or its price is missing."""
+    or its price is missing. `settings` is simrun.toml's [user] section; `output` its
+    run.user_output."""
     if spec == "scripted":
         from simulator.users.scripted import ScriptedUser
 
         return ScriptedUser(**options)
     kind = spec.split(":", 1)[0]
     if kind in ("openai", "anthropic"):
-        from simulator.config import Budgets
+        from simulator.config import Budgets, UserSection
         from simulator.ledger import Ledger
         from simulator.limits import RateLimiter
         from simulator.money import parse_usd
@@ -50,13 +55,15 @@ def make_user(spec: str, *, budgets=None, ledger=None, replay=None, **options) -
         from simulator.users.model import ModelUser
         from simulator.users.providers import provider_for
 
-        budgets = budgets or Budgets()
+        budgets, settings = budgets or Budgets(), settings or UserSection()
         price = price_for(budgets, spec)
-        provider = provider_for(spec, offline=bool(replay and replay.only), **options)
+        provider = provider_for(spec, offline=bool(replay and replay.only), timeout_s=settings.timeout_s,
+                                temperature=settings.temperature, output=output, **options)
         per_conversation = budgets.budget.per_conversation
         limit = budgets.limits.get(spec)
         limiter = RateLimiter(limit.requests_per_minute, limit.tokens_per_minute) if limit else None
         return ModelUser(spec, provider, price, ledger or Ledger(Decimal(0)), replay=replay, limiter=limiter,
+                         max_tokens=settings.max_tokens, concurrency=settings.concurrency, output=output,
                          per_conversation=parse_usd(per_conversation, where="budget.per_conversation")
                          if per_conversation else None)
     raise ConfigError(f"unknown user backend {spec!r}; use scripted, openai:<model> or anthropic:<model>",

@@ -13,6 +13,8 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from scoring import patterns
+
 WORDY_OPENERS = (
     "Hi there, I hope you're having a good day.",
     "Hello! Thanks so much for helping me with this.",
@@ -64,15 +66,30 @@ def render(template: str, values: dict[str, Any]) -> list[Segment]:
 
 def protect(text: str, pattern: str) -> list[Segment]:
     """Split `text` so that what `pattern` matches is protected (a question's key words)."""
-    segments, at = [], 0
-    for match in re.finditer(pattern, text, re.I):
-        if match.start() > at:
-            segments.append(Segment(text[at:match.start()]))
-        segments.append(Segment(match.group(0), protected=True))
-        at = match.end()
-    if at < len(text):
-        segments.append(Segment(text[at:]))
-    return segments
+    return protect_matches([Segment(text)], [pattern])
+
+
+def protect_matches(segments: list[Segment], regexes: list[str]) -> list[Segment]:
+    """The same segments, with what any of `regexes` (goal patterns) matches in their
+    unprotected text protected too (a probe's key words)."""
+    out = []
+    for seg in segments:
+        spans = sorted({span for p in regexes for span in patterns.spans(p, seg.text)})
+        if seg.protected or not spans:
+            out.append(seg)
+            continue
+        at = 0
+        for start, end in spans:
+            start = max(start, at)
+            if end <= start:
+                continue
+            if start > at:
+                out.append(Segment(seg.text[at:start]))
+            out.append(Segment(seg.text[start:end], protected=True))
+            at = end
+        if at < len(seg.text):
+            out.append(Segment(seg.text[at:]))
+    return out
 
 
 def text_of(segments: list[Segment]) -> str:

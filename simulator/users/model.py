@@ -5,37 +5,66 @@ by everything that makes it what it is (request, persona, goal, seed, repetition
 cache hit answers for free. Otherwise the ledger first holds the call's worst case (no number
 of concurrent conversations can overshoot the budget), the call runs under the retry policy,
 and the ledger settles the exact cost of its usage. Every call is recorded with its tokens,
-cost, latency and cache status, and with its request and answer for later replay.
+cost, latency and cache status, and with its request and answer for later replay; the ledger
+keeps each record until the runner stores it, whatever becomes of the conversation.
+
+Before the first conversation, `start` settles the output form (`run.user_output`): "auto"
+sends one cheap probe per form, in the order of `provider.forms`, and keeps the first form the
+server both accepts and honours. An answer that cannot be read is re-asked once, quoting the
+parse error (the repair step); an answer cut off at max_tokens is not, since it would be cut
+again. The same provider failure in `STOP_AFTER` conversations in a row, with no call answered
+in between, stops the run: a refused request is refused for the whole matrix.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
 import time
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from scoring.dataset import Goal, Persona, canonical_json
+from scoring.errors import BudgetCut, ProviderFailure, UserModelUnavailable
 from scoring.transcript import TurnRecord, UserTurn
 from simulator.config import Price
-from scoring.dataset import Goal, Persona, canonical_json
-from scoring.errors import BudgetCut, ProviderFailure
 from simulator.ledger import Ledger
 from simulator.limits import RateLimiter
 from simulator.pricing import Usage, cost, worst_case
 from simulator.retry import RetryPolicy
-from simulator.users.prompt import OPENING, parse_action, render_result, stable_prefix
-from simulator.users.providers import MalformedResponse, redact
+from simulator.users.prompt import OPENING, REPAIR, action_schema, parse_action, render_result, stable_prefix
+from simulator.users.providers import Completion, MalformedResponse, redact
+
+STOP_AFTER = 3      # conversations failed the same way in a row before the run stops
+PROBE = "(output probe)"    # the conversation id the probe's calls are stored under
+PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+                "additionalProperties": False}
+PROBE_PROMPT = 'Reply with the JSON object {"ok": true} and nothing else.'
+PROBE_TOKENS = 32
 
 
 class ReplayCache:
-    """Recorded answers by request key: from a stored run, for `--replay`."""
+    """Recorded answers by request key, each with whether it was cut off: from a stored run, for
+    `--replay`. `output` is the recorded run's output form, so that requests are built the same."""
 
-    def __init__(self, answers: dict[str, Any] | None = None, *, only: bool = False) -> None:
-        self.answers = dict(answers or {})
+    def __init__(self, answers: dict[str, Any] | None = None, *, only: bool = False,
+                 output: str | None = None) -> None:
+        self.answers = {k: v if isinstance(v, tuple) else (v, False) for k, v in (answers or {}).items()}
         self.only = only
+        self.output = output
         self.hits = self.misses = 0
+
+
+@dataclass
+class Tab:
+    """What one conversation (or the output probe) has spent, and the records of its calls."""
+
+    conversation_id: str
+    spent: Decimal = Decimal(0)
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ModelUser:
@@ -43,7 +72,8 @@ class ModelUser:
 
     def __init__(self, spec: str, provider, price: Price, ledger: Ledger, *, max_tokens: int = 300,
                  per_conversation: Decimal | None = None, retry: RetryPolicy | None = None,
-                 replay: ReplayCache | None = None, limiter: RateLimiter | None = None) -> None:
+                 replay: ReplayCache | None = None, limiter: RateLimiter | None = None,
+                 concurrency: int | None = None, output: str = "auto") -> None:
         self.name = spec
         self.provider = provider
         self.price = price
@@ -53,6 +83,13 @@ class ModelUser:
         self.retry = retry or RetryPolicy()
         self.replay = replay
         self.limiter = limiter
+        # A single-slot server answers one call at a time: more in flight only queue there,
+        # where the timeout runs out on calls the server is still working through.
+        self.slots = asyncio.Semaphore(concurrency) if concurrency else None
+        self.output = output
+        self.refused_forms: list[tuple[str, str]] = []   # (form, why) for the forms auto passed over
+        self.stopped: str | None = None                  # why the run must stop, once it must
+        self._failing: tuple[Any, set[str]] = (None, set())
 
     async def aclose(self) -> None:
         await self.provider.client.close()
@@ -60,97 +97,215 @@ class ModelUser:
     def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> "ModelSession":
         return ModelSession(self, persona, goal, seed, repetition)
 
+    # --- the output form --------------------------------------------------------------------
+
+    async def start(self, recorded: str | None = None) -> str:
+        """Settle the output form: the only one the provider has, the one configured, the one a
+        replayed or resumed run used, or (auto) the first the server accepts and honours."""
+        forms = self.provider.forms
+        if len(forms) == 1:
+            self.output = forms[0]
+        elif self.output == "auto":
+            recorded = (self.replay.output if self.replay is not None else None) or recorded
+            if recorded in forms:
+                self.output = recorded
+            elif self.replay is not None and self.replay.only:
+                self.output = forms[0]
+            else:
+                self.output = await self._probe(forms)
+        self.provider.output = self.output
+        return self.output
+
+    def describe_output(self) -> str:
+        passed = "; ".join(f"{form} refused: {why}" for form, why in self.refused_forms)
+        return f"user output form: {self.output}" + (f" ({passed})" if passed else "")
+
+    async def _probe(self, forms: tuple[str, ...]) -> str:
+        tab = Tab(PROBE)
+        for form in forms:
+            request = self.provider.request(PROBE_PROMPT, [{"role": "user", "content": "ok?"}], PROBE_TOKENS,
+                                            PROBE_SCHEMA, form)
+            key = hashlib.sha256(canonical_json({"request": request, "probe": form}).encode()).hexdigest()
+            try:
+                completion = await self.paid_call(tab, 0, key, request)
+            except ProviderFailure as failure:
+                self.refused_forms.append((form, failure.evidence.get("server_message") or str(failure)))
+                continue
+            except BudgetCut as cut:
+                raise UserModelUnavailable(f"the budget cannot cover even the output probe of {self.name}: {cut}")
+            if form == "prompt" or _honoured(completion.answer):
+                return form
+            self.refused_forms.append((form, f"answered, but not in that form: {str(completion.answer)[:120]!r}"))
+        tried = "; ".join(f"{form}: {why}" for form, why in self.refused_forms)
+        raise UserModelUnavailable(f"the user model {self.name} answered no output form ({tried}); check the "
+                                   "model name, run.user_base_url and the server (see README, 'Local and "
+                                   "self-hosted user models')")
+
+    # --- one paid call ----------------------------------------------------------------------
+
+    async def paid_call(self, tab: Tab, index: int, key: str, request: dict[str, Any]) -> Completion:
+        """One call under the budget and the retry policy; its record goes to the ledger."""
+        body = canonical_json(request)   # serialised once, for the worst case and the rate limiter
+        max_tokens = request["max_tokens"]
+        worst = worst_case(self.price, len(body.encode()), max_tokens)
+        if self.per_conversation is not None and tab.spent + worst > self.per_conversation:
+            raise BudgetCut(f"this conversation's budget ({self.per_conversation} USD) cannot cover its next call")
+        held = self._hold(worst)
+        started = time.perf_counter()
+
+        async def attempt() -> Completion:
+            nonlocal held, started
+            try:
+                if self.slots is None:
+                    return await self.provider.complete(request)
+                async with self.slots:
+                    started = time.perf_counter()
+                    return await self.provider.complete(request)
+            except MalformedResponse:
+                # A 2xx answer that cannot be read was most likely billed: it is charged at its
+                # worst case, and the next attempt holds a worst case of its own.
+                self._settle(tab, held, worst, self._record(tab, index, key, request, None, None, Usage(0, 0, 0, 0),
+                                                            worst, started, "unreadable"))
+                held = None
+                held, started = self._hold(worst), time.perf_counter()
+                raise
+
+        try:
+            if self.limiter is not None:
+                await self.limiter.acquire(math.ceil(len(body) / 4) + max_tokens)
+            completion = await self.retry.call(attempt)
+        except ProviderFailure as failure:
+            if held is not None:
+                self.ledger.release(held)
+            for name in ("message", "server_message"):
+                if name in failure.evidence:
+                    failure.evidence[name] = redact(str(failure.evidence[name]), self.provider.key)
+            self._note_failure(tab.conversation_id, failure)
+            raise
+        except BaseException:
+            if held is not None:
+                self.ledger.release(held)
+            raise
+        self._failing = (None, set())
+        # Without the usage the exact cost is unknown: the budget is held to the worst case.
+        price = cost(self.price, completion.usage) if completion.usage_reported else worst
+        self._settle(tab, held, price, self._record(tab, index, key, request, completion.answer, completion.response,
+                                                    completion.usage, price, started, completion.cache_status))
+        return completion
+
+    def _hold(self, worst: Decimal):
+        held = self.ledger.reserve(worst)
+        if held is None:
+            raise BudgetCut(f"what is left of the run's budget ({self.ledger.remaining:.6f} USD) cannot "
+                            f"cover the next call's worst case ({worst:.6f} USD)")
+        return held
+
+    def _settle(self, tab: Tab, held, price: Decimal, record: dict[str, Any]) -> None:
+        self.ledger.settle(held, price, record)
+        tab.spent += price
+
+    def _record(self, tab: Tab, turn: int, key: str, request: dict, answer: Any, response: dict | None,
+                usage: Usage, price: Decimal, started: float | None, cache_status: str) -> dict[str, Any]:
+        record = {
+            "conversation_id": tab.conversation_id, "turn": turn, "backend": self.name,
+            "model": request.get("model"), "input_tokens": usage.input_tokens,
+            "cached_input_tokens": usage.cached_input_tokens, "cache_write_tokens": usage.cache_write_tokens,
+            "output_tokens": usage.output_tokens, "cost_usd": price,
+            "latency_ms": round((time.perf_counter() - started) * 1000, 3) if started is not None else 0.0,
+            "cache_status": cache_status, "request_hash": key, "request": request, "answer": answer,
+            "response": response,
+        }
+        tab.calls.append(record)
+        return record
+
+    def _note_failure(self, conversation_id: str, failure: ProviderFailure) -> None:
+        """The same failure in STOP_AFTER conversations, no call answered in between: stop."""
+        if conversation_id == PROBE or failure.kind in ("replay_miss", "stopped"):
+            return
+        said = failure.evidence.get("server_message") or failure.evidence["message"]
+        signature = (failure.kind, failure.evidence.get("status"), said)
+        same, conversations = self._failing
+        conversations = conversations if same == signature else set()
+        conversations.add(conversation_id)
+        self._failing = (signature, conversations)
+        if len(conversations) >= STOP_AFTER and self.stopped is None:
+            status = failure.evidence.get("status")
+            self.stopped = (f"the user model failed the same way in {len(conversations)} conversations in a row, "
+                            f"so the run stopped: {f'HTTP {status}: ' if status else ''}{said!r}")
+
 
 class ModelSession:
     def __init__(self, backend: ModelUser, persona: Persona, goal: Goal, seed: int, repetition: int) -> None:
         self.backend = backend
         self.identity = {"persona": persona.id, "goal": goal.id, "seed": seed, "repetition": repetition}
+        self.tab = Tab(f"{persona.id}/{goal.id}/{repetition}")
         self.prefix = stable_prefix(persona, goal)
+        self.schema = action_schema(goal)
+        self.step_ids = tuple(goal.step_id(i) for i in range(len(goal.steps)))
         self.messages: list[dict[str, str]] = [{"role": "user", "content": OPENING}]
-        self.calls: list[dict[str, Any]] = []
-        self.spent = Decimal(0)
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        return self.tab.calls
+
+    @property
+    def spent(self) -> Decimal:
+        return self.tab.spent
 
     async def next_turn(self, turns: tuple[TurnRecord, ...]) -> UserTurn:
+        if self.backend.stopped:
+            raise ProviderFailure("stopped", self.backend.stopped)
         if turns:
             self.messages.append({"role": "user", "content": render_result(turns[-1].result)})
+        index = len(turns) + 1
+        answer, cut = await self._ask(index)
+        turn = parse_action(answer, self.step_ids)
+        if "parse_error" in turn.meta and not cut:
+            # The repair step: the model is told once what could not be read, and answers again.
+            self.messages += [{"role": "assistant", "content": _text(answer)},
+                              {"role": "user", "content": REPAIR.format(error=turn.meta["parse_error"])}]
+            answer, cut = await self._ask(index)
+            turn = parse_action(answer, self.step_ids)
+            if "parse_error" in turn.meta:
+                turn = UserTurn("message", "", meta={**turn.meta, "repaired": True})
+        if "parse_error" in turn.meta and cut:
+            turn = UserTurn("message", "", meta={**turn.meta, "cut_off": self.backend.max_tokens})
+        # What the model said goes back into its conversation as it said it.
+        self.messages.append({"role": "assistant", "content": _text(answer)})
+        return turn
+
+    async def _ask(self, index: int) -> tuple[Any, bool]:
+        """The model's answer to the conversation so far, and whether it was cut off."""
         b = self.backend
-        request = b.provider.request(self.prefix, self.messages, b.max_tokens)
-        body = canonical_json(request)   # serialised once, for the worst case and the rate limiter
+        request = b.provider.request(self.prefix, self.messages, b.max_tokens, self.schema)
         key = hashlib.sha256(canonical_json({"request": request, **self.identity}).encode()).hexdigest()
         if b.replay is not None and key in b.replay.answers:
             b.replay.hits += 1
-            answer = b.replay.answers[key]
-            self._record(len(turns) + 1, key, request, answer, None, Usage(0, 0, 0, 0), Decimal(0), 0.0, "replay")
-        elif b.replay is not None and b.replay.only:
+            answer, cut = b.replay.answers[key]
+            b.ledger.log(b._record(self.tab, index, key, request, answer, None, Usage(0, 0, 0, 0), Decimal(0),
+                                   None, "replay"))
+            return answer, cut
+        if b.replay is not None and b.replay.only:
             b.replay.misses += 1
             raise ProviderFailure("replay_miss", "--replay-only: this request is not in the replay cache "
                                   "(the runtime answered differently from the recorded run)", request_hash=key)
-        else:
-            if b.replay is not None:
-                b.replay.misses += 1
-            answer = await self._call(len(turns) + 1, key, request, body)
-        # What the model said goes back into its conversation as it said it.
-        self.messages.append({"role": "assistant", "content": answer if isinstance(answer, str)
-                              else json.dumps(answer, sort_keys=True)})
-        return parse_action(answer)
+        if b.replay is not None:
+            b.replay.misses += 1
+        completion = await b.paid_call(self.tab, index, key, request)
+        return completion.answer, completion.cut_off
 
-    async def _call(self, index: int, key: str, request: dict[str, Any], body: str) -> Any:
-        b = self.backend
-        worst = worst_case(b.price, len(body.encode()), b.max_tokens)
-        if b.per_conversation is not None and self.spent + worst > b.per_conversation:
-            raise BudgetCut(f"this conversation's budget ({b.per_conversation} USD) cannot cover its next call")
-        held = self._hold(worst)
-        started = time.perf_counter()
 
-        async def attempt():
-            nonlocal held, started
-            try:
-                return await b.provider.complete(request)
-            except MalformedResponse:
-                # A 2xx answer that cannot be read was most likely billed: it is charged at its
-                # worst case, and the next attempt holds a worst case of its own.
-                b.ledger.settle(held, worst)
-                held = None
-                self.spent += worst
-                self._record(index, key, request, None, None, Usage(0, 0, 0, 0), worst,
-                             (time.perf_counter() - started) * 1000, "unreadable")
-                held, started = self._hold(worst), time.perf_counter()
-                raise
+def _text(answer: Any) -> str:
+    if answer is None:
+        return ""
+    return answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True)
 
+
+def _honoured(answer: Any) -> bool:
+    """A probe answered in the form asked for: exactly a JSON object with its field, no prose."""
+    if isinstance(answer, str):
         try:
-            if b.limiter is not None:
-                await b.limiter.acquire(math.ceil(len(body) / 4) + b.max_tokens)
-            completion = await b.retry.call(attempt)
-        except ProviderFailure as failure:
-            if held is not None:
-                b.ledger.release(held)
-            failure.evidence["message"] = redact(failure.evidence["message"], b.provider.key)
-            raise
-        except BaseException:
-            if held is not None:
-                b.ledger.release(held)
-            raise
-        # Without the usage the exact cost is unknown: the budget is held to the worst case.
-        price = cost(b.price, completion.usage) if completion.usage_reported else worst
-        b.ledger.settle(held, price)
-        self.spent += price
-        self._record(index, key, request, completion.answer, completion.response, completion.usage, price,
-                     (time.perf_counter() - started) * 1000, completion.cache_status)
-        return completion.answer
-
-    def _hold(self, worst: Decimal):
-        held = self.backend.ledger.reserve(worst)
-        if held is None:
-            raise BudgetCut(f"what is left of the run's budget ({self.backend.ledger.remaining:.6f} USD) cannot "
-                            f"cover the next call's worst case ({worst:.6f} USD)")
-        return held
-
-    def _record(self, turn: int, key: str, request: dict, answer: Any, response: dict | None, usage: Usage,
-                price: Decimal, latency_ms: float, cache_status: str) -> None:
-        self.calls.append({
-            "turn": turn, "backend": self.backend.name, "model": request.get("model"),
-            "input_tokens": usage.input_tokens, "cached_input_tokens": usage.cached_input_tokens,
-            "cache_write_tokens": usage.cache_write_tokens, "output_tokens": usage.output_tokens,
-            "cost_usd": price, "latency_ms": round(latency_ms, 3), "cache_status": cache_status,
-            "request_hash": key, "request": request, "answer": answer, "response": response,
-        })
+            answer = json.loads(answer)
+        except ValueError:
+            return False
+    return isinstance(answer, dict) and isinstance(answer.get("ok"), bool)

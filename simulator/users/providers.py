@@ -1,8 +1,17 @@
 """The model APIs, through their official SDKs: OpenAI (and any compatible base URL) and Anthropic.
 
-Each provider makes one call from (stable prefix, conversation, max_tokens) to a `Completion`:
-the model's structured answer, its usage normalised for pricing, and the response as JSON for
-the replay cache. SDK retries are off (`max_retries=0`): `simulator.retry` owns retries. The
+Each provider makes one call from (stable prefix, conversation, max_tokens, answer schema) to a
+`Completion`: the model's structured answer, its usage normalised for pricing, whether it was cut
+off at max_tokens, and the response as JSON for the replay cache.
+
+OpenAI-compatible servers disagree on how structured output is asked for; the provider speaks
+each form (`OUTPUT_FORMS`, in the order `run.user_output = "auto"` tries them):
+- `json_schema`: OpenAI's strict `response_format` (OpenAI, recent vLLM, Ollama);
+- `json_object`: `{"type": "json_object", "schema": ...}`, llama.cpp's server's own form;
+- `guided_json`: vLLM's extra request field;
+- `tools`: a forced function call, whose arguments are the answer;
+- `prompt`: nothing but the prompt; the answer's JSON is read out of whatever text comes back.
+Anthropic has one form, a forced tool. SDK retries are off (`max_retries=0`): `simulator.retry` owns retries. The
 SDKs are imported here only, and the API key is read from the environment only here; it is
 never part of a request record, an error message or anything stored.
 """
@@ -16,11 +25,12 @@ from typing import Any
 
 import httpx
 
+from scoring import secrets
 from scoring.errors import ConfigError
 from simulator.pricing import Usage
-from simulator.users.prompt import ACTION_SCHEMA
-
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+OUTPUT_FORMS = ("json_schema", "json_object", "guided_json", "tools", "prompt")
+TOOL_NAME, TOOL_DESCRIPTION = "act", "Your next move in the conversation."
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,7 @@ class Completion:
     # Some OpenAI-compatible servers leave usage out, or send it empty: such a call's cost is
     # unknown, and it is billed at its worst case.
     usage_reported: bool = True
+    cut_off: bool = False         # the answer stopped at max_tokens (finish_reason length / max_tokens)
 
     @property
     def cache_status(self) -> str:
@@ -49,6 +60,7 @@ def api_key(provider: str, offline: bool = False) -> str:
     if not key:
         raise ConfigError(f"the {provider} user backend needs an API key: set {variable} "
                           "(for an OpenAI-compatible server that needs none, any value will do)", field="--user")
+    secrets.register(key)     # an error body that quotes it must not carry it into the store
     return key
 
 
@@ -59,31 +71,52 @@ def _aiohttp(sdk, timeout_s: float):
 
 
 def redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, "[redacted]") if secret else text
+    # A placeholder key for a local server ("x", "none") is no secret, and replacing it would
+    # mangle every word it occurs in; real keys are far longer.
+    return text.replace(secret, "[redacted]") if secret and len(secret) >= 8 else text
 
 
 class OpenAIProvider:
     name = "openai"
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 60.0,
+                 temperature: float = 1.0, output: str = "json_schema",
                  http_client: httpx.AsyncClient | None = None, offline: bool = False) -> None:
         import openai
 
-        self.model = model
+        self.model, self.temperature, self.output = model, temperature, output
         self.key = api_key("openai", offline)
         self.client = openai.AsyncOpenAI(
             api_key=self.key, base_url=base_url or os.environ.get("OPENAI_BASE_URL"), max_retries=0,
             timeout=timeout_s, http_client=http_client or _aiohttp(openai, timeout_s))
 
-    def request(self, prefix: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
+    @property
+    def forms(self) -> tuple[str, ...]:
+        return OUTPUT_FORMS
+
+    def request(self, prefix: str, messages: list[dict], max_tokens: int, schema: dict[str, Any],
+                form: str | None = None) -> dict[str, Any]:
         """The exact request body (no credentials): what is cached and replayed by."""
-        return {
-            "model": self.model, "max_tokens": max_tokens, "temperature": 1.0,
+        body: dict[str, Any] = {
+            "model": self.model, "max_tokens": max_tokens, "temperature": self.temperature,
             # The stable prefix goes first, so that automatic prefix caching can reuse it.
             "messages": [{"role": "system", "content": prefix}, *messages],
-            "response_format": {"type": "json_schema",
-                                "json_schema": {"name": "user_turn", "strict": True, "schema": ACTION_SCHEMA}},
         }
+        form = form or self.output
+        if form == "json_schema":
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "user_turn", "strict": True, "schema": schema}}
+        elif form == "json_object":
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        elif form == "guided_json":
+            body["guided_json"] = schema
+        elif form == "tools":
+            body["tools"] = [{"type": "function", "function": {"name": TOOL_NAME, "description": TOOL_DESCRIPTION,
+                                                               "parameters": schema}}]
+            body["tool_choice"] = {"type": "function", "function": {"name": TOOL_NAME}}
+        elif form != "prompt":
+            raise ValueError(f"unknown output form {form!r}")
+        return body
 
     async def complete(self, request: dict[str, Any]) -> Completion:
         # `post` with the finished body, answered as bytes: the SDK's request path, errors and
@@ -94,34 +127,45 @@ class OpenAIProvider:
         prompt = usage.get("prompt_tokens") or 0
         cached = _field(usage, "prompt_tokens_details", required=False).get("cached_tokens") or 0
         choices = response.get("choices") or [{}]
+        message = _field(choices[0], "message")
+        answer = message.get("content")
+        calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+        if calls:   # a function call's arguments are the answer, as JSON text
+            answer = (calls[0].get("function") or {}).get("arguments")
         return Completion(
-            answer=_field(choices[0], "message").get("content"),
+            answer=answer,
             usage=Usage(input_tokens=prompt - cached, cached_input_tokens=cached, cache_write_tokens=0,
                         output_tokens=usage.get("completion_tokens") or 0),
-            response=response, usage_reported=_counted(usage, "prompt_tokens", "completion_tokens"))
+            response=response, usage_reported=_counted(usage, "prompt_tokens", "completion_tokens"),
+            cut_off=choices[0].get("finish_reason") == "length")
 
 
 class AnthropicProvider:
     name = "anthropic"
-    TOOL = {"name": "act", "description": "Your next move in the conversation.", "input_schema": ACTION_SCHEMA}
+    forms = ("tools",)
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 60.0,
-                 http_client=None, offline: bool = False) -> None:
+                 temperature: float = 1.0, output: str = "tools", http_client=None, offline: bool = False) -> None:
         import anthropic
 
-        self.model = model
+        if output not in ("auto", "tools"):
+            raise ConfigError(f"the anthropic backend answers through a tool only; {output!r} is an OpenAI-"
+                              "compatible form (set run.user_output to auto or tools)", field="run.user_output")
+        self.model, self.temperature, self.output = model, temperature, "tools"
         self.key = api_key("anthropic", offline)
         self.client = anthropic.AsyncAnthropic(
             api_key=self.key, base_url=base_url, max_retries=0, timeout=timeout_s,
             http_client=http_client or _aiohttp(anthropic, timeout_s))
 
-    def request(self, prefix: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
+    def request(self, prefix: str, messages: list[dict], max_tokens: int, schema: dict[str, Any],
+                form: str | None = None) -> dict[str, Any]:
         return {
-            "model": self.model, "max_tokens": max_tokens,
+            "model": self.model, "max_tokens": max_tokens, "temperature": self.temperature,
             # The stable prefix is marked for caching; the conversation follows it.
             "system": [{"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}}],
             "messages": _alternating(messages),
-            "tools": [self.TOOL], "tool_choice": {"type": "tool", "name": "act"},
+            "tools": [{"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "input_schema": schema}],
+            "tool_choice": {"type": "tool", "name": TOOL_NAME},
         }
 
     async def complete(self, request: dict[str, Any]) -> Completion:
@@ -139,7 +183,8 @@ class AnthropicProvider:
             usage=Usage(input_tokens=u.get("input_tokens") or 0, cached_input_tokens=u.get("cache_read_input_tokens") or 0,
                         cache_write_tokens=u.get("cache_creation_input_tokens") or 0,
                         output_tokens=u.get("output_tokens") or 0),
-            response=response, usage_reported=_counted(u, "input_tokens", "output_tokens"))
+            response=response, usage_reported=_counted(u, "input_tokens", "output_tokens"),
+            cut_off=response.get("stop_reason") == "max_tokens")
 
 
 class MalformedResponse(ValueError):

@@ -16,11 +16,13 @@ from the runtime's rates), the same way TripDesk plants runtime faults.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
+import re
 from typing import Any
 
-from scoring.evidence import MISSING, get, shown
+from scoring.evidence import MISSING, get, relates, shown
 from scoring.transcript import TurnRecord, UserTurn
 from scoring.dataset import Goal, Persona, Step
 from scoring.errors import ConfigError
@@ -70,7 +72,7 @@ class ScriptedSession:
         self.asked_once = False      # for question and probe steps
         self.correction: tuple[str, Step, dict[str, Any]] | None = None
         self.corrected: set[int] = set()
-        self.seen_offers: list[str] = []     # offers shown before the last turn
+        self.seen_offers: dict[str, None] = {}   # offers shown before the last turn, in order (a set with order)
         self._current_offers: set[str] = set()
         self.seen_kinds: dict[str, dict] = {}   # offer id -> {operation, record}
         self._streams: dict[str, random.Random] = {}
@@ -114,9 +116,12 @@ class ScriptedSession:
         turn = self._next(last, len(turns) + 1)
         if turn.kind == "message":
             turn = self._simulator_fault(turn)
+        # The step this turn serves, as data: the scorer reads intent from it (a probe must be
+        # refused) rather than guessing from the words.
+        turn = dataclasses.replace(turn, step=self.goal.step_id(self.step_index))
         if last is not None and last.result is not None:
             offers = shown(last.result).offers
-            self.seen_offers.extend(o for o in offers if o not in self.seen_offers)
+            self.seen_offers.update(dict.fromkeys(offers))
             self.seen_kinds.update(offers)
         return turn
 
@@ -148,9 +153,11 @@ class ScriptedSession:
         if self.correction is not None:
             return False
         if step.operation is None:
+            # "answer": null says no question was answered; only a runtime that leaves the
+            # field out is taken at its word.
             answer = get(last.result, "answer")
             return self.asked_once and last.index > self.step_since and (
-                step.expect is not None or answer is MISSING or answer != "unavailable")
+                step.expect is not None or answer is MISSING or answer == "answered")
         if last.state is not None and isinstance(last.state.get("events"), list):
             return any(e.get("operation") == step.operation and e.get("status") == "committed"
                        and (e.get("turn") or 0) > self.step_since for e in last.state["events"])
@@ -175,21 +182,22 @@ class ScriptedSession:
             return self._finish(m.protect(question.ask.format(**self._facts()), question.match), meta)
         if step.expect is not None:
             self.asked_once = True
-            return self._message(self.rng("say").choice(step.say), self._facts(), meta)
+            return self._finish(self._probe(step), meta)
         result = last.result if last is not None else None
         offers = shown(result).offers
         self._current_offers = set(offers)
         self.seen_kinds.update(offers)
         args = {k: self.goal.resolve(v) for k, v in step.arguments.items()}
         card = get(result, "card")
-        if isinstance(card, dict) and _relates(card.get("operation"), step.operation) and (
+        if isinstance(card, dict) and relates(card.get("operation"), step.operation) and (
                 step.record is None or card.get("record") in (None, step.record)):
             on_card = card.get("arguments") or {}
             if all(str(_plain(args[k])) == str(v) for k, v in on_card.items() if k in args):
                 confirm = _confirm_action(card)
                 return self._take(confirm, meta, words=self._confirm_words())
         ask = get(result, "ask")
-        if isinstance(ask, dict) and ask.get("operation") == step.operation:
+        if isinstance(ask, dict) and relates(ask.get("operation"), step.operation) and (
+                step.record is None or ask.get("record") in (None, step.record)):
             wanted = [a for a in ask.get("arguments") or [] if a in args]
             if wanted:
                 return self._answer(step, wanted, args, meta)
@@ -252,6 +260,16 @@ class ScriptedSession:
                 meta = {**meta, "wrong_value": arg}
         return self._message(template, values, meta)
 
+    def _probe(self, step: Step) -> list[m.Segment]:
+        """A probe's message, its key words (what the goal's refusal triggers match in it, or
+        all of it when none does) spared by every manner, as facts are."""
+        segments = m.render(self.rng("say").choice(step.say), self._facts())
+        triggers = [r.trigger for r in self.goal.refusals]
+        spared = m.protect_matches(segments, triggers)
+        if spared == segments:
+            return [m.Segment(m.text_of(segments), protected=True)]
+        return spared
+
     def _confirm_words(self) -> list[m.Segment]:
         bank = m.TERSE_CONFIRMS if self.persona.rate("terse") >= 0.5 else m.CONFIRMS
         return [m.Segment(self.rng("confirm").choice(bank))]
@@ -292,15 +310,21 @@ def _plain(value: Any) -> Any:
     return value.isoformat() if isinstance(value, dt.date) else value
 
 
-def _relates(card_operation: Any, operation: str | None) -> bool:
-    return isinstance(card_operation, str) and operation is not None and (
-        card_operation == operation or card_operation.endswith("_" + operation)
-        or card_operation.endswith(operation))
+# A confirm button's label starts with one of these words; a label with one of the others
+# (anywhere) declines. Punctuation and case do not count (README, "How the scripted user reads
+# a runtime").
+CONFIRM_WORDS = frozenset({"confirm", "yes", "ok", "okay", "sure", "yep", "do", "go", "proceed", "continue",
+                           "accept", "agree", "approve", "submit", "save", "apply"})
+DECLINE_WORDS = frozenset({"no", "not", "nope", "don't", "dont", "never", "keep", "leave", "back", "abort",
+                           "decline", "reject", "dismiss", "stop", "undo", "later"})
 
 
 def _confirm_action(card: dict) -> str | None:
+    """The card's confirm button: the first whose label starts with a confirm word, else the
+    first that says no decline word, else none."""
     actions = [a for a in card.get("actions") or [] if isinstance(a, dict) and "id" in a]
-    for action in actions:
-        if str(action.get("label", "")).lower().split()[0:1] in (["confirm"], ["yes"], ["ok"], ["do"]):
+    words = [re.findall(r"[a-z']+", str(a.get("label") or "").lower()) for a in actions]
+    for action, said in zip(actions, words):
+        if said[:1] and said[0] in CONFIRM_WORDS:
             return action["id"]
-    return actions[0]["id"] if actions else None
+    return next((a["id"] for a, said in zip(actions, words) if not DECLINE_WORDS & set(said)), None)

@@ -105,3 +105,36 @@ def test_an_unreachable_runtime_is_a_usage_error(cli):
     result = cli("check-runtime", "--url", "http://127.0.0.1:9")
     assert result.exit_code == 2 and "127.0.0.1:9" in result.output
 
+
+
+CRASHY = '''
+from tripdesk import TripDesk
+class Crashy(TripDesk):
+    def turn(self, session, request):
+        raise ZeroDivisionError("the fare table is empty")
+'''
+
+
+def test_a_crash_is_named_and_the_routes_are_still_read_when_the_runtime_answers(cli, project):
+    use_runtime(project, CRASHY, "Crashy")
+    result = cli("check-runtime")
+    assert result.exit_code == 1
+    assert "CRASH in turn 1 (crash): the runtime raised in turn: ZeroDivisionError: the fare table is empty" \
+        in result.output
+    assert "ZeroDivisionError" in result.output.split("CRASH", 1)[1].split("turn-result fields")[0]
+    for op in ("state", "audit"):
+        assert re.search(rf"{op}\s+│ supplied", result.output), op
+    assert "not supported" not in result.output
+
+
+def test_after_a_server_dies_no_route_is_called_not_supported(cli, project):
+    goal = (project / "goals" / "single-add-bag.yaml").read_text().replace("id: single-add-bag", "id: odd-crash")
+    (project / "goals" / "zz-odd-crash.yaml").write_text(goal)
+    odd = ROOT / "tests" / "fixtures" / "odd_runtime.py"
+    result = cli("check-runtime", "--goal", "odd-crash", "--transport", "http",
+                 "--runtime-command", f"{PY} {odd} http --port {{port}}")
+    assert result.exit_code == 1
+    assert "CRASH in turn 1 (connection)" in result.output and "crashing on purpose" in result.output
+    for op in ("state", "audit"):
+        assert re.search(rf"{op}\s+│ not called: the runtime was gone after turn 1", result.output), op
+    assert "not supported" not in result.output

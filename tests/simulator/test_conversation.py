@@ -116,3 +116,51 @@ def test_a_failing_simulator_is_recorded_as_its_own_fault(demo):
     assert "lost my place" in c.transcript.error["message"] and c.transcript.error["traceback"]
     assert c.scorecard.checks["simulator_error"].status == "fired"
     assert not c.scorecard.counts_for_runtime
+
+
+class CrashesOnSecondTurn(TripDesk):
+    """TripDesk, except that its second turn raises (after logging nothing for it)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.calls = 0
+
+    def turn(self, session, request):
+        self.calls += 1
+        if self.calls == 2:
+            raise RuntimeError("lost the plot")
+        return super().turn(session, request)
+
+
+def test_after_a_runtime_error_the_store_and_audit_are_still_read(demo):
+    c = talk(demo, "plain-paula", "new-trip-full", CrashesOnSecondTurn())
+    t = c.transcript
+    assert t.end == "runtime_error" and t.error["turn"] == 2
+    assert t.error["read_after"] == "the store, the audit stream"
+    assert [e["turn"] for e in t.audit] == [1]
+    assert "trip:T-1" in t.final_state["records"]
+    assert c.scorecard.checks["audit_gap"].status == "clean"
+    assert t.session_id == "s-1"
+
+
+def test_an_audit_gap_before_a_runtime_error_is_found(demo):
+    class GapThenCrash(CrashesOnSecondTurn):
+        def audit(self, session):
+            return {"turns": []}
+
+    c = talk(demo, "plain-paula", "new-trip-full", GapThenCrash())
+    assert c.transcript.end == "runtime_error"
+    assert [f.turn for f in c.scorecard.checks["audit_gap"].findings] == [1]
+
+
+def test_when_the_runtime_is_gone_after_an_error_the_audit_stays_unverifiable(demo):
+    class GoneAfterCrash(CrashesOnSecondTurn):
+        def audit(self, session):
+            if self.calls >= 2:
+                raise ConnectionError("nobody home")
+            return super().audit(session)
+
+    c = talk(demo, "plain-paula", "new-trip-full", GoneAfterCrash())
+    assert c.transcript.end == "runtime_error" and c.transcript.audit is None
+    assert c.transcript.error["read_after"].startswith("the store, then it failed again")
+    assert c.scorecard.checks["audit_gap"].status == "unverifiable"

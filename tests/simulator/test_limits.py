@@ -58,3 +58,21 @@ def test_limits_are_read_from_budgets_and_reach_the_model_user(monkeypatch):
         "limits": {"openai:m": {"requests_per_minute": 5, "tokens_per_minute": 9000}}})
     user = make_user("openai:m", budgets=budgets)
     assert (user.limiter.rpm, user.limiter.tpm) == (5, 9000)
+
+
+def test_concurrent_callers_are_booked_in_turn_and_never_exceed_either_limit():
+    """Many callers at once, as a cluster's workers would ask: every minute-long window holds at
+    most the limits, and calls start in the order they asked."""
+    import random
+
+    from simulator.limits import RateWindow
+
+    rng = random.Random(7)
+    window = RateWindow(20, 5000)
+    asked = sorted(rng.uniform(0, 300) for _ in range(400))
+    tokens = [rng.randint(50, 900) for _ in asked]
+    starts = [window.book(n, t) for t, n in zip(asked, tokens)]
+    assert starts == sorted(starts) and all(s >= t for s, t in zip(starts, asked))
+    for s in starts:
+        inside = [(u, n) for u, n in zip(starts, tokens) if u <= s < u + 60]
+        assert len(inside) <= 20 and sum(n for _, n in inside) <= 5000

@@ -24,7 +24,7 @@ from simulator.pricing import Usage, cost, price_for, worst_case
 from simulator.retry import RetryPolicy
 from simulator.runner import run_matrix
 from simulator.users.model import ModelUser, ReplayCache
-from simulator.users.prompt import OPENING, stable_prefix
+from simulator.users.prompt import OPENING, action_schema, stable_prefix
 from simulator.users.providers import AnthropicProvider, OpenAIProvider
 from tripdesk import TripDesk
 
@@ -54,6 +54,7 @@ def user_for(kind: str, api: FakeModelAPI, ledger: Ledger, waits: list | None = 
         if waits is not None:
             waits.append(seconds)
 
+    kw.setdefault("output", "json_schema")   # no probe: these tests count requests; auto has its own
     return ModelUser(f"{kind}:m", provider_cls("m", http_client=api.client(http)), PRICE, ledger,
                      retry=RetryPolicy(sleep=no_sleep), **kw)
 
@@ -290,6 +291,8 @@ def contradicting(system, messages):
     (say(""), "empty message"),
     (say("As an AI language model, I can help you book that."), "role leakage"),
     (say("Assistant: How can I help you today?"), "role leakage"),
+    (say("Sorry, I'm just an AI and cannot travel."), "role leakage"),
+    (say("Hmm, I am not sure what I should do here."), "the same message 3 times in a row"),
     (brief, "leaked instructions"),
     (stop("done"), "stopped before trying anything"),
     (stop("done", after=1), "claimed the goal was done while the store says it is not"),
@@ -345,7 +348,7 @@ def test_a_retry_the_budget_cannot_hold_ends_as_a_budget_cut(demo):
     api = FakeModelAPI(["wrong_shape"])
     first = canonical_json(OpenAIProvider("m", http_client=api.client()).request(
         stable_prefix(demo.persona("plain-paula"), demo.goal("single-add-bag")), [{"role": "user", "content": OPENING}],
-        300))
+        300, action_schema(demo.goal("single-add-bag"))))
     worst = worst_case(PRICE, len(first.encode()), 300)
     ledger = Ledger(worst * Decimal("1.5"))    # one worst case, not two
     dataset = Dataset((demo.persona("plain-paula"),), (demo.goal("single-add-bag"),), demo.hash, demo.item_hashes)

@@ -118,6 +118,9 @@ def test_every_runtime_fault_is_recorded_with_evidence_and_the_run_goes_on(tmp_p
     crash = ev["odd-crash"]
     assert crash["kind"] == ("connection" if transport == "http" else "exited")
     assert "crashing on purpose" in crash["stderr"]
+    # A runtime that still answers after an error is read; one that is gone is not asked.
+    assert crash["read_after"] == "nothing: the runtime no longer answers"
+    assert ev["odd-status"]["read_after"] == "the store, the audit stream"
     assert ev["odd-hang"]["kind"] == "timeout" and ev["odd-hang"]["elapsed_ms"] >= 1000
     assert ev["odd-garbage"]["kind"] == "malformed" and "not json" in ev["odd-garbage"]["body"]
     assert ev["odd-status"]["kind"] == ("http_status" if transport == "http" else "error")
@@ -265,3 +268,43 @@ def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
     fault = asyncio.run(go())
     assert fault.kind == "http_status" and fault.evidence["status"] == 307
     assert seen == []
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_conversations_a_dying_server_takes_down_with_it_are_marked_collateral(transport):
+    """A's turn kills the started server; B, still talking to it, fails only because of A (and
+    is marked collateral); C starts on a new server, where B's session no longer exists."""
+    from scoring.errors import RuntimeFault
+
+    if transport == "http":
+        runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}"], timeout_s=5.0)
+    else:
+        runtime = StdioRuntime([PY, ODD, "stdio"], timeout_s=5.0)
+    hello = {"message": "Add a bag to Lisbon offsite."}
+
+    async def go():
+        await runtime.health()
+        try:
+            b = await runtime.start({"seed": 1, "persona": "p", "goal": "healthy", "setup": {}})
+            a = await runtime.start({"seed": 2, "persona": "p", "goal": "odd-crash", "setup": {}})
+            assert "reply" in await runtime.turn(b, hello)
+            faults = {}
+            for who, session in (("a", a), ("b", b)):
+                with pytest.raises(RuntimeFault) as caught:
+                    await runtime.turn(session, hello)
+                faults[who] = caught.value.evidence
+            c = await runtime.start({"seed": 3, "persona": "p", "goal": "healthy", "setup": {}})
+            with pytest.raises(RuntimeFault) as caught:
+                await runtime.turn(b, hello)
+            faults["b-later"] = caught.value.evidence
+            assert "reply" in await runtime.turn(c, hello)
+            return faults
+        finally:
+            await runtime.aclose()
+
+    faults = asyncio.run(go())
+    assert not faults["a"].get("collateral"), "the conversation whose turn took it down is not collateral"
+    assert faults["b"]["collateral"] is True
+    assert faults["b-later"]["collateral"] is True and "another conversation" in faults["b-later"]["message"]
+    assert runtime.restarts == 1
+    assert not leftovers(ODD)

@@ -1,0 +1,12 @@
+"""LibDesk, simrun's second reference runtime: a library's help desk (loans, renewals, holds,
+pickups), written from the README and docs/protocol.md, in another style than TripDesk.
+
+It can break any class on purpose (`LibDesk(faults={"loop": 0.1})`) and logs, in `truth`,
+every conversation where it broke one, planted or not: what simrun's scorer is checked against.
+"""
+
+__version__ = "1.0.0"
+
+from libdesk.desk import LibDesk  # noqa: E402
+
+__all__ = ["LibDesk", "__version__"]

@@ -1,0 +1,94 @@
+"""Secrets simrun must never write down: registered once, cut out of all it stores or prints.
+
+A runtime may echo what it was sent (an Authorization header in a 500 body, a token in its
+stderr), so keeping secrets out of `runs.config` is not enough. Whatever simrun learns is a
+secret is registered here (header values from `--header`, every `${VAR}` it expands, sensitive
+header values in simrun.toml, the model API keys, a password in a runtime URL), and every string
+bound for the DuckDB file, the console or an error line goes through `redact`. The report and
+`simrun show` read the database, so they never see what it never held.
+
+Each secret is searched for as it is, JSON-escaped and URL-encoded, and so is each of its
+whitespace-separated parts ("Bearer <token>" also hides a bare "<token>"). Values shorter than
+MIN_CHARS are not registered: they cannot be told apart from ordinary text, and cutting every
+"1234" out of a transcript would destroy the evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.parse
+from typing import Any
+
+REDACTED = "[redacted]"
+MIN_CHARS = 8
+SENSITIVE_HEADER = re.compile(r"auth|cookie|token|key|secret|passw|session|credential", re.I)
+
+_lock = threading.Lock()
+_known: set[str] = set()
+_pattern: re.Pattern[str] | None = None
+
+
+def register(value: str | None) -> None:
+    """Treat `value` (and its parts) as a secret from now on, in this process."""
+    global _pattern
+    if not value:
+        return
+    forms = set()
+    for part in {value.strip(), *value.split()}:
+        if len(part) >= MIN_CHARS:
+            forms |= {part, json.dumps(part)[1:-1], urllib.parse.quote(part, safe=""), urllib.parse.quote_plus(part)}
+    with _lock:
+        if forms <= _known:
+            return
+        _known.update(forms)
+        # Longest first, so that a secret is cut whole before a part of it is.
+        _pattern = re.compile("|".join(re.escape(f) for f in sorted(_known, key=len, reverse=True)))
+
+
+def forget_all() -> None:
+    """For tests: a process that starts again knows no secret."""
+    global _pattern
+    with _lock:
+        _known.clear()
+        _pattern = None
+
+
+def active() -> bool:
+    """Whether any secret is known (when none is, nothing needs to be searched)."""
+    return _pattern is not None
+
+
+def redact(text: str) -> str:
+    pattern = _pattern
+    if pattern is None or not isinstance(text, str):
+        return text
+    return pattern.sub(REDACTED, text)
+
+
+def redact_value(value: Any) -> Any:
+    """A JSON-like value with every string in it (keys too) redacted."""
+    if _pattern is None:
+        return value
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v) for v in value]
+    return value
+
+
+def register_header(name: str, value: str, *, from_flag: bool = False) -> None:
+    """A header value is a secret when it came from a flag (`--header`), or when its name says
+    it is one (Authorization, X-Api-Key, Cookie, ...)."""
+    if from_flag or SENSITIVE_HEADER.search(name):
+        register(value)
+
+
+def register_url(url: str | None) -> None:
+    """The password of `http://user:password@host`, if the URL has one."""
+    if url:
+        password = urllib.parse.urlsplit(url).password
+        register(password)

@@ -1,0 +1,156 @@
+"""Files and databases from elsewhere: shard files to merge, a crafted DuckDB file, bundles to
+import, and a disk that fills up. Each is one line and exit 2, or works; none runs SQL it was
+not meant to, writes outside its folder, or leaves an empty run behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from scoring.dataset import load_dataset
+from scoring.store import Store
+from tests.security.conftest import one_line_error
+
+
+def runs_in(db: Path) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT run_id, dataset_hash, status FROM runs ORDER BY started_at").fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture()
+def one_run(cli, project) -> Path:
+    """A finished demo run (one repetition) in project/simrun.duckdb."""
+    code, output = cli("--budget", "5usd", "-n", "1")
+    assert code == 0, output
+    return project / "simrun.duckdb"
+
+
+# --- simrun merge ------------------------------------------------------------------------------
+
+def test_merge_takes_shard_paths_as_data_never_as_sql(cli, project):
+    hostile = "x'; COPY (SELECT 42) TO 'pwned.csv'; --"
+    paths = []
+    for i in range(2):
+        folder = project / f"shard {i} it's"
+        folder.mkdir()
+        code, output = cli("--budget", "5usd", "-n", "1", "--shard", f"{i}/2", "--db", str(folder / "s.duckdb"))
+        assert code == 0, output
+        paths.append(folder / "s.duckdb")
+    shutil.move(paths[1], project / f"{hostile}.duckdb")
+    paths[1] = project / f"{hostile}.duckdb"
+    code, output = cli("merge", str(paths[0]), str(paths[1]), "--out", str(project / "joined.duckdb"))
+    assert code == 0, output
+    assert not (project / "pwned.csv").exists()
+    (run_id, _, status), = runs_in(project / "joined.duckdb")
+    assert status == "finished"
+
+
+# --- a crafted database ------------------------------------------------------------------------
+
+def test_a_crafted_run_id_never_names_a_file_outside_the_reports_folder(cli, project, one_run):
+    con = duckdb.connect(str(one_run))
+    (run_id,) = con.execute("SELECT run_id FROM runs").fetchone()
+    for table in ("runs", "conversations", "turns", "findings", "checks", "model_calls"):
+        con.execute(f"UPDATE {table} SET run_id = '../../escaped' WHERE run_id = ?", [run_id])
+    con.close()
+    code, output = cli("report", "../../escaped")
+    assert code == 2
+    assert "did not write" in one_line_error(output)
+    assert not (project / "escaped.html").exists() and not (project.parent / "escaped.html").exists()
+
+
+def test_a_database_with_a_view_that_reads_files_is_not_read(cli, project, one_run, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-77\n")
+    con = duckdb.connect(str(one_run))
+    con.execute("ALTER TABLE runs RENAME TO runs_data")
+    con.execute(f"CREATE VIEW runs AS SELECT r.* REPLACE (t.content AS runtime) FROM runs_data r, "
+                f"read_text('{secret}') t")
+    con.close()
+    for command in (["runs"], ["report", "latest"], ["show", "latest"]):
+        code, output = cli(*command)
+        assert code == 2, (command, output)
+        assert "views or macros simrun never writes (runs)" in one_line_error(output)
+        assert "TOP-SECRET" not in output
+
+
+# --- simrun import -----------------------------------------------------------------------------
+
+@pytest.fixture()
+def bundle(cli, project, one_run) -> dict:
+    code, output = cli("export", "latest", "--out", str(project / "b.json"))
+    assert code == 0, output
+    return json.loads((project / "b.json").read_text())
+
+
+def test_import_recomputes_the_dataset_hash_and_never_trusts_the_bundle(cli, project, bundle):
+    bundle["dataset_hash"] = "0000000000000000"
+    (project / "claims.json").write_text(json.dumps(bundle))
+    code, output = cli("import", "claims.json")
+    assert code == 0, output
+    current = load_dataset(project / "personas", project / "goals").hash
+    assert runs_in(project / "simrun.duckdb")[-1][1] == current
+    assert "0000000000000000" in output                         # and says what it set aside
+
+
+def _first_turn(b: dict) -> dict:
+    return b["items"][0]["record"]["turns"][0]
+
+
+MALFORMED = {
+    "a bad date": (lambda b: b["items"][0]["record"].__setitem__("started_at", "2026-13-45T99:00:00"),
+                   "record.started_at"),
+    "a wrong type": (lambda b: b["items"][0].__setitem__("repetition", "twice"), "repetition"),
+    "a turn result off the protocol": (lambda b: _first_turn(b)["result"].__setitem__("next_steps", "o-1"),
+                                       "not a protocol 1 answer: next_steps"),
+    "a store off the protocol": (lambda b: _first_turn(b)["state"].__setitem__("events", {"e": 1}),
+                                 "record.turns.1.state"),
+    "a negative cost": (lambda b: b["items"][0]["record"].__setitem__("cost_usd", -5), "cost_usd"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_a_malformed_bundle_is_one_line_and_leaves_no_run(cli, project, bundle, name):
+    mutate, says = MALFORMED[name]
+    mutate(bundle)
+    (project / "bad.json").write_text(json.dumps(bundle))
+    before = runs_in(project / "simrun.duckdb")
+    code, output = cli("import", "bad.json")
+    assert code == 2
+    assert says in one_line_error(output)
+    assert runs_in(project / "simrun.duckdb") == before
+
+
+@pytest.mark.parametrize("content, says", [
+    (b'{"format_version": 1, "items": [\xff]}', "not UTF-8 text"),
+    (b'{"format_version": 1, "items": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deep"),
+    (b"[1, 2", "not valid JSON"),
+])
+def test_a_bundle_that_is_not_json_of_the_right_kind_is_one_line(cli, project, one_run, content, says):
+    (project / "bad.json").write_bytes(content)
+    before = runs_in(one_run)
+    code, output = cli("import", "bad.json")
+    assert code == 2
+    assert says in one_line_error(output)
+    assert runs_in(one_run) == before
+
+
+# --- a full disk -------------------------------------------------------------------------------
+
+def test_a_full_disk_says_so_not_a_secondary_rollback_error(cli, project):
+    db = project / "simrun.duckdb"
+    Store(db).close()                         # the schema, then every further write fails
+    os.symlink("/dev/full", f"{db}.wal")
+    code, output = cli("--budget", "5usd", "-n", "1")
+    assert code == 2
+    line = one_line_error(output.strip().splitlines()[-1])
+    assert "No space left on device" in line
+    assert "rollback" not in output.lower() and "no transaction" not in output

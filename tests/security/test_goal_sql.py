@@ -1,0 +1,165 @@
+"""Goal SQL is a sandbox, not a shell: a goal file from an untrusted pull request can read no
+file, write none, attach no database, install nothing, change no setting, and never hang a run.
+
+Every hostile query is tried where it would bite first: `simrun validate` (which loads the goal
+and runs its SQL on empty tables). Each must be refused or stopped with one line naming the
+file, the line and the field, and must leave no trace on the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from scoring import goal_sql
+from scoring.dataset import load_dataset
+from scoring.goal import goal_status
+from scoring.goal_sql import QueryRefused, check_goal_sql, parse_select
+from scoring.transcript import Transcript
+from simulator.adapters.python import PythonRuntime
+from simulator.conversation import converse
+from simulator.runner import matrix
+from simulator.users.scripted import ScriptedUser
+from tests.security.conftest import one_line_error
+from tripdesk import TripDesk
+
+SECRET = "TOP-SECRET-9f2c41"
+GOAL = "goals/cancel-trip.yaml"
+
+
+def with_sql(project: Path, query: str) -> int:
+    """Put `query` as the cancel-trip goal's only success.sql; return the line it is on."""
+    path = project / GOAL
+    lines = path.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip() == "sql:")
+    lines[at + 1] = "    - " + _yaml_string(query)
+    path.write_text("\n".join(lines) + "\n")
+    return at + 2
+
+
+def _yaml_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+@pytest.fixture()
+def secret_file(tmp_path: Path) -> Path:
+    path = tmp_path / "secret.txt"
+    path.write_text(SECRET + "\n")
+    return path
+
+
+@pytest.fixture()
+def site(tmp_path: Path) -> Path:
+    folder = tmp_path / "site-packages"
+    folder.mkdir()
+    return folder
+
+
+HOSTILE = {
+    "file read": "SELECT count(*) > 0 FROM read_text('{secret}')",
+    "file read into a value": "SELECT content = 'x' FROM read_text('{secret}')",
+    "csv read": "SELECT count(*) > 0 FROM read_csv('{secret}')",
+    "file list": "SELECT count(*) > 0 FROM glob('{site}/*')",
+    "file write": "COPY (SELECT 'import os; os.system(\"touch {site}/owned\")') TO '{site}/evil.pth'",
+    "file write inside a select": "SELECT * FROM query('COPY (SELECT 1) TO ''{site}/evil.pth''')",
+    "file write breaking out of the wrapper": ("SELECT 1) t; COPY (SELECT 'import os') TO '{site}/evil.pth'; "
+                                               "SELECT * FROM (SELECT 1"),
+    "attach breaking out of the wrapper": "SELECT 1) t; ATTACH '{site}/new.duckdb' AS x; SELECT * FROM (SELECT 1",
+    "attach": "ATTACH '{site}/new.duckdb' AS x",
+    "attach after a select": "SELECT true; ATTACH '{site}/new.duckdb' AS x",
+    "create": "CREATE TABLE owned AS SELECT 1",
+    "install": "INSTALL httpfs",
+    "load": "LOAD httpfs",
+    "set": "SET enable_external_access = true",
+    "pragma": "PRAGMA enable_profiling",
+    "two statements": "SELECT true; SELECT false",
+    "a parenthesis that closes the wrapper": "SELECT true) t, (SELECT 1",
+    "a parameter": "SELECT $1 = 1",
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_validate_refuses_each_hostile_query_in_one_line_and_leaves_no_trace(cli, project, secret_file, site,
+                                                                            name):
+    query = HOSTILE[name].format(secret=secret_file, site=site)
+    line = with_sql(project, query)
+    code, output = cli("validate")
+    assert code == 2
+    error = one_line_error(output)
+    assert f"{GOAL}:{line} (success.sql.0)" in error
+    assert SECRET not in output
+    assert list(site.iterdir()) == []                 # no .pth, no database, nothing written
+    assert not (project / "new.duckdb").exists()
+
+
+def test_a_runaway_query_is_stopped_at_its_limit_and_named(cli, project):
+    line = with_sql(project, "SELECT count(*) > 0 FROM range(1000000000000)")
+    started = time.monotonic()
+    code, output = cli("validate")
+    assert code == 2
+    assert time.monotonic() - started < goal_sql.QUERY_TIMEOUT_S + 5
+    error = one_line_error(output)
+    assert f"{GOAL}:{line} (success.sql.0)" in error and "ran past its 2 s limit" in error
+
+
+def test_the_sandbox_holds_even_for_a_query_that_reached_the_connection(secret_file, site):
+    # Defence in depth: were the parser ever fooled, the connection itself refuses.
+    con = goal_sql._connection()
+    for statement in (f"SELECT * FROM read_text('{secret_file}')", f"COPY (SELECT 1) TO '{site}/x.pth'",
+                      f"ATTACH '{site}/y.duckdb' AS y", "INSTALL httpfs", "LOAD httpfs",
+                      "SET enable_external_access = true", "SET lock_configuration = false"):
+        with pytest.raises(duckdb.Error) as info:
+            con.execute(statement).fetchall()
+        assert SECRET not in str(info.value)
+    assert list(site.iterdir()) == []
+    assert con.execute("SELECT current_setting('enable_external_access')").fetchone() == (False,)
+
+
+def test_a_trailing_comment_or_semicolon_cannot_reshape_the_wrapped_query():
+    for query in ("SELECT true -- ) , (SELECT 1", "SELECT true;"):
+        assert check_goal_sql(query) is None
+        assert goal_sql.sql_holds(query, {"records": {}, "events": []}) is True
+    # What cannot be wrapped whole is refused, never run in part.
+    assert check_goal_sql("SELECT true; -- ATTACH 'x' AS y").startswith("not valid SQL once placed over")
+
+
+@pytest.mark.parametrize("query, says", [
+    ("", "not empty"), ("x" * (goal_sql.MAX_QUERY_CHARS + 1), "at most"),
+    ("SELECT 1; SELECT 2", "exactly one SELECT statement, found 2"), ("DELETE FROM records", "not DELETE"),
+    ("SELECT ? ", "no parameters"),
+])
+def test_parse_select_refuses_what_is_not_one_plain_select(query, says):
+    with pytest.raises(QueryRefused) as info:
+        parse_select(query)
+    assert says in str(info.value)
+
+
+def test_a_query_slow_only_on_real_data_is_unverifiable_never_a_pass_and_stalls_once():
+    # Fast on the empty tables of validation, endless once the store holds a record.
+    query = "SELECT count(*) > 0 FROM records, range(1000000000000)"
+    assert check_goal_sql(query) is None
+    demo = load_dataset(Path(__file__).parents[2] / "personas", Path(__file__).parents[2] / "goals")
+    goal = demo.goal("cancel-trip").model_copy(update={"success": demo.goal("cancel-trip").success.model_copy(
+        update={"sql": (query,), "records": ()})})
+    state = {"records": {"trip:T-1": {"type": "trip"}}, "events": []}
+    empty = Transcript("p", goal.id, 1, 0, (), "")
+    started = time.monotonic()
+    reached, why = goal_status(goal, empty, state)
+    first = time.monotonic() - started
+    assert reached is None and why.startswith("UNVERIFIABLE: goal cancel-trip: success.sql[0] ran past")
+    started = time.monotonic()
+    reached, why = goal_status(goal, empty, {**state, "records": {"trip:T-9": {"type": "trip"}}})
+    assert reached is None and "not run again" in why
+    assert time.monotonic() - started < 0.5 < first     # the second check does not wait again
+
+    # In a whole conversation: it ends, and never as goal_reached.
+    cell = next(c for c in matrix(demo, 1, 5) if c.goal.id == "cancel-trip")
+    cell = type(cell)(cell.persona, goal, cell.repetition, cell.seed)
+    conversation = asyncio.run(converse(cell, ScriptedUser(), PythonRuntime(TripDesk())))
+    assert conversation.transcript.end != "goal_reached"
+    assert conversation.scorecard.goal_reached is None
+    assert "ran past" in conversation.scorecard.goal_detail or "not run again" in conversation.scorecard.goal_detail

@@ -1,0 +1,66 @@
+"""The heartbeat: outside a terminal, a line every PLAIN_EVERY_S, with the calls in flight and the
+spend including what is held for them, even before any conversation has finished."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from decimal import Decimal
+
+from rich.console import Console
+
+from scoring.store import Store
+from simulator import progress
+from simulator.adapters.process import free_port
+from simulator.adapters.python import PythonRuntime
+from simulator.ledger import Ledger
+from simulator.progress import RunProgress
+from simulator.runner import run_matrix
+from simulator.users.model import ModelUser
+from simulator.users.providers import OpenAIProvider
+from tripdesk import TripDesk
+
+from tests.fixtures.model_api import FakeModelAPI, serve
+from tests.simulator.test_model_users import PRICE, small
+
+
+def test_a_heartbeat_comes_before_any_conversation_finishes(demo, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-heartbeat-000")
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.2)
+    port = free_port()
+    server = serve(FakeModelAPI(record=False), port, latency_s=0.5)    # a conversation takes seconds
+    sink = io.StringIO()
+    console = Console(file=sink, force_terminal=False, width=200)
+    ledger = Ledger(Decimal(1))
+    user = ModelUser("openai:m", OpenAIProvider("m", base_url=f"http://127.0.0.1:{port}/v1"), PRICE, ledger,
+                     output="json_schema")
+    dataset = small(demo, ("single-add-bag", "cancel-trip"))
+
+    async def go():
+        with Store(":memory:") as store, RunProgress(console, 4, ledger.budget, ledger) as bar:
+            await run_matrix(dataset, PythonRuntime(TripDesk()), user, store, repetitions=1, seed=5,
+                             budget=ledger.budget, concurrency=4, ledger=ledger, on_conversation=bar)
+
+    try:
+        asyncio.run(go())
+    finally:
+        server.should_exit = True
+    lines = sink.getvalue().splitlines()
+    early = [line for line in lines if line.startswith("[0/4]")]
+    assert len(early) >= 2, lines          # the first conversation takes at least a second: beats came before it
+    flying = re.search(r"(\d+) call\(s\) in flight · spent \$([\d.]+) \(\$([\d.]+) of it held", early[0])
+    assert flying and int(flying.group(1)) == 4 and Decimal(flying.group(3)) > 0
+    assert Decimal(flying.group(2)) >= Decimal(flying.group(3))
+    assert lines[-1].startswith("[4/4]")
+
+
+def test_in_a_terminal_there_is_a_bar_and_no_heartbeat():
+    console = Console(file=io.StringIO(), force_terminal=True)
+
+    async def go():
+        with RunProgress(console, 3, Decimal(1), Ledger(Decimal(1))) as bar:
+            return bar.heartbeat, bar.bar
+
+    heartbeat, bar = asyncio.run(go())
+    assert heartbeat is None and bar is not None
