@@ -1,33 +1,41 @@
-"""Gate calibration: the A/A false-alarm rate and the power to catch a planted regression.
+"""Gate calibration: false alarms, and the power to catch a regression, measured on the demo.
 
-Both figures come from repeated in-process runs of the bundled demo matrix (scripted user,
-TripDesk), each summarised and judged by the same `gate_verdict` that `simrun gate` calls:
+Every figure comes from repeated in-process runs of the bundled demo matrix (scripted user,
+TripDesk, 7 personas x 10 goals), each summarised and judged by the same `gate_verdict` that
+`simrun gate` calls, with the thresholds of budgets.toml. Progress and simulator faults are
+planted in every run, so that every tested class has a base rate to move; guarantee faults are
+left out (one violation fails the gate by design, not by chance).
 
-(a) A/A: pairs of runs that differ only in their seed (so in every fault draw and every
-    manner draw), with progress faults and a simulator fault planted at moderate rates in
-    both, so that every tested class has a non-zero base rate. A failed gate is a false alarm.
-    Guarantee faults are left out: one violation fails the gate by design, not by chance.
-(b) Power: the same baselines against candidates whose `dead_end` fault (one that can show in
-    almost every conversation) is raised so that the class rate rises by `--rise` (10 points).
-(c) Sample-size advice: the smallest rise caught with 80% power at this matrix, by repetitions
-    and base rate (`scoring.stats.minimum_detectable_effect`), and the power predicted for (b).
-(d) Why a t-test: the per-class false-positive rate of the paired t-test and of the Wilcoxon
-    signed-rank test on simulated binomial cells, uncorrected, at alpha.
+(a) A/A: pairs of runs that differ only in their seed, at the default 5 repetitions, with slices
+    on. A failed gate is a false alarm. Per class, the share of pairs where the uncorrected
+    permutation test rejects at alpha (its nominal level), beside the paired t-test it replaced.
+(b) Localized: one goal's dead_end rate raised by 60 points (its fault raised in that goal only),
+    everything else unchanged; the goal changes from pair to pair. Caught when the gate fails
+    naming that goal.
+(c) Broad: dead_end raised by 5 points in every cell. The gate's own advice (from a pilot pair at
+    the default matrix) names the repetitions that catch it with 80% power; the power is measured
+    there and at smaller sizes, beside the power the advice predicts at each.
+(d) The advice for other matrices: the smallest rise caught with 80% power, and the repetitions
+    a 5-point rise needs, by base rate.
 
-    .venv/bin/python benchmarks/gate_calibration.py [--pairs 200] [--repetitions N] [--workers N] [--seed 1]
+    .venv/bin/python benchmarks/gate_calibration.py [--pairs 200] [--parts aa,localized,broad]
+                                                    [--seed 1] [--workers N]
 
-It exits 1 if the false-alarm rate is above 5% or the power below 80%.
+A run at n repetitions is the first n repetitions of a longer run of the same seed (each
+conversation has its own seed), so the broad pairs are run once, at the largest size, and
+judged at every size. It exits 1 if a requirement is not met.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -36,18 +44,22 @@ from scipy import stats as st
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scoring.baseline import RunSummary, summary_from_scorecards  # noqa: E402
-from scoring.gate import GateResult, gate_verdict  # noqa: E402
-from scoring.stats import minimum_detectable_effect, power_of_rise  # noqa: E402
-from simulator.config import GateSection, load_budgets, load_project  # noqa: E402
+from scoring import stats  # noqa: E402
+from scoring.baseline import Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
 from scoring.dataset import Dataset, load_dataset  # noqa: E402
+from scoring.gate import TESTED, GateResult, gate_verdict  # noqa: E402
+from simulator.config import GateSection, load_budgets, load_project  # noqa: E402
 
-# Moderate rates: each class fires in roughly 5-10% of the demo's conversations.
+# Moderate rates: each class fires in roughly 2-10% of the demo's conversations.
 RUNTIME_FAULTS = {"dead_end": 0.10, "not_understood": 0.10, "loop": 0.30, "refused_offer": 0.20,
                   "unanswered": 0.30, "crash": 0.02}
 USER_FAULTS = {"early_stop": 0.02, "role_leak": 0.02}
 PLANTED = ("dead_end", "dead_end")      # (fault, the class it raises)
-MAX_AA_FAILS, MIN_POWER = 0.05, 0.80
+LOCAL_RISE, BROAD_RISE = 0.60, 0.05
+PREDICTED_AT = tuple(round(0.03 + 0.0025 * i, 4) for i in range(17))    # rises the advice is asked about
+DEFAULT_REPETITIONS = 5
+MAX_AA_FAILS, MIN_POWER, ADVICE_ERROR = 0.05, 0.80, 0.05
+PARTS = ("aa", "localized", "broad")
 
 _dataset: Dataset | None = None
 
@@ -59,186 +71,323 @@ def demo_dataset() -> Dataset:
     return _dataset
 
 
+class ByGoal:
+    """TripDesk with other faults in one goal's sessions: a runtime change that breaks one goal."""
+
+    def __init__(self, faults: dict[str, float], goal: str, goal_faults: dict[str, float], fault_seed: int):
+        from tripdesk import TripDesk
+
+        self.goal = goal
+        self.desks = {"a": TripDesk(faults=faults, fault_seed=fault_seed),
+                      "b": TripDesk(faults=goal_faults, fault_seed=fault_seed)}
+
+    def health(self) -> dict:
+        return self.desks["a"].health()
+
+    def start(self, request: dict) -> dict:
+        side = "b" if request.get("goal") == self.goal else "a"
+        return {"session": f"{side}:{self.desks[side].start(request)['session']}"}
+
+    def _call(self, method: str, session: str, *args):
+        side, _, sid = session.partition(":")
+        return getattr(self.desks[side], method)(sid, *args)
+
+    def turn(self, session: str, request: dict) -> dict:
+        return self._call("turn", session, request)
+
+    def state(self, session: str) -> dict:
+        return self._call("state", session)
+
+    def audit(self, session: str) -> dict:
+        return self._call("audit", session)
+
+    def close(self, session: str) -> dict:
+        return self._call("close", session)
+
+
 @dataclass(frozen=True)
 class DemoRun:
-    summary: RunSummary
-    eligible: dict[str, int]        # conversations where each fault could show
-    conversations: int
+    seed: int
+    conversations: tuple[tuple[str, str, int, dict[str, Counts]], ...]   # persona, goal, repetition, counts
+
+    def summary(self, repetitions: int) -> RunSummary:
+        return summary_from_counts(f"seed-{self.seed}", demo_dataset().hash, repetitions,
+                                   [c for c in self.conversations if c[2] < repetitions])
 
 
 def demo_run(seed: int, repetitions: int, faults: dict[str, float] | None = None,
-             user_faults: dict[str, float] | None = None) -> DemoRun:
+             goal_faults: tuple[str, dict[str, float]] | None = None) -> DemoRun:
     """One run of the demo matrix in process, summarised as the store would summarise it."""
     from simulator import PythonRuntime, ScriptedUser, converse, matrix
     from tripdesk import TripDesk
 
     dataset = demo_dataset()
     faults = RUNTIME_FAULTS if faults is None else faults
-    user_faults = USER_FAULTS if user_faults is None else user_faults
-    runtime = TripDesk(faults=faults, fault_seed=seed)
-    user = ScriptedUser(faults=user_faults, fault_seed=seed)
+    runtime = ByGoal(faults, *goal_faults, seed) if goal_faults else TripDesk(faults=faults, fault_seed=seed)
+    user = ScriptedUser(faults=USER_FAULTS, fault_seed=seed)
     adapter = PythonRuntime(runtime)
 
     async def go():
         return [await converse(cell, user, adapter) for cell in matrix(dataset, repetitions, seed)]
 
-    conversations = asyncio.run(go())
-    summary = summary_from_scorecards(f"seed-{seed}", dataset.hash, repetitions,
-                                      [(c.cell.persona.id, c.cell.goal.id, c.scorecard) for c in conversations])
-    eligible = {name: len(runtime.fault_log.keys(name, "eligible")) for name in faults}
-    return DemoRun(summary, eligible, len(conversations))
+    return DemoRun(seed, tuple((c.cell.persona.id, c.cell.goal.id, c.cell.repetition, scorecard_counts(c.scorecard))
+                               for c in asyncio.run(go())))
 
 
-def _job(args: tuple) -> DemoRun:
+# --- the plan: what the pilot runs tell the pairs ------------------------------------------------
+
+@dataclass(frozen=True)
+class Plan:
+    settings: GateSection
+    repetitions: int                         # the default matrix's
+    advised: int | None                      # repetitions the gate's advice names for a +5-point rise
+    sizes: tuple[int, ...]                   # where the broad rise is judged
+    broad_faults: dict[str, float]
+    local_faults: dict[str, dict[str, float]]   # goal -> its faults (only goals a 60-point rise fits in)
+    class_per_fault: float                   # the class's rate per unit of its fault's rate
+
+
+def make_plan(settings: GateSection, repetitions: int = DEFAULT_REPETITIONS, seed0: int = 1,
+              pilot: int = 10) -> Plan:
+    """Pilot runs of the default matrix: how far the planted fault moves its class, and the
+    gate's advice, from a gate on the first two of them (an A/A pair at the default matrix)."""
+    with ProcessPoolExecutor(max(1, min(pilot, os.cpu_count() or 1))) as pool:
+        runs = list(pool.map(_pilot_run, [(seed0 - 1000 - i, repetitions) for i in range(pilot)]))
+    fault, cls = PLANTED
+    base = RUNTIME_FAULTS[fault]
+    # The class's rate is proportional to its fault's (the class never fires with the fault off),
+    # so the pilot's rate over its fault rate says how far to raise the fault for a given rise.
+    total = Counts(0, 0, 0)
+    for run in runs:
+        total = total + run.summary(repetitions).total(cls)
+    per_fault = total.fired / total.scored / base
+    local = {g.id: {**RUNTIME_FAULTS, fault: base + LOCAL_RISE / per_fault} for g in demo_dataset().goals}
+    pilot_result = gate_verdict(runs[0].summary(repetitions), runs[1].summary(repetitions), settings)
+    advised = pilot_result.repetitions_needed(BROAD_RISE).get(cls)
+    sizes = tuple(sorted({repetitions, *(() if advised is None else (max(repetitions + 1, advised // 2), advised))}))
+    return Plan(settings, repetitions, advised, sizes, {**RUNTIME_FAULTS, fault: base + BROAD_RISE / per_fault},
+                local, per_fault)
+
+
+def _pilot_run(args: tuple) -> DemoRun:
     return demo_run(*args)
 
 
-def run_many(jobs: list[tuple], workers: int) -> list[DemoRun]:
+# --- one pair of runs ----------------------------------------------------------------------------
+
+def _outcome(result: GateResult) -> dict:
+    return {"passed": result.passed, "failures": result.regressions() + [c.cls for c in result.failures
+                                                                          if c.verdict == "violated"]}
+
+
+def _ttest_p(base: RunSummary, cand: RunSummary, cls: str) -> float:
+    pairs = [(base.cells[c][cls], cand.cells[c][cls]) for c in base.cells]
+    a = np.array([b.rate for b, k in pairs if b.scored and k.scored])
+    b = np.array([k.rate for b_, k in pairs if b_.scored and k.scored])
+    d = b - a
+    if len(d) < 2 or np.ptp(d) <= 1e-12:
+        return 0.5 ** len(d) if len(d) and d.mean() > 0 else 1.0
+    return float(st.ttest_rel(b, a, alternative="greater").pvalue)
+
+
+def pair_job(args: tuple) -> dict:
+    """Pair i of each part asked for; returns only what the tallies need."""
+    i, plan, parts, seed0 = args
+    fault, cls = PLANTED
+    settings, n0 = plan.settings, plan.repetitions
+    longest = max(plan.sizes) if "broad" in parts else n0
+    base = demo_run(seed0 + 4 * i, longest)
+    out: dict = {}
+    if "aa" in parts:
+        cand = demo_run(seed0 + 4 * i + 1, n0)
+        b, k = base.summary(n0), cand.summary(n0)
+        result = gate_verdict(b, k, settings)
+        out["aa"] = {**_outcome(result),
+                     "raw": {c.cls: c.p for c in result.classes if c.cls in TESTED},
+                     "ttest": {c: _ttest_p(b, k, c) for c in TESTED},
+                     "base_rates": {c.cls: c.baseline_rate for c in result.classes if c.cls in TESTED}}
+    if "localized" in parts and plan.local_faults:
+        goal = sorted(plan.local_faults)[i % len(plan.local_faults)]
+        cand = demo_run(seed0 + 4 * i + 2, n0, goal_faults=(goal, plan.local_faults[goal]))
+        result = gate_verdict(base.summary(n0), cand.summary(n0), settings)
+        verdict = next(c for c in result.classes if c.cls == cls)
+        slice_ = next((s for s in verdict.slices if s.dimension == "goal" and s.name == goal), None)
+        out["localized"] = {**_outcome(result), "goal": goal,
+                            "named": bool(slice_ and slice_.failed),
+                            "rise": None if slice_ is None else slice_.delta,
+                            "others": [c.cls for c in result.failures if c.cls != cls]}
+    if "broad" in parts:
+        cand = demo_run(seed0 + 4 * i + 3, longest, faults=plan.broad_faults)
+        out["broad"] = {}
+        for n in plan.sizes:
+            result = gate_verdict(base.summary(n), cand.summary(n), settings)
+            verdict = next(c for c in result.classes if c.cls == cls)
+            out["broad"][n] = {"overall": verdict.regressed_overall, "failed": verdict.failed,
+                               "others": [c.cls for c in result.failures if c.cls != cls],
+                               "rise": verdict.delta,
+                               "predicted": {r: result.power(cls, r) for r in PREDICTED_AT}}
+    return out
+
+
+def run_pairs(plan: Plan, pairs: int, parts=PARTS, *, seed0: int = 1, workers: int = 1) -> list[dict]:
+    jobs = [(i, plan, tuple(parts), seed0) for i in range(pairs)]
     if workers <= 1:
-        return [demo_run(*job) for job in jobs]
+        return [pair_job(job) for job in jobs]
     with ProcessPoolExecutor(workers) as pool:
-        return list(pool.map(_job, jobs, chunksize=4))
+        return list(pool.map(pair_job, jobs))
 
 
-def raised_faults(eligible_share: float, rise: float) -> dict[str, float]:
-    """The candidate's faults: the planted one raised so that its class rate rises by `rise`."""
-    fault = PLANTED[0]
-    return {**RUNTIME_FAULTS, fault: min(1.0, RUNTIME_FAULTS[fault] + rise / eligible_share)}
-
-
-@dataclass(frozen=True)
-class Calibration:
-    aa: list[GateResult]
-    power: list[GateResult]
-    planted_rate: float
-    eligible_share: float
-
-    @property
-    def false_alarms(self) -> int:
-        return sum(not r.passed for r in self.aa)
-
-    @property
-    def caught(self) -> int:
-        """Candidates failed by the gate because the planted class was flagged as a regression."""
-        cls = PLANTED[1]
-        return sum(any(c.cls == cls and c.verdict == "regression" for c in r.classes) for r in self.power)
-
-    @property
-    def failed(self) -> int:
-        return sum(not r.passed for r in self.power)
-
-    def mean_rise(self) -> float:
-        cls = PLANTED[1]
-        return float(np.mean([next(c.delta for c in r.classes if c.cls == cls) for r in self.power]))
-
-
-def calibrate(pairs: int, repetitions: int, settings: GateSection, *, rise: float = 0.10,
-              workers: int = 1, seed0: int = 1) -> Calibration:
-    """`pairs` A/A pairs and `pairs` planted-regression pairs, sharing their baselines."""
-    base_jobs = [(seed0 + 2 * i, repetitions) for i in range(pairs)]
-    aa_jobs = [(seed0 + 2 * i + 1, repetitions) for i in range(pairs)]
-    runs = run_many(base_jobs + aa_jobs, workers)
-    baselines, aa_candidates = runs[:pairs], runs[pairs:]
-    fault = PLANTED[0]
-    share = sum(r.eligible[fault] for r in baselines) / sum(r.conversations for r in baselines)
-    raised = raised_faults(share, rise)
-    power_jobs = [(seed0 + 100_000 + i, repetitions, raised) for i in range(pairs)]
-    power_candidates = run_many(power_jobs, workers)
-    aa = [gate_verdict(b.summary, c.summary, settings) for b, c in zip(baselines, aa_candidates)]
-    power = [gate_verdict(b.summary, c.summary, settings) for b, c in zip(baselines, power_candidates)]
-    return Calibration(aa, power, raised[fault], share)
-
+# --- the tallies ---------------------------------------------------------------------------------
 
 def wilson(k: int, n: int) -> str:
     ci = st.binomtest(k, n).proportion_ci(0.95, method="wilson")
     return f"{100 * ci.low:.1f}%–{100 * ci.high:.1f}%"
 
 
-def test_choice(cells: int, repetitions: int, alpha: float, sims: int = 4000, seed: int = 0) -> list[str]:
-    """(d): uncorrected false-positive rates of the two paired tests on simulated A/A cells."""
-    rng = np.random.default_rng(seed)
-    lines = []
-    for label, base in (("every cell at 2%", np.full(cells, 0.02)), ("every cell at 10%", np.full(cells, 0.10)),
-                        ("a seventh of the cells at 30%, the rest 0", np.where(np.arange(cells) % 7 == 0, 0.3, 0.0))):
-        a = rng.binomial(repetitions, base, size=(sims, cells)) / repetitions
-        b = rng.binomial(repetitions, base, size=(sims, cells)) / repetitions
-        with np.errstate(all="ignore"):
-            p_t = np.nan_to_num(st.ttest_rel(b, a, axis=1, alternative="greater").pvalue, nan=1.0)
-        d = b - a
-        p_w = np.ones(sims)
-        for i in range(sims):
-            if np.any(d[i] != 0):
-                p_w[i] = st.wilcoxon(d[i], alternative="greater", zero_method="zsplit").pvalue
-        lines.append(f"    {label:44s} t-test {np.mean(p_t < alpha):6.1%}   Wilcoxon {np.mean(p_w < alpha):6.1%}")
-    return lines
+@dataclass
+class Report:
+    lines: list[str] = field(default_factory=list)
+    unmet: list[str] = field(default_factory=list)
+
+    def say(self, text: str = "") -> None:
+        self.lines.append(text)
+        print(text, flush=True)
+
+    def require(self, ok: bool, what: str) -> str:
+        if not ok:
+            self.unmet.append(what)
+        return "OK" if ok else "NOT MET"
+
+
+def tally_aa(results: list[dict], alpha: float, out: Report) -> None:
+    aa = [r["aa"] for r in results]
+    n, alarms = len(aa), sum(not r["passed"] for r in aa)
+    out.say(f"\n(a) A/A, {n} pairs: the gate failed {alarms}/{n} = {alarms / n:.1%} (95% {wilson(alarms, n)}); "
+            f"required <= {MAX_AA_FAILS:.0%}: {out.require(alarms / n <= MAX_AA_FAILS, 'A/A false alarms')}")
+    for r in aa:
+        for line in r["failures"][:2]:
+            out.say(f"    false alarm: {line}")
+    bound = alpha + 2 * math.sqrt(alpha * (1 - alpha) / n)
+    out.say(f"    per class, uncorrected one-sided p < {alpha} (the test alone), permutation | paired t-test; "
+            f"mean base rate:")
+    for cls in TESTED:
+        perm = sum(r["raw"][cls] is not None and r["raw"][cls] < alpha for r in aa)
+        tt = sum(r["ttest"][cls] < alpha for r in aa)
+        rate = np.mean([r["base_rates"][cls] or 0.0 for r in aa])
+        out.say(f"      {cls:18s} {perm / n:6.1%} | {tt / n:6.1%}   base {100 * rate:4.1f}%")
+        out.require(perm / n <= bound, f"{cls} at its nominal level")
+
+
+def tally_localized(results: list[dict], plan: Plan, out: Report) -> None:
+    local = [r["localized"] for r in results if "localized" in r]
+    n = len(local)
+    named = sum(r["named"] for r in local)
+    failed = sum(not r["passed"] for r in local)
+    rises = [r["rise"] for r in local if r["rise"] is not None]
+    out.say(f"\n(b) localized, {n} pairs: {PLANTED[0]} raised in one goal only (its fault "
+            f"{RUNTIME_FAULTS[PLANTED[0]]:.2f} -> {next(iter(plan.local_faults.values()))[PLANTED[0]]:.3f}; the goal "
+            f"rotates over {len(plan.local_faults)}), by {100 * np.mean(rises):.1f} pts on average in that goal")
+    out.say(f"    the gate failed naming the goal in {named}/{n} = {named / n:.1%} (95% {wilson(named, n)}); "
+            f"failed at all in {failed}/{n}; required >= {MIN_POWER:.0%}: "
+            f"{out.require(named / n >= MIN_POWER, 'localized power')}")
+    others = sum(bool(r["others"]) for r in local)
+    out.say(f"    another class also failed in {others}/{n} pairs")
+
+
+def tally_broad(results: list[dict], plan: Plan, out: Report) -> None:
+    n = len(results)
+    planted = float(np.mean([r["broad"][size]["rise"] for r in results for size in plan.sizes]))
+    out.say(f"\n(c) broad: {PLANTED[0]} raised by {100 * BROAD_RISE:.0f} pts in every cell (fault "
+            f"{RUNTIME_FAULTS[PLANTED[0]]:.2f} -> {plan.broad_faults[PLANTED[0]]:.3f}, the class moving "
+            f"{plan.class_per_fault:.2f} per unit of its fault in the pilot), {n} pairs; the rise measured, "
+            f"mean over every pair and size: {100 * planted:.2f} pts")
+    out.say(f"    the gate's advice at the default matrix ({plan.repetitions} repetitions): "
+            f"{plan.advised} repetitions for a {100 * BROAD_RISE:.0f}-point rise with {MIN_POWER:.0%} power")
+    close = 0
+    for size in plan.sizes:
+        rows = [r["broad"][size] for r in results]
+        caught = sum(r["overall"] for r in rows)
+        failed = sum(r["failed"] for r in rows)
+        # The advice's prediction for the rise planted (the mean measured rise, every pair and size).
+        predicted = float(np.mean([np.interp(planted, PREDICTED_AT, [r["predicted"][x] for x in PREDICTED_AT])
+                                   for r in rows]))
+        power = caught / n
+        close += abs(power - predicted) <= ADVICE_ERROR
+        note = ""
+        if size == plan.advised:
+            note = f"; required >= {MIN_POWER:.0%}: {out.require(power >= MIN_POWER, 'broad power at the advice')}"
+        out.say(f"    {size:3d} repetitions: caught over all cells in {caught}/{n} = {power:.1%} "
+                f"(95% {wilson(caught, n)}), predicted {predicted:.1%} (off by {100 * (power - predicted):+.1f} pts); "
+                f"the gate failed on {PLANTED[1]} in {failed}/{n}; mean rise "
+                f"{100 * np.mean([r['rise'] for r in rows]):.1f} pts{note}")
+    out.say(f"    measured within {100 * ADVICE_ERROR:.0f} pts of predicted at {close} of {len(plan.sizes)} sizes; "
+            f"required at two or more: {out.require(close >= 2, 'advice within 5 points')}")
+
+
+def advice_table(settings: GateSection, out: Report) -> None:
+    dataset = demo_dataset()
+    cells = [(p.id, g.id) for p in dataset.personas for g in dataset.goals]
+    masks = [np.ones(len(cells), bool)]
+    masks += [np.array([c[1] == g.id for c in cells]) for g in dataset.goals]
+    masks += [np.array([c[0] == p.id for c in cells]) for p in dataset.personas]
+    slices = np.array(masks)
+    rates = (0.01, 0.02, 0.05, 0.10, 0.20)
+    out.say(f"\n(d) the advice for the demo's {len(cells)} cells, {len(TESTED)} classes each at the base rate, "
+            f"all slices, alpha {settings.alpha}, {settings.correction}: the rise caught with 80% power")
+    out.say("    repetitions " + "".join(f"  base {100 * p:4.0f}%" for p in rates))
+    for reps in (3, 5, 10, 20):
+        row = []
+        for p in rates:
+            base = np.full((len(cells), len(TESTED)), p)
+            critical = stats.critical_value(base, reps, slices, alpha=settings.alpha, correction=settings.correction)
+            row.append(stats.detectable_rise(base[:, 0], reps, critical=critical, alpha=settings.alpha,
+                                             min_effect=settings.min_effect))
+        out.say(f"    {reps:11d} " + "".join(f"  {'–' if m is None else f'{100 * m:5.1f} pts':>10s}" for m in row))
+    needed = []
+    for p in rates:
+        base = np.full((len(cells), len(TESTED)), p)
+        needed.append(stats.repetitions_for(
+            BROAD_RISE, base[:, 0], lambda n: stats.critical_value(base, n, slices, alpha=settings.alpha,
+                                                                 correction=settings.correction),
+            alpha=settings.alpha, min_effect=settings.min_effect))
+    out.say(f"    for +{100 * BROAD_RISE:.0f} pts" + "".join(f"  {str(n) + ' reps':>10s}" for n in needed))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=200)
-    parser.add_argument("--repetitions", type=int, default=None, help="default: simrun.toml's run.repetitions")
-    parser.add_argument("--rise", type=float, default=0.10)
+    parser.add_argument("--parts", default=",".join(PARTS), help="any of " + ",".join(PARTS))
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=1, help="first run seed; pairs use the seeds after it")
     args = parser.parse_args()
-    repetitions = args.repetitions or load_project(ROOT / "simrun.toml").run.repetitions
+    parts = [p for p in args.parts.split(",") if p]
+    if not set(parts) <= set(PARTS):
+        parser.error(f"--parts: any of {','.join(PARTS)}")
     settings = load_budgets(ROOT / "budgets.toml").gate
+    repetitions = load_project(ROOT / "simrun.toml").run.repetitions
     dataset = demo_dataset()
-    cells = len(dataset.personas) * len(dataset.goals)
-
+    out = Report()
     t0 = time.perf_counter()
-    cal = calibrate(args.pairs, repetitions, settings, rise=args.rise, workers=args.workers, seed0=args.seed)
-    wall = time.perf_counter() - t0
-    n = args.pairs
-    print(f"gate calibration: demo matrix {len(dataset.personas)} personas x {len(dataset.goals)} goals = {cells} "
-          f"cells x {repetitions} repetitions ({cells * repetitions} conversations a run); {3 * n} runs in {wall:.0f} s")
-    print(f"gate: alpha {settings.alpha}, min effect {settings.min_effect}, {settings.correction} over "
-          f"{cal.aa[0].tests} classes; faults in every run: "
-          + ", ".join(f"{k}={v}" for k, v in RUNTIME_FAULTS.items()) + "; user: "
-          + ", ".join(f"{k}={v}" for k, v in USER_FAULTS.items()))
-    base_rates = ", ".join(f"{c.cls} {100 * np.mean([next(x.baseline_rate for x in r.classes if x.cls == c.cls) for r in cal.aa]):.1f}%"
-                           for c in cal.aa[0].classes if c.kind != "guarantee")
-    print(f"mean base rates: {base_rates}")
-
-    fa = cal.false_alarms
-    ok_a = fa / n <= MAX_AA_FAILS
-    print(f"\n(a) A/A false-alarm rate: {fa}/{n} = {fa / n:.1%} (95% {wilson(fa, n)}); "
-          f"required <= {MAX_AA_FAILS:.0%}: {'OK' if ok_a else 'NOT MET'}")
-    raw = {c.cls: 0 for c in cal.aa[0].classes if c.p is not None and c.kind != "guarantee"}
-    for r in cal.aa:
-        for c in r.classes:
-            if c.cls in raw and c.p < settings.alpha:
-                raw[c.cls] += 1
-    print("    per class, uncorrected one-sided p < alpha (the test alone, no correction, no min effect): "
-          + ", ".join(f"{k} {v / n:.1%}" for k, v in raw.items()))
-
-    caught, power = cal.caught, cal.caught / n
-    ok_b = power >= MIN_POWER
-    fault, cls = PLANTED
-    base_c = np.mean([[c.baseline_rate for c in r.classes if c.cls == cls][0] for r in cal.power])
-    predicted = power_of_rise(cal.mean_rise(), [base_c] * cells, repetitions, alpha=settings.alpha,
-                              tests=cal.power[0].tests, min_effect=settings.min_effect)
-    print(f"\n(b) planted regression: fault {fault} raised from {RUNTIME_FAULTS[fault]:.2f} to {cal.planted_rate:.3f} "
-          f"(it can show in {cal.eligible_share:.0%} of conversations); {cls} rose {100 * cal.mean_rise():.1f} pts "
-          f"on average")
-    print(f"    power: {cls} flagged as a regression in {caught}/{n} = {power:.1%} (95% {wilson(caught, n)}); "
-          f"the gate failed in {cal.failed}/{n}; required >= {MIN_POWER:.0%}: {'OK' if ok_b else 'NOT MET'}")
-    print(f"    predicted by scoring.stats.power_of_rise at base rate {100 * base_c:.1f}%: {predicted:.1%}")
-
-    print(f"\n(c) sample-size advice: the smallest rise caught with 80% power, {cells} cells, alpha "
-          f"{settings.alpha}, {settings.correction} over {cal.aa[0].tests} classes, min effect {settings.min_effect}")
-    rates = (0.0, 0.02, 0.05, 0.10, 0.20)
-    print("    repetitions " + "".join(f"  base {100 * p:4.0f}%" for p in rates))
-    for reps in (3, 5, 10, 20):
-        row = [minimum_detectable_effect(cells, reps, p, alpha=settings.alpha, tests=cal.aa[0].tests,
-                                         min_effect=settings.min_effect) for p in rates]
-        print(f"    {reps:11d} " + "".join(f"  {'–' if m is None else f'{100 * m:5.1f} pts':>10s}" for m in row))
-
-    print(f"\n(d) one-sided paired tests over {cells} simulated cells x {repetitions} repetitions, A/A, "
-          f"uncorrected, share with p < {settings.alpha}:")
-    for line in test_choice(cells, repetitions, settings.alpha):
-        print(line)
-    return 0 if ok_a and ok_b else 1
+    plan = make_plan(settings, repetitions, args.seed)
+    out.say(f"gate calibration: demo matrix {len(dataset.personas)} personas x {len(dataset.goals)} goals, "
+            f"{repetitions} repetitions by default; {args.pairs} pairs of {', '.join(parts)}; seed {args.seed}")
+    out.say(f"gate: alpha {settings.alpha}, min effect {settings.min_effect} ({settings.min_effect_slice} in a slice), "
+            f"{settings.correction}, {settings.permutations} permutations; faults in every run: "
+            + ", ".join(f"{k}={v}" for k, v in RUNTIME_FAULTS.items()) + "; user: "
+            + ", ".join(f"{k}={v}" for k, v in USER_FAULTS.items()))
+    if "broad" in parts:
+        out.say(f"broad pairs judged at {', '.join(map(str, plan.sizes))} repetitions")
+    results = run_pairs(plan, args.pairs, parts, seed0=args.seed, workers=args.workers)
+    if "aa" in parts:
+        tally_aa(results, settings.alpha, out)
+    if "localized" in parts:
+        tally_localized(results, plan, out)
+    if "broad" in parts:
+        tally_broad(results, plan, out)
+        advice_table(settings, out)
+    out.say(f"\n{time.perf_counter() - t0:.0f} s; " + ("every requirement met" if not out.unmet
+                                                        else "NOT MET: " + ", ".join(out.unmet)))
+    return 0 if not out.unmet else 1
 
 
 if __name__ == "__main__":

@@ -213,6 +213,35 @@ def cell_counts(store: Store, run_id: str) -> dict[tuple[str, str], dict[str, tu
     return counts
 
 
+def cell_repetitions(store: Store, run_id: str) -> list[tuple[str, str, int, str, str | None, str]]:
+    """Every conversation's repetition and each class's status in it, as `cell_counts` counts:
+    (persona, goal, repetition, conversation_id, class, status), with class None for a row that
+    only says the conversation exists, and status 'fired' or 'unscored' (UNVERIFIABLE, or not
+    counted because the conversation ended for a reason that is not the runtime's). A class a
+    conversation has no such row for was clean in it.
+    """
+    rows: list[tuple[str, str, int, str, str | None, str]] = []
+    for persona, goal, rep, cid, end, reached in store.con.execute(
+            "SELECT persona, goal, repetition, conversation_id, end_reason, goal_reached FROM conversations "
+            "WHERE run_id = ? ORDER BY persona, goal, repetition", [run_id]).fetchall():
+        rows.append((persona, goal, rep, cid, None, "held"))
+        if end in NOT_THE_RUNTIME:
+            rows += [(persona, goal, rep, cid, cls, "unscored") for cls in OUTCOME_CLASSES]
+            continue
+        if end == "runtime_error":
+            rows.append((persona, goal, rep, cid, "runtime_error", "fired"))
+        if reached is None or reached is False:
+            rows.append((persona, goal, rep, cid, "goal_not_reached", "unscored" if reached is None else "fired"))
+    rows += store.con.execute(f"""
+        SELECT c.persona, c.goal, c.repetition, c.conversation_id, k.class,
+               CASE WHEN k.status = 'fired' AND NOT (k.kind = 'progress' AND c.end_reason IN ({_EXCLUDED}))
+                    THEN 'fired' ELSE 'unscored' END
+        FROM checks k JOIN conversations c USING (run_id, conversation_id)
+        WHERE k.run_id = ? AND (k.status <> 'clean' OR (k.kind = 'progress' AND c.end_reason IN ({_EXCLUDED})))
+        ORDER BY ALL""", [run_id]).fetchall()
+    return rows
+
+
 def set_aside(store: Store, run_id: str) -> list[dict]:
     """Conversations kept out of the runtime's rates (simulator_error, provider_error, budget_cut)."""
     cur = store.con.execute(f"""

@@ -4,8 +4,9 @@ This module runs (plain `simrun`, `run`, `resume`); the other commands live besi
 concern each: `cli_project` (validate, check-runtime, plan, schema), `cli_inspect` (runs,
 report, show, merge) and `gate_cli` (baseline, gate, rescore, export, import).
 
-Exit status: 0 when the run kept every guarantee, 1 when a guarantee was broken (a failed run),
-2 on a user error (bad input, unknown run), which is printed as one line with no traceback.
+Exit status: 0 when the run kept every guarantee and met budgets.toml's [release] criteria, 1
+when a guarantee was broken or a criterion failed (a failed run, each criterion named in one
+line), 2 on a user error (bad input, unknown run), which is printed as one line with no traceback.
 """
 
 from __future__ import annotations
@@ -192,8 +193,8 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True):
         if result.resumed is not None:
             out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
                       f"{result.conversations - result.resumed} more now", highlight=False)
-        code = print_summary(store, result.run_id)
-        path = build_report(store, result.run_id, plan.reports)
+        code = print_summary(store, result.run_id, plan.budgets.release)
+        path = build_report(store, result.run_id, plan.reports, release=plan.budgets.release)
     return result, code, path, estimated
 
 

@@ -14,6 +14,7 @@ from scoring.competence import competence
 from scoring.secrets import redact, register_header
 from scoring.store import Store
 from scoring.errors import ConfigError, SimrunError
+from scoring.release import ReleaseSettings, release_check
 
 class ClosableStdout:
     """Standard output whose reader may go away (`simrun | head`). What can no longer be written
@@ -110,7 +111,8 @@ def runtime_flags(transport, url, command, timeout, headers) -> dict:
     return flags
 
 
-def print_summary(store: Store, run_id: str) -> int:
+def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = None) -> int:
+    """The run's rates; 1 when a guarantee was broken or a release criterion failed, else 0."""
     rates = R.class_rates(store, run_id)
     outcome = R.outcome(store, run_id)
     table = Table(title=f"run {run_id}", title_justify="left")
@@ -130,6 +132,7 @@ def print_summary(store: Store, run_id: str) -> int:
     if outcome.runtime_errors:
         out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): see runtime_error in the report",
                   style="yellow", highlight=False)
+    code = 0
     first = store.first_error(run_id, "provider_error")
     if first is not None:
         said = first.get("server_message") or first.get("message")
@@ -141,14 +144,22 @@ def print_summary(store: Store, run_id: str) -> int:
         out.print("FAILED: guarantees broken: " + ", ".join(
             f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken),
             style="bold red", highlight=False, soft_wrap=True)
-        return 1
-    if outcome.conversations and not outcome.counted:
+        code = 1
+    elif outcome.conversations and not outcome.counted:
         # Nothing was judged: no guarantee was shown to hold either. Never a pass.
         err_line(f"error: no conversation was judged: all {outcome.conversations} ended for reasons that are not "
                  f"the runtime's ({ends}); see the lines above")
         return 2
-    out.print("every guarantee held", style="green")
-    return 0
+    else:
+        out.print("every guarantee held", style="green")
+    if release is not None:
+        check = release_check(rates, outcome, release)
+        for criterion in check.failures:
+            out.print(f"FAILED release check: {criterion.line()}", style="bold red", highlight=False, soft_wrap=True)
+        if check.passed:
+            out.print(check.headline(), style="green", highlight=False, soft_wrap=True)
+        code = max(code, 0 if check.passed else 1)
+    return code
 
 
 def print_competence(store: Store, backend: str) -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 from scoring.report import build_report
 from scoring.store import Store
 from simulator.cli_common import BUDGETS, DB, fail, out, print_summary
+from simulator.gate_cli import BASELINE_REF, SHARED_CELLS_ONLY, chosen_baseline
 from simulator.config import Budgets, load_budgets
 from scoring.errors import ConfigError, SimrunError
 from simulator.money import usd
@@ -44,17 +45,20 @@ def register(app: typer.Typer) -> None:
     def report(run: str = typer.Argument("latest", help="Run id, or 'latest'."), db: Optional[str] = DB,
                reports: str = typer.Option("reports", "--reports", help="Output folder."),
                baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file or a run id: "
-                                                      "the report shows each class's delta and the gate's verdict."),
+                                                      "the report shows each class's delta, the gate's verdict and "
+                                                      "the conversations that flipped (side by side, for a run)."),
+               baseline_ref: Optional[str] = BASELINE_REF,
+               shared_cells_only: bool = SHARED_CELLS_ONLY,
                budgets: Optional[str] = BUDGETS) -> None:
         """Write (again) the HTML report of a stored run, against a baseline if given."""
-        from scoring.baseline import open_baseline
         try:
             database = project_db(db)
-            base = open_baseline(baseline, database) if baseline else None
+            base = chosen_baseline(baseline, baseline_ref, database) if baseline or baseline_ref else None
             budgets_file = given_file(budgets, "budgets.toml", "--budgets")
-            settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
+            money = load_budgets(budgets_file) if budgets_file else Budgets()
             with Store(database, create=False) as store:
-                path = build_report(store, run, reports, baseline=base, gate_settings=settings)
+                path = build_report(store, run, reports, baseline=base, gate_settings=money.gate,
+                                    shared_cells_only=shared_cells_only, release=money.release)
         except SimrunError as exc:
             fail(exc)
         out.print(f"report: {path}", highlight=False)
@@ -132,15 +136,18 @@ def register(app: typer.Typer) -> None:
               out_file: str = typer.Option(..., "--out", help="The DuckDB file to write the joined run to."),
               reports: str = typer.Option("reports", "--reports", help="Folder for the joined run's report."),
               partial: bool = typer.Option(False, "--partial", help="Join shards that did not finish too; the "
-                                           "joined run is then marked interrupted.")) -> None:
+                                           "joined run is then marked interrupted."),
+              budgets: Optional[str] = BUDGETS) -> None:
         """Join the shards of a run (each from `simrun --shard i/n`) into one run, and report it."""
         from scoring.merge import merge as merge_shards
 
         try:
+            budgets_file = given_file(budgets, "budgets.toml", "--budgets")
+            release = (load_budgets(budgets_file) if budgets_file else Budgets()).release
             run_id = merge_shards(out_file, shards, partial=partial)
             with Store(out_file, create=False) as store:
-                code = print_summary(store, run_id)
-                path = build_report(store, run_id, reports)
+                code = print_summary(store, run_id, release)
+                path = build_report(store, run_id, reports, release=release)
         except SimrunError as exc:
             fail(exc)
         out.print(f"merged {len(shards)} shards into run {run_id} in {out_file}; report: {path}", highlight=False)

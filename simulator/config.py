@@ -2,7 +2,8 @@
 
 - `simrun.toml`: what to run (personas, goals, repetitions, seed, user backend) and the runtime
   to run it against. Optional: without it the bundled demo defaults apply.
-- `budgets.toml`: money and judgement (the default budget, model prices, gate thresholds).
+- `budgets.toml`: money and judgement (the default budget, model prices, gate thresholds, the
+  criteria a run must meet to be released).
   Optional too; a file that exists must be right.
 """
 
@@ -12,12 +13,13 @@ import re
 import tomllib
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from scoring import input_files
 from scoring.errors import ConfigError
+from scoring.release import CEILING_CLASSES
 from simulator.money import parse_usd
 
 
@@ -55,9 +57,20 @@ class Limit(_Model):
 
 
 class GateSection(_Model):
-    alpha: float = Field(0.05, gt=0, lt=1, description="One-sided significance level per class.")
+    alpha: float = Field(0.05, gt=0, lt=1, description="The chance of any false alarm, over every class and slice.")
     min_effect: float = Field(0.05, ge=0, lt=1, description="Smallest rise of a class rate worth failing on.")
-    correction: Literal["holm", "bonferroni"] = Field("holm", description="Correction for testing many classes.")
+    min_effect_slice: float = Field(0.20, ge=0, lt=1, description=(
+        "Smallest rise of a class rate within one goal or one persona worth failing on."))
+    correction: Literal["max-t", "holm", "bonferroni"] = Field(
+        "max-t", description="How the false-alarm rate is held over every class and slice.")
+    permutations: int = Field(10_000, ge=1_000, le=1_000_000, description="Reassignments drawn by the test.")
+
+
+class ReleaseSection(_Model):
+    fail_on_runtime_error: bool = Field(True, description="A run with any runtime_error fails.")
+    min_goal_reached: float | None = Field(None, ge=0, le=1, description="The goal-reached rate a run must reach.")
+    max_rate: dict[Literal[CEILING_CLASSES], Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=dict, description="Class -> the highest rate a run may have.")
 
 
 class Budgets(_Model):
@@ -65,6 +78,7 @@ class Budgets(_Model):
     prices: dict[str, Price] = Field(default_factory=dict, description="Backend spec -> price.")
     limits: dict[str, Limit] = Field(default_factory=dict, description="Backend spec -> rate limits.")
     gate: GateSection = GateSection()
+    release: ReleaseSection = ReleaseSection()
 
 
 class RunSection(_Model):
@@ -168,10 +182,12 @@ def load_toml_model(path: Path, model: type[_Model]) -> _Model:
         return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = tuple(err["loc"])
+        loc = tuple(p for p in err["loc"] if p != "[key]")
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = f"unknown setting {loc[-1]!r}; check its spelling (see README, 'Configuration')"
+        elif "[key]" in err["loc"]:
+            message = f"unknown key {loc[-1]!r}: {message}"
         raise ConfigError(message, path=str(path), line=_toml_line(text, loc),
                           field=".".join(map(str, loc))) from None
 

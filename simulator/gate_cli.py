@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.table import Table
 
 from scoring import gate as G
-from scoring.baseline import open_baseline, summary_from_store, write_baseline
+from scoring import gate_text as T
+from scoring.baseline import RunSummary, baseline_from_git, open_baseline, summary_from_store, write_baseline
 from scoring.bundle import export_bundle, import_bundle, load_bundle, write_bundle
 from scoring.rescore import rescore_run
 from scoring.run_ids import new_run_id
@@ -25,7 +27,7 @@ from simulator.project import given_file, project_db
 from simulator import __version__
 from simulator.config import Budgets, Project, load_budgets, load_project
 from scoring.dataset import Dataset, load_dataset
-from scoring.errors import SimrunError, StoreError
+from scoring.errors import ConfigError, SimrunError, StoreError
 
 DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
 CONFIG = typer.Option(None, "--config", help="Project file, for the personas and goals folders (default: ./simrun.toml).")
@@ -72,29 +74,45 @@ def bless(run: str = typer.Argument(..., help="Run id, or 'latest'."),
 
 # --- gate ------------------------------------------------------------------------------------
 
-def gate(baseline: str = typer.Option(..., "--baseline", help="A blessed baseline file, or a run id."),
+BASELINE_REF = typer.Option(None, "--baseline-ref", help="Read the baseline file from git, as REF:PATH "
+                            "(e.g. origin/main:baselines/main.json): the protected branch, never the pull request.")
+SHARED_CELLS_ONLY = typer.Option(False, "--shared-cells-only", help="Compare only the cells both runs hold "
+                                 "(the others are listed); without it, runs of different cells are refused.")
+
+
+def chosen_baseline(baseline: Optional[str], baseline_ref: Optional[str], database: str) -> RunSummary:
+    """--baseline FILE|RUN or --baseline-ref REF: exactly one of them."""
+    if (baseline is None) == (baseline_ref is None):
+        raise ConfigError("give exactly one of --baseline FILE|RUN and --baseline-ref REF:PATH", field="--baseline")
+    return baseline_from_git(baseline_ref) if baseline_ref else open_baseline(baseline, database)
+
+
+def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file, or a run id."),
          candidate: str = typer.Option(..., "--candidate", help="The run to judge (a run id, or 'latest')."),
+         baseline_ref: Optional[str] = BASELINE_REF,
+         shared_cells_only: bool = SHARED_CELLS_ONLY,
          db: Optional[str] = DB,
          budgets: Optional[str] = typer.Option(None, "--budgets", help="Gate thresholds (default: ./budgets.toml)."),
          markdown: Optional[str] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
          junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here.")) -> None:
-    """Compare a candidate run with a baseline: exit 1 on a significant regression or any guarantee violation."""
+    """Compare a candidate run with a baseline: exit 1 on a significant regression (over all cells, or in
+    one goal or persona) or any guarantee violation."""
     database = project_db(db)
     try:
         budgets_file = given_file(budgets, "budgets.toml", "--budgets")
         settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
-        base = open_baseline(baseline, database)
+        base = chosen_baseline(baseline, baseline_ref, database)
         with Store(database, create=False) as store:
             try:
                 cand = summary_from_store(store, candidate)
             except StoreError as exc:
                 raise G.GateError(f"no candidate run {candidate!r}: {exc}") from None
-        result = G.gate_verdict(base, cand, settings)
-        text = G.markdown(result)
+        result = G.gate_verdict(base, cand, settings, shared_cells_only=shared_cells_only)
+        text = T.markdown(result)
         if markdown:
             _write(markdown, text, "Markdown summary")
         if junit:
-            _write(junit, G.junit_xml(result), "JUnit XML")
+            _write(junit, T.junit_xml(result), "JUnit XML")
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary_file:
             with open(summary_file, "a", encoding="utf-8") as fh:
@@ -108,22 +126,36 @@ def gate(baseline: str = typer.Option(..., "--baseline", help="A blessed baselin
 
 
 def _print(result: G.GateResult) -> None:
-    table = Table(title=f"gate: candidate {result.candidate.run_id} vs baseline {result.baseline.run_id}",
-                  title_justify="left")
-    for col in ("class", "kind", "baseline", "candidate", "delta (95% interval)", f"p ({result.correction})",
-                "detectable", "verdict"):
-        table.add_column(col, justify="left" if col in ("class", "kind", "verdict") else "right")
-    for c in result.classes:
-        if c.kind == "guarantee":
-            base, cand, p = f"{c.baseline.fired} conv.", f"{c.candidate.fired} conv.", "zero rule"
-        else:
-            base, cand, p = G.pct(c.baseline_rate), G.pct(c.candidate_rate), G.pval(c.p_adjusted)
-        detectable = G.size(c.detectable)
-        style = "bold red" if c.failed else None
-        table.add_row(c.cls, c.kind, base, cand, G.delta_text(c), p, detectable, c.verdict, style=style)
+    # Narrower than the Markdown table, so that a CI log of 120 columns keeps every row on a line.
+    table = Table(title=f"gate: candidate {result.candidate.run_id} vs baseline {result.baseline.run_id} "
+                        f"({result.baseline.source})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    cols = [("class", "class"), ("rates", "base → candidate"), *[c for c in T.columns(result)
+                                                                     if c[0] not in ("class", "kind", "baseline",
+                                                                                     "candidate")]]
+    for key, title in cols:
+        table.add_column(title, justify="left" if key in ("class", "verdict") else "right", no_wrap=True)
+    for row, c in zip(T.rows(result), result.classes):
+        row["rates"] = f"{row['baseline']} → {row['candidate']}"
+        table.add_row(*(row[key] for key, _ in cols), style="bold red" if c.failed else None)
     out.print(table)
-    out.print(G.method_text(result), highlight=False, soft_wrap=True, style="dim")
-    out.print(result.headline(), style="green" if result.passed else "bold red", highlight=False, soft_wrap=True)
+    say = lambda text, **kw: out.print(text, highlight=False, soft_wrap=True, markup=False, **kw)  # noqa: E731
+    if result.left_out:
+        say(T.subset_text(result), style="yellow")
+    for line in result.regressions():
+        say(line, style="bold red")
+    moved, more = T.moved_lines(result)
+    say("cells whose rate rose most:" if moved else more)
+    for line in moved:
+        say(f"  {line}")
+    if moved and more:
+        say(f"  {more}")
+    say(T.flip_summary(result))
+    flips, rest = T.flip_lines(result)
+    for line in flips + ([rest] if rest else []):
+        say(f"  {line}")
+    say(T.method_text(result), style="dim")
+    say(result.headline(), style="green" if result.passed else "bold red")
 
 
 # --- rescore, export, import -----------------------------------------------------------------

@@ -149,6 +149,36 @@ def test_a_reader_that_goes_away_changes_nothing_about_the_run(project):
     assert con.execute("SELECT status, (SELECT count(*) FROM conversations) FROM runs").fetchone() == ("finished", 210)
 
 
+def test_a_run_with_crashes_fails_the_release_check_and_says_which_criterion(cli, project):
+    toml, budgets = project / "simrun.toml", project / "budgets.toml"
+    toml.write_text(toml.read_text().replace('# faults = "loop=0.2,phantom_receipt=0.1"', 'faults = "crash=0.2"'))
+    result = cli("-n", "1")
+    assert result.exit_code == 1, result.output
+    failed = [line for line in result.output.splitlines() if line.startswith("FAILED release check")]
+    assert len(failed) == 1 and re.fullmatch(r"FAILED release check: release\.fail_on_runtime_error: the runtime "
+                                             r"failed in [1-9]\d* of 70 conversations", failed[0]), failed
+    assert "every guarantee held" in result.output     # a crash breaks no guarantee: the release check fails it
+    html = (project / re.search(r"report: (\S+)", result.output).group(1)).read_text()
+    tile = html.split('id="release"')[1].split("</div>\n")[0]
+    assert "FAILED" in tile and failed[0].removeprefix("FAILED release check: ") in tile
+
+    text = budgets.read_text()
+    budgets.write_text(text.replace("fail_on_runtime_error = true", "fail_on_runtime_error = false"))
+    assert cli("-n", "1").exit_code == 0
+    budgets.write_text(text.replace("fail_on_runtime_error = true", "fail_on_runtime_error = false\n"
+                                    "min_goal_reached = 0.99\n[release.max_rate]\nruntime_error = 0.01"))
+    result = cli("-n", "1")
+    assert result.exit_code == 1
+    failed = [line for line in result.output.splitlines() if line.startswith("FAILED release check")]
+    assert [line.split(":")[1].strip() for line in failed] == ["release.min_goal_reached", "release.max_rate.runtime_error"]
+    assert "below the floor 99.0%" in failed[0] and "above the ceiling 1.0%" in failed[1]
+
+    budgets.write_text(text + "\n[release.max_rate]\ndeadend = 0.1\n")
+    result = cli("-n", "1")
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    line = len(text.splitlines()) + 3
+    assert f"budgets.toml:{line} (release.max_rate.deadend): unknown key 'deadend'" in result.output
+    assert "'dead_end'" in result.output
 def test_show_lists_findings_by_class_with_conversations_and_session_ids(cli, project):
     toml = project / "simrun.toml"
     toml.write_text(toml.read_text().replace('# faults = "loop=0.2,phantom_receipt=0.1"',

@@ -38,7 +38,7 @@ def test_every_setting_is_documented():
     for section, model in Project.model_fields.items():
         for key in model.annotation.model_fields:
             assert f"`{section}.{key}`" in README, f"simrun.toml {section}.{key}"
-    for section in ("budget", "gate"):
+    for section in ("budget", "gate", "release"):
         for key in Budgets.model_fields[section].annotation.model_fields:
             assert f"`{section}.{key}`" in README, f"budgets.toml {section}.{key}"
 

@@ -1,29 +1,49 @@
-"""A small version of `benchmarks/gate_calibration.py`: A/A pairs rarely fail the gate, and a
-planted 10-point rise of one class is caught.
+"""A small version of each part of `benchmarks/gate_calibration.py`, on real runs of the demo.
 
-The benchmark runs 200 pairs of each; here 6 pairs of each on fixed seeds keep it to seconds.
-With a false-alarm rate near 3% and a power near 88% (the benchmark's figures), this passes
-on these seeds; a gate that ignored the correction, or paired nothing, or could not see a
-10-point rise, fails it.
+The benchmark runs 200 pairs of each; here a few pairs on fixed seeds keep it to well under a
+minute. With the benchmark's figures (A/A false alarms near 3%, a broken goal caught in nearly
+every pair, a 5-point rise caught with 80% power at the repetitions the advice names), this
+passes on these seeds; a gate that ignored the correction, tested no slice, or gave wrong
+advice fails it.
 """
 
 from __future__ import annotations
 
-from benchmarks.gate_calibration import PLANTED, RUNTIME_FAULTS, calibrate
+import dataclasses
+
+import pytest
+
+from benchmarks.gate_calibration import BROAD_RISE, PLANTED, RUNTIME_FAULTS, make_plan, run_pairs
+from scoring.gate import TESTED
 from simulator.config import GateSection
 
 
-def test_aa_pairs_pass_and_a_planted_regression_is_caught():
-    cal = calibrate(6, 5, GateSection(), rise=0.10, workers=1, seed0=1)
-    assert len(cal.aa) == len(cal.power) == 6
-    # Both runs of a pair carry the same faults, so every tested class has a base rate to move.
-    rates = {c.cls: c.baseline_rate for c in cal.aa[0].classes if c.kind != "guarantee"}
-    assert all(rate > 0 for rate in rates.values()), rates
-    assert cal.false_alarms <= 1
+@pytest.fixture(scope="module")
+def plan():
+    return make_plan(GateSection(permutations=2_000), pilot=2)
+
+
+def test_a_a_pairs_pass_with_slices_on_and_a_broken_goal_is_caught_by_name(plan):
     fault, cls = PLANTED
-    assert cal.planted_rate > RUNTIME_FAULTS[fault]
-    assert 0.07 <= cal.mean_rise() <= 0.13
-    assert cal.caught >= 5
-    # The planted class is what fails the gate, not another one.
-    for result in cal.power:
-        assert {c.cls for c in result.failures} <= {cls}
+    assert len(plan.local_faults) == 10 and all(f[fault] > RUNTIME_FAULTS[fault] for f in plan.local_faults.values())
+    results = run_pairs(plan, 5, ("aa", "localized"), seed0=1)
+    aa = [r["aa"] for r in results]
+    # Both runs of a pair carry the same faults, so every tested class has a base rate to move.
+    assert all(aa[0]["base_rates"][c] > 0 for c in TESTED), aa[0]["base_rates"]
+    assert sum(not r["passed"] for r in aa) <= 1
+    local = [r["localized"] for r in results]
+    assert len({r["goal"] for r in local}) == 5         # a different goal broken in each pair
+    assert sum(r["named"] for r in local) >= 4
+    assert all(r["rise"] >= 0.4 for r in local)
+    # The gate blames the broken goal's class, not another one.
+    assert sum(bool(r["others"]) for r in local) <= 1
+
+
+def test_a_broad_five_point_rise_is_caught_at_the_repetitions_the_advice_names(plan):
+    assert plan.advised is not None and plan.repetitions < plan.advised <= 60
+    broad = dataclasses.replace(plan, sizes=(plan.advised,))
+    rows = [r["broad"][plan.advised] for r in run_pairs(broad, 3, ("broad",), seed0=1)]
+    assert sum(r["overall"] for r in rows) >= 2
+    assert all(0.6 <= r["predicted"][BROAD_RISE] <= 1.0 for r in rows), rows
+    assert 0.02 <= sum(r["rise"] for r in rows) / len(rows) <= 0.09
+    assert BROAD_RISE == 0.05

@@ -71,7 +71,8 @@ def test_bless_then_gate_passes_writing_markdown_junit_and_the_step_summary(cli,
     result = cli("gate", "--baseline", "baseline.json", "--candidate", cand, "--markdown", "gate.md",
                  "--junit", "gate.xml")
     assert result.exit_code == 0, result.output
-    assert "passed: no class rose significantly and every guarantee held" in result.output
+    assert "passed: no class rose significantly, overall or in any goal or persona, and every guarantee held" \
+        in result.output
     md = (project / "gate.md").read_text()
     assert md.startswith("## ✅ simrun gate passed") and f"`{cand}`" in md
     assert summary.read_text() == "earlier step\n" + md + "\n"
@@ -234,3 +235,27 @@ def test_baseline_subcommands_are_documented():
     for group in app.registered_groups:
         for command in group.typer_instance.registered_commands:
             assert f"`simrun {group.name} {command.name}" in readme
+
+
+def test_one_goal_broken_outright_fails_the_gate_naming_it_and_the_report_shows_what_changed(cli, project):
+    """The issue's case, end to end: the same seeds, every rename-trip conversation a dead end in
+    the candidate (a runtime that breaks one goal), everything else clean."""
+    base = run(cli, "--seed", "1", repetitions=2)
+    assert cli("baseline", "bless", base, "--out", "baseline.json").exit_code == 0
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('target = "tripdesk:TripDesk"', 'target = "benchmarks.gate_calibration:ByGoal"')
+                    .replace("[runtime.options]", '[runtime.options]\nfaults = {}\ngoal = "rename-trip"\n'
+                             'goal_faults = {dead_end = 1.0}\nfault_seed = 1'))
+    cand = run(cli, "--seed", "1", repetitions=2)
+    result = cli("gate", "--baseline", "baseline.json", "--candidate", cand, "--markdown", "gate.md")
+    assert result.exit_code == 1, result.output
+    assert "dead_end rose in goal rename-trip: 0/14 → 14/14" in result.output
+    assert "regressions: dead_end (over all cells, and in goal rename-trip)" in result.output
+    md = (project / "gate.md").read_text()
+    flipped = re.findall(r"^- `([a-z-]+/rename-trip/\d)` dead_end$", md, re.M)
+    assert len(flipped) == 14 and re.search(r"\d+ flipped .*: dead_end 14", md), md
+    made = cli("report", cand, "--baseline", base)
+    assert made.exit_code == 0, made.output
+    html = (project / "reports" / f"{cand}.html").read_text()
+    assert html.count('class="flip-pair"') == 14 and html.count('class="side-conv"') == 28
+    assert "first difference at turn" in html and 'class="turn diverged"' in html
