@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from scoring.report import build_report
 from scoring.store import Store
@@ -28,14 +29,18 @@ def register(app: typer.Typer) -> None:
         except SimrunError as exc:
             fail(exc)
         table = Table()
-        for col in ("run", "started", "status", "user", "dataset", "conversations", "goal reached", "spent"):
+        for col in ("run", "started", "status", "labels", "runtime version", "commit", "user", "dataset",
+                    "conversations", "goal reached", "spent"):
             table.add_column(col, no_wrap=col == "run")
         for r in rows:
             rate = "–" if r["goal_rate"] is None else f"{100 * r['goal_rate']:.1f}%"
             # This command holds the database's only write lock, so no run in it is running now:
             # one still marked running was killed (kill -9, a lost machine). Resuming finishes it.
             status = "killed" if r["status"] == "running" else r["status"]
-            table.add_row(r["run_id"], str(r["started_at"])[:19], status, r["user_backend"], r["dataset_hash"],
+            commit = (r["git_commit"] or "–")[:12] + (f" ({r['git_branch']})" if r["git_branch"] else "")
+            # Labels and versions are anyone's text: shown as it is, never read as console markup.
+            table.add_row(r["run_id"], str(r["started_at"])[:19], status, Text(", ".join(r["labels"]) or "–"),
+                          Text(r["runtime_version"] or "–"), Text(commit), r["user_backend"], r["dataset_hash"],
                           str(r["conversations"]), rate, usd(r["spent_usd"]))
         out.print(table)
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scoring import input_files
 from scoring.errors import ConfigError
+from simulator.identity import clean_labels
 from simulator.money import parse_usd
 
 
@@ -77,6 +78,14 @@ class RunSection(_Model):
     user_base_url: str | None = Field(None, description="openai: an OpenAI-compatible server (vLLM, Ollama, a proxy).")
     db: str = "simrun.duckdb"
     reports: str = "reports"
+    labels: list[str] = Field(default_factory=list, description=(
+        "Names the run carries (a release, a branch), shown in `simrun runs`, its report and the dashboard "
+        "(`--label` replaces them)."))
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: list[str]) -> list[str]:
+        return list(clean_labels(value))
 
 
 class RuntimeSection(_Model):

@@ -24,6 +24,7 @@ from scoring.store import Finished, Store
 from simulator import __version__
 from simulator.adapters.base import RuntimeAdapter
 from simulator.conversation import Cell, Conversation, converse
+from simulator.identity import GitState, runtime_version
 from scoring.dataset import Dataset, canonical_json
 from scoring.errors import ConfigError
 from simulator.ledger import Ledger
@@ -97,7 +98,8 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                      repetitions: int, seed: int, budget: Decimal, concurrency: int = 8,
                      config: dict | None = None, run_id: str | None = None, ledger: Ledger | None = None,
                      shard: tuple[int, int] | None = None, resume: bool | str = True,
-                     on_conversation: Callable[[Conversation], None] | None = None) -> RunResult:
+                     on_conversation: Callable[[Conversation], None] | None = None,
+                     labels: tuple[str, ...] = (), git: GitState | None = None) -> RunResult:
     """Run every cell once (or until the budget is spent), store it, and return the run's spend.
 
     `resume`: True finishes the unfinished run of this configuration, if there is one; a run id
@@ -105,6 +107,11 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
 
     `ledger` is the one a paid user backend reserves against; once it refuses a call, no new
     conversation starts, and those in flight end as budget_cut.
+
+    A new run records what it tests: `labels`, the runtime's health `version` and the `git`
+    commit and branch. A resumed run keeps what it recorded; one whose runtime now reports
+    another version is not resumed but started anew (a run measures one version), or refused
+    when it was named.
     """
     key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
                   runtime=runtime.identity, shard=shard)
@@ -116,7 +123,13 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     else:
         earlier = store.resumable(key) if resume and run_id is None else None
     try:
-        await runtime.health()
+        version = runtime_version(await runtime.health())
+        if earlier is not None and earlier.get("runtime_version") not in (None, version):
+            if isinstance(resume, str):
+                raise ConfigError(f"run {earlier['run_id']} tested runtime version {earlier['runtime_version']}; the "
+                                  f"runtime now reports {version}: a run measures one version, so it cannot be "
+                                  "finished as the same run; `simrun` starts a new run of this one", field="RUN")
+            earlier = None
     except BaseException:
         await runtime.aclose()   # a runtime that never answered still has a session, or a process, to stop
         await user.aclose()
@@ -134,7 +147,9 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         stored = set()
         store.create_run(run_id, config=config or {}, dataset_hash=dataset.hash, dataset=dataset.item_hashes,
                          scorer_version=SCORER_VERSION, simrun_version=__version__, user_backend=user.name,
-                         runtime=runtime.description, seed=seed, repetitions=repetitions, budget_usd=budget)
+                         runtime=runtime.description, seed=seed, repetitions=repetitions, budget_usd=budget,
+                         labels=labels, runtime_version=version, git_commit=git.commit if git else None,
+                         git_branch=git.branch if git else None)
     planned = [c for c in matrix(dataset, repetitions, seed) if in_shard(c.id, shard)]
     if earlier is None:
         # What the run means to do is known from its start, so that a killed run says it too.
