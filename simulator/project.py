@@ -85,6 +85,12 @@ def project_db(db: str | None, config: str | Path | None = None) -> str:
     return str(config_file.parent / load_project(config_file).run.db)
 
 
+def project_reports(config: str | Path | None = None) -> Path:
+    """The reports folder: the project's run.reports (simrun.toml), else `reports`."""
+    config_file = given_file(config, "simrun.toml", "--config")
+    return config_file.parent / load_project(config_file).run.reports if config_file else Path("reports")
+
+
 def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = None,
               budget: str | None = None, personas: str | None = None, goals: str | None = None,
               repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
