@@ -1,10 +1,11 @@
 """Dashboard at scale: size and build time of reports/index.html over 1,000 synthetic runs.
 
 The store is filled by SQL, shaped like a team's history of demo-sized runs: 7 personas x 10
-goals x 5 repetitions per run (350 conversations, every class checked in each), three datasets
-one after the other (a goal edited, then a goal added), a scripted and a model-played user,
-every run labelled, a runtime version and a commit per run, class rates that drift and now and
-then regress, and a report file beside the page for every run (so every point is a link).
+goals x 5 repetitions per run (350 conversations, every class checked in each, 1% set aside as
+simulator_error and 0.5% runtime_error), three datasets one after the other (a goal edited, then
+a goal added), a scripted and a model-played user, every run labelled, a runtime version and a
+commit per run, class rates that drift and now and then regress, and a report file beside the
+page for every run (so every point is a link).
 
 The page is then built as every run builds it: the first build judges every run against the
 one before it with the gate (a verdict is remembered by both runs' scores, so it is judged
@@ -53,7 +54,8 @@ def fill(store: Store, runs: int) -> int:
         user = "openai:gpt-4.1-mini" if i % 3 == 0 else "scripted"
         started = START + dt.timedelta(hours=6 * i)
         labels = [f"nightly-{started:%m-%d}"] + ([f"release-1.{i // 50}"] if i % 50 == 49 else [])
-        # Every class has a base rate that drifts; every 40th run regresses dead_end and loop.
+        # Every progress class has a base rate that drifts; every 40th run regresses dead_end and
+        # loop; a guarantee breaks in about one run in twelve.
         regressed = i % 40 == 39
         rows.append([f"r{started:%Y%m%d-%H%M%S}-{i:06x}", started, started + dt.timedelta(minutes=5), "finished",
                      "{}", dataset_hash, json.dumps(items), "2", "0.1", user, "bench", 1, REPETITIONS,
@@ -69,6 +71,7 @@ def fill(store: Store, runs: int) -> int:
                                    goal_reached, goal_detail, turns, cost_usd, duration_ms, started_at)
         SELECT b.run_id, 'p' || p || '/g' || g || '/' || k, 'p' || p, 'g' || g, k, p * 100 + g,
                CASE WHEN hash(b.run_id, p, g, k, 'crash') % 1000 < 5 THEN 'runtime_error'
+                    WHEN hash(b.run_id, p, g, k, 'user') % 1000 < 10 THEN 'simulator_error'
                     WHEN hash(b.run_id, p, g, k) % 100 < 6 THEN 'turn_cap' ELSE 'goal_reached' END,
                NOT (hash(b.run_id, p, g, k, 'crash') % 1000 < 5 OR hash(b.run_id, p, g, k) % 100 < 6),
                'synthetic', 4, 0, 900.0, now()
@@ -78,14 +81,15 @@ def fill(store: Store, runs: int) -> int:
     store.con.execute(f"""
         INSERT INTO checks
         SELECT c.run_id, c.conversation_id, x.cls, x.kind,
-               CASE WHEN hash(c.conversation_id, c.run_id, x.cls) % 10000 < x.base + 40 * (b.i % 25)
-                         + CASE WHEN b.regressed = 1 AND x.cls IN ('dead_end', 'loop') THEN 1500 ELSE 0 END
+               CASE WHEN x.kind = 'guarantee' AND hash(c.conversation_id, c.run_id, x.cls) % 100000 < 3
+                         THEN 'fired'
+                    WHEN x.kind <> 'guarantee' AND hash(c.conversation_id, c.run_id, x.cls) % 10000
+                         < 100 + 60 * x.n + 40 * (b.i % 25)
+                           + CASE WHEN b.regressed = 1 AND x.cls IN ('dead_end', 'loop') THEN 1500 ELSE 0 END
                          THEN 'fired'
                     WHEN hash(c.conversation_id, x.cls) % 100 = 0 THEN 'unverifiable' ELSE 'clean' END,
                1, 4, 0
-        FROM conversations c JOIN bench b USING (run_id),
-             (SELECT cls, kind, CASE WHEN kind = 'guarantee' THEN 2 * n ELSE 100 + 60 * n END AS base
-              FROM (VALUES {classes}) t(cls, kind, n)) x""")
+        FROM conversations c JOIN bench b USING (run_id), (VALUES {classes}) x(cls, kind, n)""")
     return store.con.execute("SELECT count(*) FROM conversations").fetchone()[0]
 
 
