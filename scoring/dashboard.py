@@ -115,7 +115,7 @@ class Run:
 
     @property
     def commit_text(self) -> str:
-        return f"{self.git_commit[:12]} {self.git_branch or ''}".strip() if self.git_commit else "–"
+        return f"{self.git_commit[:10]} {self.git_branch or ''}".strip() if self.git_commit else "–"
 
     @property
     def status_text(self) -> str:
@@ -312,7 +312,9 @@ def _run_data(run: Run, reports: set[str]) -> dict:
     per = run.per_conversation
     judged = {} if run.verdict is None else {"verdict": run.verdict.state}
     if run.verdict is not None and run.verdict.state != "passed":
-        judged["headline"] = run.verdict.headline
+        # The charts mark a failed run on the classes it failed on: goal_not_reached is goal_reached's.
+        judged |= {"headline": run.verdict.headline,
+                   "failed": [c.replace("goal_not_reached", "goal_reached") for c in run.verdict.classes]}
     return {
         "id": run.run_id, "file": run.source, "when": run.started_at.strftime("%Y-%m-%d %H:%M"),
         "labels": run.labels, "version": run.runtime_version, "commit": (run.git_commit or "")[:12] or None,

@@ -2,8 +2,8 @@
 
 Each pair is judged by `scoring.gate.gate_verdict` itself, on summaries from
 `scoring.baseline.summary_from_store`, exactly as `simrun gate --baseline RUN --candidate RUN`
-judges it: the page and the gate cannot disagree. Only the verdict's outcome and headline are
-kept.
+judges it: the page and the gate cannot disagree. Only the verdict's outcome, its headline and
+the classes it names are kept.
 
 A verdict takes a tenth of a second or more (the gate's tests and its sample-size advice), so
 judging 1,000 runs on every build would take minutes. Each verdict is remembered in a small JSON
@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from scoring.baseline import RunSummary, summary_from_store
+from scoring.baseline import GATE_CLASSES, RunSummary, summary_from_store
 from scoring.errors import SimrunError
 from scoring.gate import gate_verdict
 from scoring.store import Store
@@ -53,6 +53,7 @@ class Judged:
 class Verdict:
     state: str          # passed | failed | not compared
     headline: str       # the gate's headline, or why the runs could not be compared
+    classes: tuple[str, ...] = ()   # the classes the gate failed the run on: what its headline names
 
     @property
     def failed(self) -> bool:
@@ -97,7 +98,8 @@ def _judge(previous: RunSummary | SimrunError, run: RunSummary | SimrunError, se
         result = gate_verdict(previous, run, settings)
     except SimrunError as exc:          # GateError: another scorer version, no cell in common...
         return Verdict("not compared", str(exc)[:HEADLINE_CHARS])
-    return Verdict("passed" if result.passed else "failed", result.headline()[:HEADLINE_CHARS])
+    return Verdict("passed" if result.passed else "failed", result.headline()[:HEADLINE_CHARS],
+                   tuple(c.cls for c in result.failures))
 
 
 def _settings_key(settings: Any) -> list:
@@ -124,8 +126,10 @@ def _recall(path: Path) -> dict[str, Verdict]:
     entries = data.get("verdicts") if isinstance(data, dict) and data.get("format") == FORMAT else None
     if not isinstance(entries, dict):
         return {}
-    return {key: Verdict(v["state"], v["headline"][:HEADLINE_CHARS]) for key, v in entries.items()
-            if isinstance(v, dict) and v.get("state") in JUDGED and isinstance(v.get("headline"), str)}
+    return {key: Verdict(v["state"], v["headline"][:HEADLINE_CHARS], tuple(v["classes"]))
+            for key, v in entries.items()
+            if isinstance(v, dict) and v.get("state") in JUDGED and isinstance(v.get("headline"), str)
+            and isinstance(v.get("classes"), list) and all(c in GATE_CLASSES for c in v["classes"])}
 
 
 def _remember(path: Path, used: dict[str, Verdict], remembered: dict[str, Verdict]) -> None:

@@ -121,6 +121,8 @@ def test_a_regression_is_failed_by_the_gate_and_an_aa_pair_is_not(tmp_path, demo
     assert "verdict" not in runs[first]
     assert runs[same]["verdict"] == "passed" and "headline" not in runs[same]
     assert runs[worse]["verdict"] == "failed" and runs[worse]["headline"] == expected[worse].headline()
+    assert runs[worse]["failed"] == [c.cls.replace("goal_not_reached", "goal_reached")
+                                     for c in expected[worse].failures] and "dead_end" in runs[worse]["failed"]
     rows = {run: cls for cls, run in re.findall(
         r'<tr data-run="\d+"( class="failed")?><td>(?:<a href="[^"]+">)?([\w-]+)', out.read_text())}
     assert {run for run, cls in rows.items() if cls} == {worse} and len(rows) == 3

@@ -236,8 +236,12 @@ def test_a_regression_between_releases_is_marked_and_an_aa_pair_is_not(opened, h
     assert not by_run[same]["failed"] and "✓" in by_run[same]["verdict"] and "passed" in by_run[same]["verdict"]
     assert not by_run[first]["failed"] and "no earlier finished run" in by_run[first]["verdict"]
     assert [r for r in by_run.values() if r["failed"]] == [by_run[worse]]
-    marked = page.locator("#group-0 figure[data-class='dead_end'] circle.failed").evaluate_all(
-        "els => els.map(e => JSON.parse(document.getElementById('data').textContent).runs[+e.dataset.run].id)")
-    assert marked == [worse]
+    failed_on = page.evaluate(f"JSON.parse(document.getElementById('data').textContent).runs"
+                              f".find(r => r.id === '{worse}').failed")
+    assert "dead_end" in failed_on
+    for chart in page.locator("#group-0 figure.chart").all():      # red only where the gate failed it
+        marked = chart.locator("circle.failed").evaluate_all(
+            "els => els.map(e => JSON.parse(document.getElementById('data').textContent).runs[+e.dataset.run].id)")
+        assert marked == ([worse] if chart.get_attribute("data-class") in failed_on else [])
     style = page.locator("#group-0 figure[data-class='dead_end'] circle.failed").evaluate("e => getComputedStyle(e).fill")
     assert style == "rgb(207, 34, 46)"       # red
