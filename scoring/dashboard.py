@@ -281,7 +281,7 @@ def page(runs: list[Run], groups: list[Group], files: list[str], reports: set[st
                              "personas": group.count("persona"), "goals": group.count("goal"),
                              "runs": len(group.runs), "charts": charts,
                              "quiet": [c for c in CHARTED[1:] if c not in fired], "baseline": lines is not None})
-        data_groups.append({"runs": [index[id(r)] for r in group.runs], "charts": charts, "baseline": lines})
+        data_groups.append({"runs": [index[id(r)] for r in group.runs], "baseline": lines})
     data = {
         "classes": list(CHARTED),
         "files": [Path(f).name for f in files],
@@ -296,7 +296,7 @@ def page(runs: list[Run], groups: list[Group], files: list[str], reports: set[st
         "unlabelled": any(not run.labels for run in runs), "users": users,
         "versions": sorted({run.runtime_version for run in runs if run.runtime_version}),
         "unversioned": any(not run.runtime_version for run in runs),
-        "guarantees": GUARANTEES, "data": _script_json(data),
+        "data": _script_json(data),
         "built": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
 

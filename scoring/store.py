@@ -83,11 +83,11 @@ def reading(path: str | Path) -> Iterator["Store"]:
         store = Store(path, read_only=True)
     except OlderSchema:
         with tempfile.TemporaryDirectory(prefix="simrun-") as folder:
-            copy = Path(folder) / "copy.duckdb"
-            shutil.copyfile(path, copy)
+            duplicate = Path(folder) / "copy.duckdb"
+            shutil.copyfile(path, duplicate)
             if Path(f"{path}.wal").exists():
-                shutil.copyfile(f"{path}.wal", f"{copy}.wal")
-            with Store(copy) as store:
+                shutil.copyfile(f"{path}.wal", f"{duplicate}.wal")
+            with Store(duplicate) as store:
                 store.path = str(path)      # messages name the file the user gave
                 yield store
         return

@@ -22,6 +22,12 @@ from simulator.money import usd
 from simulator.project import given_file, project_db, project_reports
 
 
+def _gate_settings(budgets: str | None):
+    """The gate's thresholds from --budgets (or ./budgets.toml), for the dashboard's verdicts."""
+    budgets_file = given_file(budgets, "budgets.toml", "--budgets")
+    return (load_budgets(budgets_file) if budgets_file else Budgets()).gate
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def runs(db: Optional[str] = DB) -> None:
@@ -90,8 +96,7 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"{target} is a folder; name the page to write, e.g. {target / 'index.html'}",
                                   field="--out")
             base = load_baseline(baseline) if baseline else None
-            budgets_file = given_file(budgets, "budgets.toml", "--budgets")
-            settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
+            settings = _gate_settings(budgets)
             with contextlib.ExitStack() as stack:
                 stores = [stack.enter_context(reading(path)) for path in paths]
                 path = build_dashboard(stores, target, baseline=base, gate_settings=settings)
@@ -178,8 +183,7 @@ def register(app: typer.Typer) -> None:
         from scoring.merge import merge as merge_shards
 
         try:
-            budgets_file = given_file(budgets, "budgets.toml", "--budgets")
-            settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
+            settings = _gate_settings(budgets)
             run_id = merge_shards(out_file, shards, partial=partial)
             with Store(out_file, create=False) as store:
                 code = print_summary(store, run_id)

@@ -128,7 +128,8 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
             if isinstance(resume, str):
                 raise ConfigError(f"run {earlier['run_id']} tested runtime version {earlier['runtime_version']}; the "
                                   f"runtime now reports {version}: a run measures one version, so it cannot be "
-                                  "finished as the same run; `simrun` starts a new run of this one", field="RUN")
+                                  "finished as the same run; run `simrun` to start a new run of this version",
+                                  field="RUN")
             earlier = None
     except BaseException:
         await runtime.aclose()   # a runtime that never answered still has a session, or a process, to stop

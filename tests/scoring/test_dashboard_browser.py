@@ -176,7 +176,8 @@ def no_text_overlaps(page) -> int:
             return {text: t.textContent, left: b.left, right: b.right, top: b.top, bottom: b.bottom}; }))""")
     for chart in boxes:
         for a, b in itertools.combinations(chart, 2):
-            apart = a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] or b["bottom"] <= a["top"]
+            apart = (a["right"] <= b["left"] or b["right"] <= a["left"]
+                     or a["bottom"] <= b["top"] or b["bottom"] <= a["top"])
             assert apart, (a, b)
     return sum(len(chart) for chart in boxes)
 
@@ -243,5 +244,5 @@ def test_a_regression_between_releases_is_marked_and_an_aa_pair_is_not(opened, h
         marked = chart.locator("circle.failed").evaluate_all(
             "els => els.map(e => JSON.parse(document.getElementById('data').textContent).runs[+e.dataset.run].id)")
         assert marked == ([worse] if chart.get_attribute("data-class") in failed_on else [])
-    style = page.locator("#group-0 figure[data-class='dead_end'] circle.failed").evaluate("e => getComputedStyle(e).fill")
-    assert style == "rgb(207, 34, 46)"       # red
+    red = page.locator("#group-0 figure[data-class='dead_end'] circle.failed")
+    assert red.evaluate("e => getComputedStyle(e).fill") == "rgb(207, 34, 46)"
