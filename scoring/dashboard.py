@@ -284,7 +284,7 @@ def page(runs: list[Run], groups: list[Group], files: list[str], reports: set[st
         data_groups.append({"runs": [index[id(r)] for r in group.runs], "baseline": lines})
     data = {
         "classes": list(CHARTED),
-        "files": [Path(f).name for f in files],
+        "files": files,     # as given: CI artifacts often share a name in folders of their own
         "users": [{"name": u, "colour": colours[u]} for u in users],
         "groups": data_groups,
         "runs": [_run_data(run, reports) for run in runs],

@@ -96,7 +96,7 @@ def test_the_dashboard_reads_several_databases_and_changes_none(simrun, project)
     assert code == 0 and "dashboard: site/all.html" in output, output
     data = page_data(project / "site" / "all.html")
     assert [(r["labels"], r["file"]) for r in data["runs"]] == [(["release-1.0"], 0), (["release-1.1"], 1)]
-    assert data["files"] == ["a.duckdb", "b.duckdb"]
+    assert data["files"] == ["a.duckdb", "b.duckdb"]      # as given
     assert data["runs"][1]["verdict"] == "passed"      # the same run again: the gate passes it
     assert {n: hashlib.sha256((project / n).read_bytes()).hexdigest() for n in before} == before
     code, output = simrun("dashboard", "--db", "a.duckdb")   # default --out: the project's reports folder
