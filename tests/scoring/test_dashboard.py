@@ -175,10 +175,8 @@ def test_only_finished_whole_runs_are_judged_against(tmp_path, demo):
     with Store(db) as store:
         store.finish_run(cut, status="interrupted", spent_usd=Decimal(0))
         store.con.execute("UPDATE runs SET shard = '0/2' WHERE run_id = ?", [sharded])
-        D.build_dashboard([store], tmp_path / "index.html", gate_settings=SETTINGS)
         runs = D.merged([D.collect(store, 0)])
-        groups = D.grouped(runs)
-        D.judge_groups(groups, [store], SETTINGS, tmp_path)
+        D.judge_groups(D.grouped(runs), [store], SETTINGS, tmp_path)
     against = {r.run_id: r.against for r in runs}
     assert against == {first: None, cut: first, sharded: first, last: first}
 

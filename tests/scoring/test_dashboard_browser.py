@@ -112,7 +112,9 @@ def test_hovering_a_point_shows_its_values(opened, history):
     assert run_id in text and "release-1.2" in text and HOSTILE in text
     assert (f"dead_end: {100 * rate.rate:.1f}% ({rate.occurrences}/{rate.scored}), "
             f"95% interval {100 * low:.1f}%–{100 * high:.1f}%") in text
-    assert "FAILED" in text
+    assert "✗ FAILED" in text and "undefined" not in text
+    page.hover(f"#group-0 figure[data-class='dead_end'] circle[data-run='{index - 1}']")   # the A/A run
+    assert "✓ the gate passed it against the run before" in tip.inner_text() and "undefined" not in tip.inner_text()
     page.mouse.move(0, 0)
     assert not tip.is_visible()
     assert opened.errors == []
