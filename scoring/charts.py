@@ -85,18 +85,3 @@ def histogram(bins: list[tuple[str, int]], title: str, unit: str = "") -> Markup
             parts.append(f'<text x="{x}" y="{PLOT_H + 30}">{escape(label)}</text>')
     parts.append(f'<text x="2" y="{PLOT_H + 44}">{escape(footer)}</text></svg>')
     return Markup("".join(parts))
-
-
-def sparkline(points: list[float | None], width: int = 160, height: int = 28) -> Markup:
-    """A class rate across runs, oldest to newest; gaps where a run did not decide it."""
-    known = [p for p in points if p is not None]
-    if not known:
-        return Markup("–")
-    top = max(max(known), 0.01)
-    step = width / max(1, len(points) - 1)
-    coords = [(i * step, height - 2 - (height - 4) * p / top) for i, p in enumerate(points) if p is not None]
-    path = " ".join(f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(coords))
-    last_x, last_y = coords[-1]
-    return Markup(f'<svg width="{width + 4}" height="{height}">'
-                  f'<path d="{path}" fill="none" stroke="#cf222e" stroke-width="1.5"/>'
-                  f'<circle cx="{last_x:.1f}" cy="{last_y:.1f}" r="2.5" fill="#cf222e"/></svg>')

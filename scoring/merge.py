@@ -40,11 +40,11 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
     runs = _shard_runs([Path(p) for p in shards])
     first = runs[0][1]
     count = int(first["shard"].split("/")[1])
-    same = ("dataset_hash", "scorer_version", "user_backend", "seed", "repetitions")
+    same = ("dataset_hash", "scorer_version", "user_backend", "seed", "repetitions", "runtime_version")
     for path, run in runs:
         if any(run[k] != first[k] for k in same) or _unsharded(run) != _unsharded(first):
             raise ConfigError(f"{path}: run {run['run_id']} is not a shard of the same run as "
-                              f"{runs[0][0]} (configuration, matrix or scorer differ)", field="SHARDS")
+                              f"{runs[0][0]} (configuration, matrix, scorer or runtime version differ)", field="SHARDS")
     got = sorted(int(run["shard"].split("/")[0]) for _, run in runs)
     if got != list(range(count)) or any(int(r["shard"].split("/")[1]) != count for _, r in runs):
         raise ConfigError(f"expected shards 0..{count - 1} of {count} once each, got {got}", field="SHARDS")
@@ -61,7 +61,10 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
                          dataset=first["dataset"], scorer_version=first["scorer_version"],
                          simrun_version=first["simrun_version"], user_backend=first["user_backend"],
                          runtime=first["runtime"], seed=first["seed"], repetitions=first["repetitions"],
-                         budget_usd=sum((Decimal(str(r["budget_usd"])) for _, r in runs), Decimal(0)))
+                         budget_usd=sum((Decimal(str(r["budget_usd"])) for _, r in runs), Decimal(0)),
+                         labels=list(dict.fromkeys(label for _, r in runs for label in r["labels"])),
+                         runtime_version=first["runtime_version"], git_commit=first["git_commit"],
+                         git_branch=first["git_branch"])
         try:
             with transaction(con):
                 for n, (path, run) in enumerate(runs):

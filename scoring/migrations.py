@@ -6,6 +6,8 @@ written by a newer simrun (a version this code does not know) is refused, not gu
 
 from __future__ import annotations
 
+import duckdb
+
 from scoring.duck import transaction
 from scoring.errors import StoreError
 
@@ -143,6 +145,26 @@ CREATE TABLE user_checks (                              -- `simrun check-user`: 
 );
 """),
 ]
+
+
+class OlderSchema(StoreError):
+    """A file written by an older simrun, opened read-only: it cannot be brought up to date in place."""
+
+
+def check_current(con) -> int:
+    """For a read-only connection, where nothing can be applied: the file's schema must be this
+    simrun's (OlderSchema when it lacks migrations; a StoreError when it is newer)."""
+    newest = max(v for v, _, _ in MIGRATIONS)
+    try:
+        version = con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0
+    except duckdb.CatalogException:
+        version = 0
+    if version > newest:
+        raise StoreError(f"this database has schema version {version}, written by a newer simrun; "
+                         f"this simrun knows up to {newest}. Upgrade simrun, or use another --db.")
+    if version < newest:
+        raise OlderSchema(f"this database has schema version {version}, from an older simrun")
+    return version
 
 
 def migrate(con) -> int:

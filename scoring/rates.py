@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 
-from scipy.stats import binomtest
+from scipy.stats import binomtest, norm
 
 from scoring.scorer import ALL_CLASSES, GUARANTEES, kind_of
 from scoring.store import Store
@@ -30,6 +30,18 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float | None, floa
         return None, None
     ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)
+
+
+def wilson_sql(k: str, n: str, confidence: float = 0.95) -> tuple[str, str]:
+    """`wilson` as two DuckDB expressions over the columns `k` and `n` (NULL when n is 0), so
+    that the intervals of thousands of rates come out of the query that counts them."""
+    z = float(norm.ppf(0.5 + confidence / 2))
+    p, z2 = f"({k})::DOUBLE / ({n})", z * z
+    centre = f"({p} + {z2!r} / (2 * ({n})))"
+    half = f"({z!r} * sqrt({p} * (1 - {p}) / ({n}) + {z2!r} / (4 * ({n}) * ({n}))))"
+    scale = f"(1 + {z2!r} / ({n}))"
+    return (f"CASE WHEN ({n}) > 0 THEN greatest(0.0, ({centre} - {half}) / {scale}) END",
+            f"CASE WHEN ({n}) > 0 THEN least(1.0, ({centre} + {half}) / {scale}) END")
 
 
 @dataclass(frozen=True)
@@ -318,18 +330,6 @@ def distributions(store: Store, run_id: str) -> dict[str, list[tuple[str, int]]]
         fmt = (lambda v: f"{v:.4f}") if name == "cost" else (lambda v: f"{v:.1f}" if width < 10 else f"{v:.0f}")
         out[name] = [(fmt(low + i * width), rows.get(i, 0)) for i in range(12 if high > low else 1)]
     return out
-
-
-def trends(store: Store, limit: int = 30) -> tuple[list[dict], dict[str, list[float | None]]]:
-    """The newest runs (oldest first) and each class's conversation rate across them."""
-    runs = list(reversed(store.runs()[:limit]))
-    series: dict[str, list[float | None]] = {cls: [] for cls in (*ALL_CLASSES, "goal_reached")}
-    for run in runs:
-        rates = {r.cls: r.rate for r in class_rates(store, run["run_id"])}
-        for cls in ALL_CLASSES:
-            series[cls].append(rates.get(cls))
-        series["goal_reached"].append(run["goal_rate"])
-    return runs, series
 
 
 def costs(store: Store, run_id: str) -> dict:

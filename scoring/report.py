@@ -165,7 +165,8 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
 def build_report(store: Store, run_id: str | None, out_dir: Path | str = "reports",
                  user_templates: Path | None = None, baseline=None, gate_settings=None,
                  shared_cells_only: bool = False, release=None) -> Path:
-    """Write the run's report, and the index of every run in the store beside it."""
+    """Write the run's report, and the dashboard of every run in the store beside it (each run
+    judged by the gate against the one before it, when `gate_settings` are given)."""
     context = report_context(store, run_id, baseline=baseline, gate_settings=gate_settings,
                              shared_cells_only=shared_cells_only, release=release)
     env = _env(user_templates)
@@ -178,7 +179,7 @@ def build_report(store: Store, run_id: str | None, out_dir: Path | str = "report
     # it is known to be one simrun made, so that it cannot lead out of the reports folder.
     path = out_dir / f"{checked_run_id(context['run']['run_id'], store.path)}.html"
     _write(path, env.get_template("report.html").render(**context))
-    build_index(store, out_dir, env)
+    build_index(store, out_dir, env, gate_settings)
     return path
 
 
@@ -189,14 +190,8 @@ def _write(path: Path, html: str) -> None:
         raise SimrunError(f"cannot write the report {path}: {exc.strerror or exc}") from None
 
 
-def build_index(store: Store, out_dir: Path, env: Environment | None = None) -> Path:
-    """reports/index.html: every run, newest first, and each class's trend across runs."""
-    runs, series = R.trends(store)
-    reports = {p.stem for p in out_dir.glob("*.html")}
-    rows = [{"cls": cls, "spark": charts.sparkline(points), "last": points[-1] if points else None}
-            for cls, points in series.items()]
-    html = (env or _env()).get_template("index.html").render(runs=list(reversed(runs)), trends=rows,
-                                                             reports=reports)
-    path = out_dir / "index.html"
-    _write(path, html)
-    return path
+def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings=None) -> Path:
+    """reports/index.html: the dashboard of every run in the store (`scoring.dashboard`)."""
+    from scoring.dashboard import build_dashboard   # it renders with this module's templates
+
+    return build_dashboard([store], Path(out_dir) / "index.html", gate_settings=gate_settings, env=env)

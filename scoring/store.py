@@ -7,10 +7,14 @@ and the report's worst transcripts stand on.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
 import functools
 import json
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -19,7 +23,7 @@ from typing import Any
 import duckdb
 
 from scoring.duck import insert_rows, transaction
-from scoring.migrations import migrate
+from scoring.migrations import OlderSchema, check_current, migrate
 from scoring.scorer import kind_of
 from scoring.secrets import redact
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
@@ -62,26 +66,59 @@ def _load(value: Any) -> Any:
     return None if value is None else json.loads(value)
 
 
+def labels_of(stored: Any) -> list[str]:
+    """A run's labels as stored (a JSON list of names): the names, whatever a crafted file holds."""
+    try:
+        labels = json.loads(stored) if isinstance(stored, str) else stored
+    except ValueError:
+        return []
+    return [label for label in labels if isinstance(label, str)][:50] if isinstance(labels, list) else []
+
+
+@contextlib.contextmanager
+def reading(path: str | Path) -> Iterator["Store"]:
+    """A database from elsewhere (a CI artifact), opened read-only, so nothing in it changes. One
+    written by an older simrun cannot be brought up to date in place without writing to it: it
+    is read through an up-to-date copy in a temporary folder instead."""
+    try:
+        store = Store(path, read_only=True)
+    except OlderSchema:
+        with tempfile.TemporaryDirectory(prefix="simrun-") as folder:
+            duplicate = Path(folder) / "copy.duckdb"
+            shutil.copyfile(path, duplicate)
+            if Path(f"{path}.wal").exists():
+                shutil.copyfile(f"{path}.wal", f"{duplicate}.wal")
+            with Store(duplicate) as store:
+                store.path = str(path)      # messages name the file the user gave
+                yield store
+        return
+    with store:
+        yield store
+
+
 class Store:
-    def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True) -> None:
+    def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True, read_only: bool = False) -> None:
         self.path = str(path)
         where = Path(path)
-        if not create and not where.exists():
+        if (read_only or not create) and not where.exists():
             raise StoreError(f"{self.path}: no such database; check the path (a run creates it)")
         if not where.parent.is_dir():
             raise StoreError(f"{self.path}: the folder {where.parent} does not exist; create it or pass another --db")
         try:
-            self.con = duckdb.connect(self.path)
+            self.con = duckdb.connect(self.path, read_only=read_only)
         except duckdb.Error as exc:
             first = str(exc).splitlines()[0]
             hint = ("another process is writing to it; wait for it to finish, or pass another --db"
                     if "lock" in first.lower() else "is it a DuckDB file? Pass another --db")
             raise StoreError(f"{self.path}: cannot open the database ({first}); {hint}") from None
         try:
-            migrate(self.con)
+            (check_current if read_only else migrate)(self.con)
         except duckdb.Error as exc:
             self.con.close()
             raise StoreError(f"{self.path}: cannot prepare the database: {str(exc).splitlines()[0]}") from None
+        except StoreError as exc:
+            self.con.close()
+            raise type(exc)(f"{self.path}: {exc}") from None
         self._refuse_crafted()
 
     def _refuse_crafted(self) -> None:
@@ -119,13 +156,16 @@ class Store:
     @_writes
     def create_run(self, run_id: str, *, config: dict, dataset_hash: str, dataset: dict,
                    scorer_version: str, simrun_version: str, user_backend: str, runtime: str,
-                   seed: int, repetitions: int, budget_usd: Decimal) -> None:
+                   seed: int, repetitions: int, budget_usd: Decimal, labels: tuple[str, ...] | list[str] = (),
+                   runtime_version: str | None = None, git_commit: str | None = None,
+                   git_branch: str | None = None) -> None:
         self.con.execute(
             "INSERT INTO runs (run_id, started_at, status, config, dataset_hash, dataset, scorer_version,"
-            " simrun_version, user_backend, runtime, seed, repetitions, budget_usd)"
-            " VALUES (?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " simrun_version, user_backend, runtime, seed, repetitions, budget_usd, labels, runtime_version,"
+            " git_commit, git_branch) VALUES (?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [run_id, redact(_json(config)), dataset_hash, _json(dataset), scorer_version, simrun_version,
-             redact(user_backend), redact(runtime), seed, repetitions, budget_usd])
+             redact(user_backend), redact(runtime), seed, repetitions, budget_usd, _json(list(labels)),
+             None if runtime_version is None else redact(runtime_version), git_commit, git_branch])
 
     @_writes
     def finish_run(self, run_id: str, *, status: str, spent_usd: Decimal, planned: int | None = None) -> None:
@@ -344,16 +384,18 @@ class Store:
         names = [d[0] for d in self.con.description]
         run = dict(zip(names, row))
         run["config"], run["dataset"] = _load(run["config"]), _load(run["dataset"])
+        run["labels"] = labels_of(run["labels"])
         return run
 
     def runs(self) -> list[dict[str, Any]]:
         cur = self.con.execute(
             "SELECT r.run_id, r.started_at, r.status, r.user_backend, r.dataset_hash, r.spent_usd, "
+            "r.labels, r.runtime_version, r.git_commit, r.git_branch, "
             "count(c.conversation_id) AS conversations, "
             "avg(CASE WHEN c.goal_reached THEN 1.0 WHEN c.goal_reached IS NOT NULL THEN 0.0 END) AS goal_rate "
             "FROM runs r LEFT JOIN conversations c USING (run_id) GROUP BY ALL ORDER BY r.started_at DESC")
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        return [{**row, "labels": labels_of(row["labels"])} for row in (dict(zip(names, r)) for r in cur.fetchall())]
 
     def conversation_list(self, run_id: str) -> list[tuple[str, str, bool | None, str | None]]:
         """(conversation id, end reason, goal reached, the runtime's session id) of each."""

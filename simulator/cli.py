@@ -62,6 +62,9 @@ def run_command(
                                         "for one job of a CI matrix; `simrun merge` joins the shards."),
     fresh: bool = typer.Option(False, "--fresh", help="Start a new run even if the same run was cut short "
                                "(by default it is resumed)."),
+    label: Optional[list[str]] = typer.Option(None, "--label", help="A name the run carries (a release, a branch), "
+                                              "shown in `simrun runs`, its report and the dashboard; repeat for "
+                                              "several. Replaces run.labels of simrun.toml."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
     """Run the persona x goal matrix, store it, print the rates and write the report.
@@ -90,7 +93,7 @@ def run_command(
                          repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, db=db,
                          reports=reports, runtime_flags=runtime_flags(transport, url, runtime_command,
                                                                       timeout, header),
-                         check_user=not replay_only)
+                         check_user=not replay_only, labels=label)
         cache = ReplayCache(recorded["answers"], only=replay_only, output=recorded["user_output"]) if recorded else None
         _run_and_report(plan, cache, shard=parse_shard(shard), resume=not fresh)
     except SimrunError as exc:
@@ -193,8 +196,13 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True):
         if result.resumed is not None:
             out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
                       f"{result.conversations - result.resumed} more now", highlight=False)
+            kept = store.run(result.run_id)["labels"]
+            if kept != list(plan.labels):
+                out.print(f"it keeps the labels it started with ({', '.join(kept) or 'none'}): a resumed run "
+                          "is the same run", highlight=False, markup=False)
         code = print_summary(store, result.run_id, plan.budgets.release)
-        path = build_report(store, result.run_id, plan.reports, release=plan.budgets.release)
+        path = build_report(store, result.run_id, plan.reports, gate_settings=plan.budgets.gate,
+                            release=plan.budgets.release)
     return result, code, path, estimated
 
 

@@ -1,22 +1,33 @@
-"""The commands that read stored runs: `runs`, `report`, `show` and `merge`."""
+"""The commands that read stored runs: `runs`, `report`, `dashboard`, `show` and `merge`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from scoring.report import build_report
-from scoring.store import Store
+from scoring.store import Store, reading
 from simulator.cli_common import BUDGETS, DB, fail, out, print_summary
 from simulator.gate_cli import BASELINE_REF, SHARED_CELLS_ONLY, chosen_baseline
 from simulator.config import Budgets, load_budgets
 from scoring.errors import ConfigError, SimrunError
 from simulator.money import usd
-from simulator.project import given_file, project_db
+from simulator.project import given_file, project_db, project_reports
+
+
+def _budgets(budgets: str | None) -> Budgets:
+    """--budgets (or ./budgets.toml): the gate's thresholds for the dashboard's verdicts, and
+    the release criteria."""
+    budgets_file = given_file(budgets, "budgets.toml", "--budgets")
+    return load_budgets(budgets_file) if budgets_file else Budgets()
 
 
 def register(app: typer.Typer) -> None:
@@ -28,16 +39,22 @@ def register(app: typer.Typer) -> None:
                 rows = store.runs()
         except SimrunError as exc:
             fail(exc)
-        table = Table()
-        for col in ("run", "started", "status", "user", "dataset", "conversations", "goal reached", "spent"):
-            table.add_column(col, no_wrap=col == "run")
+        table = Table(box=box.SIMPLE_HEAD)
+        # The run id is its start time (UTC), so no column repeats it.
+        for col in ("run", "status", "user", "dataset", "convs", "goal reached", "spent",
+                    "labels · runtime version · commit"):
+            table.add_column(col, no_wrap=col in ("run", "status"),
+                             justify="right" if col in ("convs", "goal reached", "spent") else "left")
         for r in rows:
             rate = "–" if r["goal_rate"] is None else f"{100 * r['goal_rate']:.1f}%"
             # This command holds the database's only write lock, so no run in it is running now:
             # one still marked running was killed (kill -9, a lost machine). Resuming finishes it.
             status = "killed" if r["status"] == "running" else r["status"]
-            table.add_row(r["run_id"], str(r["started_at"])[:19], status, r["user_backend"], r["dataset_hash"],
-                          str(r["conversations"]), rate, usd(r["spent_usd"]))
+            identity = " · ".join([", ".join(r["labels"]) or "–", r["runtime_version"] or "–",
+                                   (r["git_commit"] or "–")[:8] + (f" {r['git_branch']}" if r["git_branch"] else "")])
+            # Labels and versions are anyone's text: shown as they are, never read as console markup.
+            table.add_row(r["run_id"], status, r["user_backend"], r["dataset_hash"][:8],
+                          str(r["conversations"]), rate, usd(r["spent_usd"]), Text(identity))
         out.print(table)
 
 
@@ -62,6 +79,35 @@ def register(app: typer.Typer) -> None:
         except SimrunError as exc:
             fail(exc)
         out.print(f"report: {path}", highlight=False)
+
+
+    @app.command()
+    def dashboard(db: Optional[list[str]] = typer.Option(None, "--db", help="A DuckDB file to read; repeat for "
+                                                         "several (one per release, or per CI job). Default: the "
+                                                         "project's database."),
+                  out_file: Optional[str] = typer.Option(None, "--out", help="The page to write (default: "
+                                                         "index.html in the project's reports folder)."),
+                  baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file: its "
+                                                         "rates are drawn as a line in its dataset's charts."),
+                  budgets: Optional[str] = BUDGETS) -> None:
+        """Write the dashboard of every run in one or more databases (read-only, never merged)."""
+        from scoring.baseline import load_baseline
+        from scoring.dashboard import build_dashboard
+
+        try:
+            paths = db or [project_db(None)]
+            target = Path(out_file) if out_file else project_reports() / "index.html"
+            if target.is_dir():
+                raise ConfigError(f"{target} is a folder; name the page to write, e.g. {target / 'index.html'}",
+                                  field="--out")
+            base = load_baseline(baseline) if baseline else None
+            settings = _budgets(budgets).gate
+            with contextlib.ExitStack() as stack:
+                stores = [stack.enter_context(reading(path)) for path in paths]
+                path = build_dashboard(stores, target, baseline=base, gate_settings=settings)
+        except SimrunError as exc:
+            fail(exc)
+        out.print(f"dashboard: {path}", highlight=False)
 
 
     @app.command()
@@ -142,12 +188,11 @@ def register(app: typer.Typer) -> None:
         from scoring.merge import merge as merge_shards
 
         try:
-            budgets_file = given_file(budgets, "budgets.toml", "--budgets")
-            release = (load_budgets(budgets_file) if budgets_file else Budgets()).release
+            settings = _budgets(budgets)
             run_id = merge_shards(out_file, shards, partial=partial)
             with Store(out_file, create=False) as store:
-                code = print_summary(store, run_id, release)
-                path = build_report(store, run_id, reports, release=release)
+                code = print_summary(store, run_id, settings.release)
+                path = build_report(store, run_id, reports, gate_settings=settings.gate, release=settings.release)
         except SimrunError as exc:
             fail(exc)
         out.print(f"merged {len(shards)} shards into run {run_id} in {out_file}; report: {path}", highlight=False)

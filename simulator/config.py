@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scoring import input_files
 from scoring.errors import ConfigError
 from scoring.release import CEILING_CLASSES
+from simulator.identity import clean_labels
 from simulator.money import parse_usd
 
 
@@ -93,6 +94,14 @@ class RunSection(_Model):
         "auto", description="openai: the structured-output form the user model answers in; auto probes the server.")
     db: str = "simrun.duckdb"
     reports: str = "reports"
+    labels: list[str] = Field(default_factory=list, description=(
+        "Names the run carries (a release, a branch), shown in `simrun runs`, its report and the dashboard "
+        "(`--label` replaces them)."))
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: list[str]) -> list[str]:
+        return list(clean_labels(value))
 
 
 class RuntimeSection(_Model):

@@ -6,6 +6,7 @@ Python users both go through `load_plan` and `execute`.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shlex
@@ -23,6 +24,7 @@ from simulator.adapters.stdio import StdioRuntime
 from simulator.config import Budgets, Project, RuntimeSection, load_budgets, load_project
 from scoring.dataset import Dataset, load_dataset
 from scoring.errors import ConfigError
+from simulator.identity import git_state, labels_flag
 from simulator.ledger import Ledger
 from simulator.money import parse_usd
 from simulator.runner import RunResult, run_matrix
@@ -43,6 +45,7 @@ class Plan:
     reports: Path
     runtime: RuntimeSection
     files: tuple[str, ...] = ()      # the configuration files read
+    labels: tuple[str, ...] = ()     # what the run is called (a release, a branch): never part of its key
 
     @property
     def conversations(self) -> int:
@@ -82,11 +85,18 @@ def project_db(db: str | None, config: str | Path | None = None) -> str:
     return str(config_file.parent / load_project(config_file).run.db)
 
 
+def project_reports(config: str | Path | None = None) -> Path:
+    """The reports folder: the project's run.reports (simrun.toml), else `reports`."""
+    config_file = given_file(config, "simrun.toml", "--config")
+    return config_file.parent / load_project(config_file).run.reports if config_file else Path("reports")
+
+
 def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = None,
               budget: str | None = None, personas: str | None = None, goals: str | None = None,
               repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
               user: str | None = None, db: str | None = None, reports: str | None = None,
-              runtime_flags: dict[str, Any] | None = None, check_user: bool = True) -> Plan:
+              runtime_flags: dict[str, Any] | None = None, check_user: bool = True,
+              labels: list[str] | None = None) -> Plan:
     """Resolve flags over files over defaults, and validate all of it before anything runs."""
     config_file = given_file(config, "simrun.toml", "--config")
     budgets_file = given_file(budgets, "budgets.toml", "--budgets")
@@ -116,7 +126,8 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
                 repetitions=repetitions or run.repetitions, seed=run.seed if seed is None else seed,
                 concurrency=concurrency or run.concurrency, user=user or run.user,
                 db=Path(db) if db else base / run.db, reports=Path(reports) if reports else base / run.reports,
-                runtime=runtime, files=tuple(str(f) for f in (config_file, budgets_file) if f))
+                runtime=runtime, files=tuple(str(f) for f in (config_file, budgets_file) if f),
+                labels=labels_flag(labels) if labels else tuple(run.labels))
     if not plan.db.parent.is_dir():
         raise ConfigError(f"the folder {plan.db.parent} does not exist", field="--db")
     if plan.reports.exists() and not plan.reports.is_dir():
@@ -194,11 +205,12 @@ async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime
                   on_conversation=None, on_user_ready=None) -> RunResult:
     """Run the plan. One ledger holds the budget for the user backend and the runner alike."""
     ledger = ledger or Ledger(plan.budget)
+    git = await asyncio.to_thread(git_state, Path.cwd())    # the folder simrun runs in
     return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
                             store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
                             concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
                             resume=resume if replay is None else False, on_conversation=on_conversation,
-                            on_user_ready=on_user_ready)
+                            on_user_ready=on_user_ready, labels=plan.labels, git=git)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

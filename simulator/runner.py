@@ -24,6 +24,7 @@ from scoring.store import Finished, Store
 from simulator import __version__
 from simulator.adapters.base import RuntimeAdapter
 from simulator.conversation import Cell, Conversation, converse
+from simulator.identity import GitState, runtime_version
 from scoring.dataset import Dataset, canonical_json
 from scoring.errors import ConfigError
 from simulator.ledger import Ledger
@@ -100,7 +101,8 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                      config: dict | None = None, run_id: str | None = None, ledger: Ledger | None = None,
                      shard: tuple[int, int] | None = None, resume: bool | str = True,
                      on_conversation: Callable[[Conversation], None] | None = None,
-                     on_user_ready: Callable[[str], None] | None = None) -> RunResult:
+                     on_user_ready: Callable[[str], None] | None = None,
+                     labels: tuple[str, ...] = (), git: GitState | None = None) -> RunResult:
     """Run every cell once (or until the budget is spent), store it, and return the run's spend.
 
     `resume`: True finishes the unfinished run of this configuration, if there is one; a run id
@@ -114,6 +116,11 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     A model backend settles its output form first (`on_user_ready` hears which); when it fails
     the same way conversation after conversation, no new conversation starts and the result
     says why (`stopped`).
+
+    A new run records what it tests: `labels`, the runtime's health `version` and the `git`
+    commit and branch. A resumed run keeps what it recorded; one whose runtime now reports
+    another version is not resumed but started anew (a run measures one version), or refused
+    when it was named.
     """
     key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
                   runtime=runtime.identity, shard=shard)
@@ -127,7 +134,14 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     ledger = ledger or getattr(user, "ledger", None) or Ledger(budget)
     output = None
     try:
-        await runtime.health()
+        version = runtime_version(await runtime.health())
+        if earlier is not None and earlier.get("runtime_version") not in (None, version):
+            if isinstance(resume, str):
+                raise ConfigError(f"run {earlier['run_id']} tested runtime version {earlier['runtime_version']}; the "
+                                  f"runtime now reports {version}: a run measures one version, so it cannot be "
+                                  "finished as the same run; run `simrun` to start a new run of this version",
+                                  field="RUN")
+            earlier = None
         if hasattr(user, "start"):
             # Before the run is recorded: a server that answers no form is bad input, one line.
             output = await user.start(earlier.get("user_output") if earlier is not None else None)
@@ -149,7 +163,9 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         stored = set()
         store.create_run(run_id, config=config or {}, dataset_hash=dataset.hash, dataset=dataset.item_hashes,
                          scorer_version=SCORER_VERSION, simrun_version=__version__, user_backend=user.name,
-                         runtime=runtime.description, seed=seed, repetitions=repetitions, budget_usd=budget)
+                         runtime=runtime.description, seed=seed, repetitions=repetitions, budget_usd=budget,
+                         labels=labels, runtime_version=version, git_commit=git.commit if git else None,
+                         git_branch=git.branch if git else None)
     planned = [c for c in matrix(dataset, repetitions, seed) if in_shard(c.id, shard)]
     if earlier is None:
         # What the run means to do is known from its start, so that a killed run says it too.

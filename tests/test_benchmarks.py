@@ -17,6 +17,7 @@ SMALL = {
     "harness.py": (["--repetitions", "1"], r"turns/s, with DuckDB writes:\s+\d+"),
     "memory.py": (["--conversations", "140"], r"peak RSS of the simrun process: \d+ MB"),
     "report_scale.py": (["--turns", "3000"], r"report built in [\d.]+ s; [\d.]+ MB"),
+    "dashboard_scale.py": (["--runs", "8"], r"page: [\d.]+ MB\nbuilt in [\d.]+ s"),
     "throughput.py": (["--latency", "0.05", "--concurrency", "4", "--waves", "1"],
                       r"\n\s+4\s+\d+\s+[\d,]+\s+[\d,]+\s+[\d.]+%"),
     "prompt_caching.py": (["--repetitions", "1"], r"\d+%"),

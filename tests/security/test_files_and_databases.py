@@ -65,6 +65,8 @@ def test_a_crafted_run_id_never_names_a_file_outside_the_reports_folder(cli, pro
     assert code == 2
     assert "did not write" in one_line_error(output)
     assert not (project / "escaped.html").exists() and not (project.parent / "escaped.html").exists()
+    code, output = cli("dashboard", "--db", str(one_run))     # nor does it become a link
+    assert code == 2 and "holds a run id '../../escaped' that simrun did not write" in one_line_error(output)
 
 
 def test_a_database_with_a_view_that_reads_files_is_not_read(cli, project, one_run, tmp_path):
@@ -75,7 +77,7 @@ def test_a_database_with_a_view_that_reads_files_is_not_read(cli, project, one_r
     con.execute(f"CREATE VIEW runs AS SELECT r.* REPLACE (t.content AS runtime) FROM runs_data r, "
                 f"read_text('{secret}') t")
     con.close()
-    for command in (["runs"], ["report", "latest"], ["show", "latest"]):
+    for command in (["runs"], ["report", "latest"], ["show", "latest"], ["dashboard", "--db", str(one_run)]):
         code, output = cli(*command)
         assert code == 2, (command, output)
         assert "views or macros simrun never writes (runs)" in one_line_error(output)
