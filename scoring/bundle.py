@@ -204,14 +204,16 @@ def load_bundle(path: Path | str) -> Bundle:
         raise BundleError(f"{path}: not a bundle: its JSON is nested too deep to read") from None
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = list(err["loc"])
-        if len(loc) >= 2 and loc[0] == "items" and isinstance(loc[1], int) and isinstance(data, dict):
+        # A key is the file's own text: quoted unless plain, so that an error stays one line.
+        loc = [str(p) if isinstance(p, int) or str(p).isidentifier() else repr(p) for p in err["loc"]]
+        if len(loc) >= 2 and err["loc"][0] == "items" and isinstance(err["loc"][1], int) and isinstance(data, dict):
             try:
-                loc[1] = f"{loc[1]} ({data['items'][loc[1]].get('id')!r})"
+                loc[1] = f"{loc[1]} ({data['items'][err['loc'][1]].get('id')!r})"
             except (AttributeError, IndexError, KeyError, TypeError):
                 pass
-        where = ".".join(map(str, loc)) or "file"
-        raise BundleError(f"{path} ({where}): {err['msg'].removeprefix('Value error, ')}") from None
+        where = ".".join(loc) or "file"
+        why = " ".join(err["msg"].removeprefix("Value error, ").split())
+        raise BundleError(f"{path} ({where}): {why}") from None
     _check_evidence(bundle, path)
     return bundle
 

@@ -144,6 +144,15 @@ CREATE TABLE user_checks (                              -- `simrun check-user`: 
     examples JSON NOT NULL                              -- a few faults with the message that showed them
 );
 """),
+    (8, "the gate's verdicts between runs, remembered", """
+CREATE TABLE gate_verdicts (                            -- the dashboard's verdict of a run against the one before
+    key VARCHAR PRIMARY KEY,                            -- both runs' scores, the gate settings, simrun's version
+    state VARCHAR NOT NULL,                             -- passed | failed | not compared
+    headline VARCHAR NOT NULL,
+    classes JSON NOT NULL,                              -- the classes the gate failed the run on
+    judged_at TIMESTAMP NOT NULL
+);
+"""),
 ]
 
 

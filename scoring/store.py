@@ -98,7 +98,7 @@ def reading(path: str | Path) -> Iterator["Store"]:
 
 class Store:
     def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True, read_only: bool = False) -> None:
-        self.path = str(path)
+        self.path, self.read_only = str(path), read_only
         where = Path(path)
         if (read_only or not create) and not where.exists():
             raise StoreError(f"{self.path}: no such database; check the path (a run creates it)")
@@ -211,6 +211,17 @@ class Store:
             "SELECT request_hash, answer, coalesce(response->'choices'->0->>'finish_reason' = 'length' "
             "OR response->>'stop_reason' = 'max_tokens', false) FROM model_calls "
             "WHERE run_id = ? AND answer IS NOT NULL", [run_id]).fetchall()}
+
+    def gate_verdicts(self) -> list[tuple[str, str, str, Any]]:
+        """The gate verdicts between runs this store remembers: (key, state, headline, classes)."""
+        return [(key, state, headline, _load(classes)) for key, state, headline, classes in self.con.execute(
+            "SELECT key, state, headline, classes FROM gate_verdicts").fetchall()]
+
+    @_writes
+    def remember_gate_verdicts(self, verdicts: list[tuple[str, str, str, list[str]]]) -> None:
+        with transaction(self.con):
+            self.con.executemany("INSERT OR REPLACE INTO gate_verdicts VALUES (?, ?, ?, ?, now())",
+                                 [[key, state, headline, _json(classes)] for key, state, headline, classes in verdicts])
 
     def set_user_output(self, run_id: str, form: str | None) -> None:
         self.con.execute("UPDATE runs SET user_output = ? WHERE run_id = ?", [form, run_id])

@@ -5,14 +5,18 @@ Each pair is judged by `scoring.gate.gate_verdict` itself, on summaries from
 judges it: the page and the gate cannot disagree. Only the verdict's outcome, its headline and
 the classes it names are kept.
 
-A verdict takes a tenth of a second or more (the gate's tests and its sample-size advice), so
-judging 1,000 runs on every build would take minutes. Each verdict is remembered in a small JSON
-file beside the page, keyed by everything it depends on: both runs' scores (their id, dataset,
-scorer version, when they were rescored, and their counts), the gate settings and the simrun
-version. A run resumed, rescored, or judged under other settings has a new key and is judged
-again; the page a run writes after it finishes judges that run alone. The file is only a memory:
-one that is missing, damaged or foreign is ignored (and rewritten), never trusted for more than
-the verdicts it holds under keys computed here.
+A verdict takes a few tenths of a second (the gate's permutation test), so judging 1,000 runs
+on every build would take minutes. Each verdict is remembered, keyed by everything it depends
+on: both runs' scores (their id, dataset, scorer version, when they were rescored, and their
+counts), the gate settings and the simrun version. A run resumed, rescored, or judged under
+other settings has a new key and is judged again.
+
+It is remembered in two places. The database of both runs keeps it (table `gate_verdicts`),
+written by the page a run builds when it finishes, which judges that run alone: so a database
+carries its own verdicts, and a dashboard of CI artifacts read-only judges only pairs that span
+two databases. Those, and the verdicts of read-only databases, go to a small JSON file beside
+the page. Both are only a memory: an entry that is damaged or foreign is ignored, never trusted
+for more than the verdict it holds under a key computed here.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import duckdb
 
 from scoring.baseline import GATE_CLASSES, RunSummary, summary_from_store
 from scoring.errors import SimrunError
@@ -63,21 +69,47 @@ class Verdict:
 def judge(pairs: Sequence[tuple[Judged, Judged]], settings: Any, folder: Path) -> list[Verdict]:
     """(previous, run) pairs judged as the gate judges them, from memory where it holds them."""
     memory_path = folder / MEMORY
+    stores = {id(side.store): side.store for pair in pairs for side in pair}
     remembered = _recall(memory_path)
+    for store in stores.values():
+        remembered |= _valid(store_verdicts(store))
     summaries: dict[tuple[int, str], RunSummary | SimrunError] = {}
     context = _settings_key(settings)
     used: dict[str, Verdict] = {}
-    out = []
+    keys = []
     for previous, run in pairs:
         key = hashlib.sha256(json.dumps([previous.scores, run.scores, context]).encode()).hexdigest()
         verdict = used.get(key) or remembered.get(key)
         if verdict is None:
             verdict = _judge(_summary(summaries, previous), _summary(summaries, run), settings)
         used[key] = verdict
-        out.append(verdict)
+        keys.append(key)
     if any(key not in remembered for key in used):
         _remember(memory_path, used, remembered)
-    return out
+        _keep_in_stores(pairs, keys, used, remembered)
+    return [used[key] for key in keys]
+
+
+def store_verdicts(store: Store) -> list:
+    try:
+        return store.gate_verdicts()
+    except (duckdb.Error, ValueError):
+        return []               # a file that lacks the table, or holds a damaged row: nothing remembered
+
+
+def _keep_in_stores(pairs, keys: list[str], verdicts: dict[str, Verdict], remembered: dict) -> None:
+    """New verdicts of pairs within one writable database, kept in it."""
+    by_store: dict[int, tuple[Store, dict]] = {}
+    for (previous, run), key in zip(pairs, keys):
+        if previous.store is run.store and not run.store.read_only and key not in remembered:
+            verdict = verdicts[key]
+            by_store.setdefault(id(run.store), (run.store, {}))[1][key] = (
+                key, verdict.state, verdict.headline, list(verdict.classes))
+    for store, rows in by_store.values():
+        try:
+            store.remember_gate_verdicts(list(rows.values()))
+        except SimrunError:
+            pass                # only a memory: judged again next time
 
 
 def _summary(summaries: dict, side: Judged) -> RunSummary | SimrunError:
@@ -126,10 +158,16 @@ def _recall(path: Path) -> dict[str, Verdict]:
     entries = data.get("verdicts") if isinstance(data, dict) and data.get("format") == FORMAT else None
     if not isinstance(entries, dict):
         return {}
-    return {key: Verdict(v["state"], v["headline"][:HEADLINE_CHARS], tuple(v["classes"]))
-            for key, v in entries.items()
-            if isinstance(v, dict) and v.get("state") in JUDGED and isinstance(v.get("headline"), str)
-            and isinstance(v.get("classes"), list) and all(c in GATE_CLASSES for c in v["classes"])}
+    return _valid((key, v.get("state"), v.get("headline"), v.get("classes"))
+                  for key, v in entries.items() if isinstance(v, dict))
+
+
+def _valid(entries) -> dict[str, Verdict]:
+    """(key, state, headline, classes) entries from a memory, those that can be verdicts."""
+    return {key: Verdict(state, headline[:HEADLINE_CHARS], tuple(classes))
+            for key, state, headline, classes in entries
+            if isinstance(key, str) and state in JUDGED and isinstance(headline, str)
+            and isinstance(classes, list) and all(c in GATE_CLASSES for c in classes)}
 
 
 def _remember(path: Path, used: dict[str, Verdict], remembered: dict[str, Verdict]) -> None:

@@ -162,11 +162,42 @@ def test_verdicts_are_judged_once_and_again_when_what_they_depend_on_changes(tmp
                         json.dumps({"format": V.FORMAT, "verdicts": {"k": {"state": "<b>", "headline": 1}}})):
             (out.parent / V.MEMORY).write_text(damaged)
             D.build_dashboard([store], out, gate_settings=SETTINGS)
+            assert calls == []                      # the database remembers them too
+            keys = [key for key, *_ in store.gate_verdicts()]
+            store.con.execute("DELETE FROM gate_verdicts")
+            store.con.execute("INSERT INTO gate_verdicts VALUES (?, '<b>', 'x', '[\"not a class\"]', now())",
+                              [keys[0]])
+            (out.parent / V.MEMORY).write_text(damaged)
+            D.build_dashboard([store], out, gate_settings=SETTINGS)
             assert calls == runs[1:]                # a damaged memory is ignored, and written anew
             calls.clear()
         D.build_dashboard([store], out, gate_settings=None)
         assert calls == [] and "verdict" not in data_of(out.read_text())["runs"][-1]
         assert "not judged" in out.read_text()
+
+
+def test_a_database_carries_its_verdicts_to_a_dashboard_that_reads_it_elsewhere(tmp_path, demo, monkeypatch):
+    """A run's page judges it once, and its database keeps the verdict: a dashboard of CI
+    artifacts, read-only and in a fresh folder, judges nothing again."""
+    db = tmp_path / "s.duckdb"
+    runs = [a_run(db, demo, seed=seed, dead_end=0.2 * (seed == 3)) for seed in (1, 2, 3)]
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(args[1].run_id)
+        return gate_verdict(*args, **kwargs)
+
+    monkeypatch.setattr(V, "gate_verdict", counting)
+    with Store(db) as store:
+        D.build_dashboard([store], tmp_path / "here" / "index.html", gate_settings=SETTINGS)
+    assert calls == runs[1:]
+    calls.clear()
+    before = digest(db)
+    with reading(db) as store:
+        out = D.build_dashboard([store], tmp_path / "elsewhere" / "index.html", gate_settings=SETTINGS)
+    assert calls == [] and digest(db) == before
+    assert data_of(out.read_text())["runs"] == data_of((tmp_path / "here" / "index.html").read_text())["runs"]
+    assert {r["id"] for r in data_of(out.read_text())["runs"] if r.get("verdict") == "failed"} == {runs[2]}
 
 
 def test_only_finished_whole_runs_are_judged_against(tmp_path, demo):
@@ -243,6 +274,7 @@ def test_stores_are_read_without_a_change_even_from_an_older_simrun(tmp_path, de
                               ("runs", "git_branch"), ("conversations", "session_id"), ("runs", "user_output")):
             store.con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         store.con.execute("DROP TABLE user_checks")
+        store.con.execute("DROP TABLE gate_verdicts")
         store.con.execute("CHECKPOINT")
     before = {p: digest(p) for p in (current, older)}
     with reading(current) as a, reading(older) as b:

@@ -207,3 +207,14 @@ def test_any_mutated_bundle_loads_or_is_one_bundle_error(tmp_path_factory, base_
             assert store.con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
             return
         assert result.conversations == len(loaded.items)
+
+
+@pytest.mark.parametrize("key", ["\n", "a\nb", "x\r\ny", "\u2028"])
+def test_a_key_of_the_files_own_text_stays_on_one_line_in_the_error(tmp_path, base_bundle, key):
+    """Found by the property above: a dataset key holding a newline broke the error in two."""
+    bundle = {**copy.deepcopy(base_bundle), "dataset": {key: 1}}
+    file = tmp_path / "b.json"
+    file.write_text(json.dumps(bundle))
+    with pytest.raises(BundleError) as caught:
+        load_bundle(file)
+    assert len(str(caught.value).splitlines()) == 1 and repr(key) in str(caught.value)
