@@ -143,7 +143,7 @@ def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
 def test_resume_command_finishes_an_interrupted_run(project):
     proc = subprocess.Popen([SIMRUN, "-n", "20"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.readline()   # the banner: the run has begun
-    time.sleep(0.3)
+    time.sleep(2.0)           # past the start (git, health, the run's row), well before the end of 1,400
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
     result = subprocess.run([SIMRUN, "resume"], cwd=project, capture_output=True, text=True, timeout=120)
@@ -172,7 +172,7 @@ def test_a_run_over_http_that_simrun_started_resumes_though_its_server_got_a_new
 def test_resume_finishes_the_run_it_is_given_or_says_why_it_cannot(project):
     proc = subprocess.Popen([SIMRUN, "-n", "20"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.readline()
-    time.sleep(0.3)
+    time.sleep(2.0)           # past the start (git, health, the run's row), well before the end of 1,400
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
     done = subprocess.run([SIMRUN, "-n", "1"], cwd=project, capture_output=True, text=True, timeout=120)

@@ -21,7 +21,10 @@ from simulator.users.scripted import ScriptedUser
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "hostile_runtime.py"
-LAG_BOUND_S = 1.0          # the stated bound: the longest the loop may be held (0.15-0.3 s measured)
+# The stated bound: the most CPU time the event loop's thread may spend between two ticks of the
+# probe (0.15-0.3 s measured). CPU time, not wall time, so that other processes on a loaded
+# machine, which delay the loop without holding it, do not count.
+LAG_BOUND_S = 0.6
 PROBE_S = 0.005
 
 
@@ -38,9 +41,9 @@ def test_a_reply_with_100000_offers_never_holds_the_loop_past_the_bound(demo, mo
 
         async def probe():
             while not done.is_set():
-                before = time.perf_counter()
+                before = time.thread_time()
                 await asyncio.sleep(PROBE_S)
-                lags.append(time.perf_counter() - before - PROBE_S)
+                lags.append(time.thread_time() - before)
 
         task = asyncio.create_task(probe())
         try:
