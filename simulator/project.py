@@ -182,11 +182,11 @@ def runtime_for(plan: Plan):
                         max_result_bytes=rt.max_result_bytes)
 
 
-def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None) -> UserBackend:
+def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None, limiter=None) -> UserBackend:
     run = plan.project.run
     options = {"base_url": run.user_base_url} if run.user_base_url else {}
     return make_user(plan.user, budgets=plan.budgets, ledger=ledger, replay=replay, settings=plan.project.user,
-                     output=run.user_output, **options)
+                     output=run.user_output, limiter=limiter, **options)
 
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None, replay=None,
