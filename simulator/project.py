@@ -149,6 +149,21 @@ def expand(value: str, where: str) -> str:
     return _VAR.sub(one, value)
 
 
+def environment_of(plan: Plan) -> dict[str, str]:
+    """The environment variables running `plan` reads, with their values here: what a process on
+    another machine (a Ray worker) is given, to run the plan as this one would. The user model's
+    API key and base URL, and the `${VAR}`s of the runtime's headers and environment."""
+    from simulator.users.providers import KEY_VARIABLES
+
+    names = {"OPENAI_BASE_URL"} if plan.user.startswith("openai:") else set()
+    kind = plan.user.split(":", 1)[0]
+    if kind in KEY_VARIABLES:
+        names.add(KEY_VARIABLES[kind])
+    for value in [*plan.runtime.env.values(), *plan.runtime.headers.values()]:
+        names.update(_VAR.findall(value))
+    return {name: os.environ[name] for name in sorted(names) if name in os.environ}
+
+
 def command_list(command: list[str] | str | None) -> list[str] | None:
     return shlex.split(command) if isinstance(command, str) else command
 
@@ -191,14 +206,39 @@ def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None, limiter=
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None, replay=None,
                   ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool | str = True,
-                  on_conversation=None, on_user_ready=None) -> RunResult:
-    """Run the plan. One ledger holds the budget for the user backend and the runner alike."""
+                  on_conversation=None, on_user_ready=None, executor=None) -> RunResult:
+    """Run the plan. One ledger holds the budget for the user backend and the runner alike.
+    `executor` runs the conversations (default: in this process; `executor_for`)."""
     ledger = ledger or Ledger(plan.budget)
     return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
                             store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
                             concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
                             resume=resume if replay is None else False, on_conversation=on_conversation,
-                            on_user_ready=on_user_ready)
+                            on_user_ready=on_user_ready, executor=executor)
+
+
+EXECUTORS = ("in-process", "ray")
+
+
+def executor_for(plan: Plan, name: str | None = None, *, address: str | None = None, workers: int | None = None):
+    """The executor `--executor` names: None for in-process (the default), or a Ray executor,
+    which needs the optional extra; without it, one line says what to install."""
+    if name in (None, "in-process"):
+        for flag, value in (("--ray-address", address), ("--ray-workers", workers)):
+            if value is not None:
+                raise ConfigError("is for the Ray executor; add --executor ray", field=flag)
+        return None
+    if name != "ray":
+        raise ConfigError(f"unknown executor {name!r}; use {' or '.join(EXECUTORS)}", field="--executor")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"must be at least 1, got {workers}", field="--ray-workers")
+    try:
+        from simulator.ray_executor import RayExecutor
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != "ray":
+            raise
+        raise ConfigError("Ray is not installed; pip install 'simrun[ray]'", field="--executor") from None
+    return RayExecutor(plan, address=address or "auto", workers=workers)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
