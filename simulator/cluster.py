@@ -20,6 +20,7 @@ makes them actors, on the driver's node (they die with the driver, never before 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from dataclasses import dataclass
@@ -81,7 +82,11 @@ class Budget:
             self.ledger.settle(reservation, reservation.amount, lost_record(call, reservation.amount))
         return len(lost)
 
-    def exhausted(self) -> bool:
+    def apply(self, owed: list[tuple]) -> bool:
+        """A worker's settles, releases and logged records, in the order it made them; whether
+        any call has been refused (the worker then starts no new conversation)."""
+        for kind, *args in owed:
+            getattr(self, kind)(*args)
         return self.ledger.exhausted
 
     def take(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -114,16 +119,23 @@ class Held(Reservation):
 class RemoteLedger:
     """A worker's ledger: the cluster's `Budget`, through its actor handle.
 
-    Holding is a round trip, since the answer decides whether the call is made. Settling and
-    releasing are sent and not waited for: an actor runs one caller's calls in the order they
-    were sent, so they follow the reservation they free, and the conversation goes on at once.
+    Holding is a round trip, since the answer decides whether the call is made. What frees a
+    reservation (settling, releasing) and the records of replayed calls are sent in batches, at
+    most FLUSH_S after they happen, and the conversation goes on at once: an actor runs one
+    caller's calls in the order they were sent, so they follow the reservation they free. A
+    call per model call, not three, is what keeps one budget actor enough for a cluster; a
+    reservation freed a little later only makes the budget more careful, never overshoot.
     """
+
+    FLUSH_S = 0.05
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor
         self.remaining = Decimal(0)    # as of the last answer
         self.exhausted = False         # the cluster refused a call: start no new conversation
         self.lost = False              # the actor is gone: no call can be paid for any more
+        self.owed: list[tuple] = []    # settles, releases and records not yet sent
+        self.sending: asyncio.Task | None = None
 
     async def hold(self, worst_case: Decimal, call: dict[str, Any] | None = None) -> Held | None:
         number, self.remaining, exhausted = await _ask(self, self.actor.reserve.remote(Decimal(worst_case),
@@ -131,18 +143,29 @@ class RemoteLedger:
         self.exhausted = self.exhausted or exhausted
         return None if number is None else Held(Decimal(worst_case), number)
 
-    async def refresh(self) -> None:
-        """Learn whether the cluster refused a call: before a conversation starts, as in-process."""
-        self.exhausted = self.exhausted or await _ask(self, self.actor.exhausted.remote())
-
     def settle(self, reservation: Held, actual: Decimal, record: dict | None = None) -> None:
-        self.actor.settle.remote(reservation.number, Decimal(actual), record)
+        self._owe(("settle", reservation.number, Decimal(actual), record))
 
     def release(self, reservation: Held) -> None:
-        self.actor.release.remote(reservation.number)
+        self._owe(("release", reservation.number))
 
     def log(self, record: dict) -> None:
-        self.actor.log.remote(record)
+        self._owe(("log", record))
+
+    def _owe(self, entry: tuple) -> None:
+        self.owed.append(entry)
+        if self.sending is None or self.sending.done():
+            self.sending = asyncio.get_running_loop().create_task(self._send_soon())
+
+    async def _send_soon(self) -> None:
+        await asyncio.sleep(self.FLUSH_S)
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Send what is owed; the answer says whether the cluster has refused a call since."""
+        while self.owed:
+            owed, self.owed = self.owed, []
+            self.exhausted = self.exhausted or await _ask(self, self.actor.apply.remote(owed))
 
 
 class RemoteLimiter(RateLimiter):

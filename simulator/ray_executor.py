@@ -75,6 +75,9 @@ def connect(address: str = "auto") -> str:
     if found is not None:
         ray.init(address=found, **quiet)
         return f"joined the Ray cluster at {found} ({_cpus()} CPUs)"
+    # Ray starts its workers at nice 15, to yield to whatever else the machine runs; here the
+    # workers are the run itself, and the driver (at the caller's priority) only stores.
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, **quiet)
     return f"started a local Ray cluster on this machine's {_cpus()} cores"
 
@@ -226,11 +229,19 @@ class _Dispatch:
             if not self.stopping() and (self.given_back or _peek(self)):
                 raise ClusterLost("every Ray worker died and could not be started again")
         except BaseException:
-            await self._abandon()
+            await self._cancel()
             raise
         finally:
-            await self._sync()
+            # In this order: each worker sends what its ledger owes the budget; whatever is still
+            # held then belongs to a worker that is gone, and counts as spent; the runner's
+            # ledger takes the last records.
             await self._stop_workers()
+            await self._forfeit_the_rest()
+            await self._sync()
+            for actor in (self.budget, self.rates):
+                if actor is not None:
+                    with contextlib.suppress(Exception):
+                        ray.kill(actor, no_restart=True)
 
     async def _start_all(self) -> None:
         try:
@@ -350,27 +361,29 @@ class _Dispatch:
             return
         self.ledger.follow(figures, records)
 
-    async def _abandon(self) -> None:
-        """Interrupted, or failed: cancel what is out (the workers release what their calls
-        held), then count whatever is still held as spent, since those calls may be billed."""
+    async def _cancel(self) -> None:
+        """Interrupted, or failed: cancel the chunks out. Their conversations stop, and release
+        what their calls held (the cancelled calls were not answered)."""
         for ref, _ in self.out.values():
             with contextlib.suppress(Exception):
                 ray.cancel(ref)
         if self.out:
             await asyncio.wait(list(self.out), timeout=STOP_S)
-        if self.budget is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(_get(self.budget.forfeit.remote(None)), STOP_S)
 
     async def _stop_workers(self) -> None:
         stops = [_get(h.stop.remote()) for h in self.handles]
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.gather(*stops, return_exceptions=True), STOP_S)
-        for handle in [*self.handles, self.budget, self.rates]:
-            if handle is not None:
-                with contextlib.suppress(Exception):
-                    ray.kill(handle, no_restart=True)
+        for handle in self.handles:
+            with contextlib.suppress(Exception):
+                ray.kill(handle, no_restart=True)
         self.executor.alive = 0
+
+    async def _forfeit_the_rest(self) -> None:
+        """What no worker settled or released: its call may have been billed, so it is spent."""
+        if self.budget is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(_get(self.budget.forfeit.remote(None)), STOP_S)
 
 
 def _peek(dispatch: _Dispatch) -> bool:

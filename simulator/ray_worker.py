@@ -120,8 +120,6 @@ class Worker:
             persona, goal, repetition, seed = key
             cell = Cell(self.personas[persona], self.goals[goal], repetition, seed)
             async with self.slots:
-                if self.user.paid:
-                    await self.ledger.refresh()    # another worker may have spent the rest
                 if self.ledger.exhausted or getattr(self.user, "stopped", None):
                     return None
                 conversation = await converse(cell, self.user, self.runtime)
@@ -144,7 +142,14 @@ class Worker:
         return counts
 
     async def stop(self) -> None:
-        """Stop the runtime this worker started, and close the user model's connections."""
+        """Send the budget what this worker owes it, stop the runtime it started, and close the
+        user model's connections."""
+        ledger = getattr(self, "ledger", None)
+        if ledger is not None and not ledger.lost:
+            try:
+                await ledger.flush()
+            except LedgerLost:
+                pass   # what it held is then counted as spent, at its worst case
         for close in (getattr(self, "runtime", None), getattr(self, "user", None)):
             if close is not None:
                 try:
