@@ -21,7 +21,7 @@ from simulator import __version__, eventloop
 from simulator.cli_common import (BUDGETS, CONFIG, DB, EXECUTOR, GOALS, HEADER, PERSONAS, RAY_ADDRESS, RAY_WORKERS,
                                   RUNTIME_COMMAND, TIMEOUT, TRANSPORT, URL, err_line, fail, out, print_summary,
                                   runtime_flags, say)
-from scoring.errors import ConfigError, SimrunError
+from scoring.errors import ClusterLost, ConfigError, SimrunError
 from simulator.ledger import Ledger
 from simulator.money import usd
 from simulator.plan import estimate
@@ -105,6 +105,11 @@ def _run_and_report(plan, cache=None, *, shard=None, resume: bool | str = True, 
     """Run a plan, print its summary and report, and exit with the run's status."""
     try:
         result, code, path, estimated = eventloop.run(_run(plan, runtime_for(plan), cache, shard, resume, executor))
+    except ClusterLost as exc:
+        err_line(f"error: {exc}; the conversations that finished are stored, and run {_interrupted_run(plan)} is "
+                 "marked interrupted: start the cluster again (or leave --ray-address out), then run the same "
+                 "command (or `simrun resume`) to finish it")
+        raise typer.Exit(2)
     except SimrunError as exc:
         fail(exc)
     except KeyboardInterrupt:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from scoring.errors import SimrunError
+from scoring.errors import ClusterLost
 from simulator.ledger import Ledger, Reservation
 from simulator.limits import RateLimiter, RateWindow
 
@@ -181,7 +181,7 @@ class RemoteLimiter(RateLimiter):
         return await _ask(self, self.actor.book.remote(self.spec, tokens))
 
 
-class LedgerLost(SimrunError):
+class LedgerLost(ClusterLost):
     """The cluster's budget or rate-limit actor is gone: no call a worker makes can be paid for."""
 
 

@@ -38,8 +38,8 @@ from ray.exceptions import ActorUnavailableError, ObjectLostError, OwnerDiedErro
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from scoring import secrets
-from scoring.errors import ConfigError, SimrunError
-from simulator.cluster import Budget, LedgerLost, Rates
+from scoring.errors import ClusterLost, ConfigError, SimrunError
+from simulator.cluster import Budget, Rates
 from simulator.conversation import Cell, Conversation
 from simulator.ledger import Ledger
 from simulator.project import Plan, environment_of
@@ -58,11 +58,6 @@ RETRY_S = 0.5          # how often a restarting worker is asked whether it is ba
 DIED = (RayActorError, ActorUnavailableError, ObjectLostError, OwnerDiedError)
 
 
-class ClusterLost(SimrunError):
-    """The cluster cannot go on (every worker died, or its budget actor is gone): the run stops,
-    marked interrupted, and the same command finishes it later."""
-
-
 def connect(address: str = "auto") -> str:
     """Join the Ray cluster at `address`; with "auto", the one running on this machine if there
     is one, else a new one on this machine's cores. Returns what was done, in words."""
@@ -73,7 +68,13 @@ def connect(address: str = "auto") -> str:
     quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
     found = _cluster_at(address)
     if found is not None:
-        ray.init(address=found, **quiet)
+        try:
+            # "auto" as such: Ray then also takes up the token of a cluster found on this machine.
+            ray.init(address="auto" if address == "auto" else found, **quiet)
+        except ConnectionError as exc:
+            raise ConfigError(f"the Ray cluster at {found} did not let this process join ({_first_line(exc)}); "
+                              "a cluster with token authentication (Ray's default) needs RAY_AUTH_MODE=token, and "
+                              "its token in RAY_AUTH_TOKEN or ~/.ray/auth_token", field="--ray-address") from None
         return f"joined the Ray cluster at {found} ({_cpus()} CPUs)"
     # Ray starts its workers at nice 15, to yield to whatever else the machine runs; here the
     # workers are the run itself, and the driver (at the caller's priority) only stores.
@@ -216,8 +217,8 @@ class _Dispatch:
             await self._start_all()
             # The driver's own runtime served the health check; the workers run their own.
             await runtime.aclose()
-            follow = asyncio.ensure_future(self._follow())
-            feeders = asyncio.gather(*(self._feed(h) for h in self.handles))
+            follow = _quiet(asyncio.ensure_future(self._follow()))
+            feeders = _quiet(asyncio.gather(*(self._feed(h) for h in self.handles)))
             try:
                 await asyncio.wait({feeders, follow}, return_when=asyncio.FIRST_COMPLETED)
                 if follow.done():
@@ -268,7 +269,7 @@ class _Dispatch:
                 if not chunk:
                     break
                 ref = handle.run.remote([(c.persona.id, c.goal.id, c.repetition, c.seed) for c in chunk])
-                future = asyncio.ensure_future(_get(ref))
+                future = _quiet(asyncio.ensure_future(_get(ref)))
                 self.out[future] = (ref, chunk)
                 running.add(future)
             if not running:
@@ -308,7 +309,7 @@ class _Dispatch:
         try:
             await _get(self.budget.forfeit.remote([c.id for c in chunk]))
         except DIED as exc:
-            raise ClusterLost(f"the cluster's budget actor is gone ({_first_line(exc)})") from None
+            raise _budget_gone(exc) from None
         self.given_back.extend(chunk)
 
     async def _restart(self, handle) -> bool:
@@ -357,7 +358,7 @@ class _Dispatch:
             figures, records = await _get(self.budget.take.remote())
         except DIED as exc:
             if strict:
-                raise ClusterLost(f"the cluster's budget actor is gone ({_first_line(exc)})") from None
+                raise _budget_gone(exc) from None
             return
         self.ledger.follow(figures, records)
 
@@ -399,13 +400,20 @@ async def _get(ref) -> Any:
 
 
 def _cause(exc: RayTaskError) -> BaseException:
-    """What a worker raised: a simrun error as itself; the budget actor gone as the cluster lost."""
+    """What a worker raised: a simrun error (the budget actor gone, a runtime that would not
+    start) as itself, anything else (a fault of simrun's) as Ray reports it, with its traceback."""
     cause = getattr(exc, "cause", None)
-    if isinstance(cause, LedgerLost):
-        return ClusterLost(str(cause))
-    if isinstance(cause, SimrunError):
-        return cause
-    return exc
+    return cause if isinstance(cause, SimrunError) else exc
+
+
+def _budget_gone(exc: BaseException) -> ClusterLost:
+    return ClusterLost(f"the Ray cluster went away: its budget actor stopped answering ({type(exc).__name__})")
+
+
+def _quiet(future: asyncio.Future) -> asyncio.Future:
+    """A future whose failure may go unread (a chunk abandoned on the way out): never reported."""
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return future
 
 
 def _first_line(exc: BaseException) -> str:

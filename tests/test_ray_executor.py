@@ -155,7 +155,8 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_held_calls_count_as_spent
 
 def test_a_cluster_that_breaks_ends_the_run_interrupted_and_the_same_command_finishes_it(cluster, project):
     plan = load_plan(config=project / "simrun.toml", repetitions=1)
-    from simulator.ray_executor import ClusterLost, RayExecutor
+    from scoring.errors import ClusterLost
+    from simulator.ray_executor import RayExecutor
 
     def break_the_budget(conversation) -> None:
         for name in ray.util.list_named_actors():
@@ -163,7 +164,7 @@ def test_a_cluster_that_breaks_ends_the_run_interrupted_and_the_same_command_fin
                 ray.kill(ray.get_actor(name))
 
     with Store(project / "broken.duckdb") as store:
-        with pytest.raises(ClusterLost, match="budget actor is gone"):
+        with pytest.raises(ClusterLost, match="budget actor stopped answering"):
             eventloop.run(execute(plan, store, executor=RayExecutor(plan), on_conversation=break_the_budget))
         first = store.run("latest")
         assert first["status"] == "interrupted"
