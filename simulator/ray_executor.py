@@ -3,8 +3,8 @@ cluster, with one budget, one rate limit and one store for all of them.
 
 This process is the driver. It plans the matrix and stores every conversation, as in-process
 (`simulator/runner.py`); only the conversations run elsewhere. It hands cells to the workers
-(`simulator/ray_worker.py`) in small chunks, and a worker gets its next chunk when it returns
-one, so a fast worker takes more; at most `DEPTH` chunks are out per worker, so the
+(`simulator/ray_worker.py`) in chunks, and a worker gets its next chunk when it returns one, so
+a fast worker takes more; at most `DEPTH` chunks are out per worker, so the
 conversations in flight and in transit are bounded whatever the matrix's size. The budget and
 the rate limits live in two actors on this node (`simulator/cluster.py`); the runner's ledger
 follows the budget's, so the progress line, the records stored and the run's spend are the
@@ -46,7 +46,7 @@ from simulator.project import Plan, environment_of
 from simulator.ray_worker import Chunk, Worker, WorkerSpec
 from simulator.runner import Finish
 
-DEPTH = 3              # chunks out per worker: one running, the next ones ready when a slot frees
+DEPTH = 3              # chunks out per worker: one running, two ready for the slots that free up
 MAX_CHUNK = 32         # cells per chunk at most: what a dead worker's chunk makes run again
 MAX_RESTARTS = 3       # Ray restarts a dead worker this many times before it is given up
 START_S = 120.0        # a worker that cannot start (or start again) in this long is given up
@@ -170,7 +170,9 @@ class _Dispatch:
     def __init__(self, executor: RayExecutor, cells: Iterator[Cell], finish: Finish, user, ledger: Ledger,
                  concurrency: int) -> None:
         self.executor, self.cells, self.finish, self.user, self.ledger = executor, cells, finish, user, ledger
-        self.chunk = max(1, min(MAX_CHUNK, math.ceil(concurrency / 2)))
+        # A chunk fills the worker's slots: a call per chunk costs the driver a millisecond or
+        # more, a conversation of the scripted user a few.
+        self.chunk = max(1, min(MAX_CHUNK, concurrency))
         self.given_back: collections.deque[Cell] = collections.deque()
         self.out: dict[asyncio.Future, tuple[Any, list[Cell]]] = {}    # chunks out: (ref, cells)
         self.changed = asyncio.Event()        # cells were given back, or a chunk came home
