@@ -25,7 +25,6 @@ import collections
 import contextlib
 import dataclasses
 import logging
-import math
 import os
 import socket
 import uuid

@@ -16,6 +16,7 @@ several chunks at a time, with at most `plan.concurrency` conversations in fligh
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from dataclasses import dataclass
 from decimal import Decimal
@@ -110,6 +111,9 @@ class Worker:
         except BaseException:
             await self.stop()
             raise
+        # What lives now (Ray, the plan, the clients) is never garbage: frozen, the collector
+        # stops scanning it, as the runner does in-process (simulator.runner.frozen_heap).
+        gc.freeze()
 
     async def run(self, cells: list[CellKey]) -> Chunk:
         if self.ready is None:

@@ -3,10 +3,11 @@ what a dead worker held counts as spent, recorded as a lost call (no Ray needed 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from decimal import Decimal
 
-from simulator.cluster import Budget, Rates
+from simulator.cluster import Budget, LedgerLost, Rates, RemoteLedger
 from simulator.ledger import Ledger
 
 
@@ -51,3 +52,54 @@ def test_the_cluster_window_counts_what_the_driver_booked_before_the_workers_sta
     rates = Rates({"openai:m": (2, None)}, {"openai:m": [(now, 10), (now, 10)]})
     # Two calls booked just now fill the minute: the next waits for the first of them to leave it.
     assert 59 < rates.book("openai:m", 10) <= 60
+
+
+class Handle:
+    """An actor handle for a plain object: `handle.method.remote(...)` calls it, awaitably."""
+
+    def __init__(self, target, fail: bool = False) -> None:
+        self.target, self.fail, self.calls = target, fail, []
+
+    def __getattr__(self, name):
+        handle = self
+
+        class Method:
+            @staticmethod
+            def remote(*args):
+                handle.calls.append(name)
+
+                async def answer():
+                    if handle.fail:
+                        raise ConnectionError("actor died")
+                    return getattr(handle.target, name)(*args)
+                return answer()
+        return Method
+
+
+def test_a_worker_s_holds_and_frees_of_one_moment_travel_in_one_exchange():
+    budget = Budget(Decimal("1.00"), Ledger(Decimal("1.00")).figures())
+    handle = Handle(budget)
+    ledger = RemoteLedger(handle)
+
+    async def moment():
+        held = await asyncio.gather(*(ledger.hold(Decimal("0.30"), call(f"p/g/{i}")) for i in range(4)))
+        assert [h is not None for h in held] == [True, True, True, False] and ledger.exhausted
+        for h in held[:3]:
+            ledger.settle(h, Decimal("0.01"), record("p/g/0", "0.01"))
+        await ledger.flush()
+
+    asyncio.run(moment())
+    assert handle.calls == ["exchange", "exchange"]       # four holds at once; three settles
+    figures, records = budget.take()
+    assert figures["spent"] == Decimal("0.03") and figures["reserved"] == 0 and len(records) == 3
+
+
+def test_a_gone_budget_actor_is_told_to_every_call_that_asked():
+    ledger = RemoteLedger(Handle(None, fail=True))
+
+    async def ask():
+        return await asyncio.gather(*(ledger.hold(Decimal("0.1"), call("p/g/0")) for _ in range(2)),
+                                    return_exceptions=True)
+
+    answers = asyncio.run(ask())
+    assert all(isinstance(a, LedgerLost) for a in answers) and ledger.lost
