@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -107,10 +108,11 @@ class Rates:
         for spec, bookings in (booked or {}).items():
             self.windows[spec].booked.extend(bookings)
 
-    def book(self, spec: str, tokens: int) -> float:
-        """Book a call of `tokens` at the earliest moment it fits; how long the caller must wait."""
+    def book(self, spec: str, tokens: list[int]) -> list[float]:
+        """Book calls of `tokens` each, in turn, at the earliest moment each fits; how long each
+        caller must wait."""
         now = time.monotonic()
-        return self.windows[spec].book(tokens, now) - now
+        return [self.windows[spec].book(n, now) - now for n in tokens]
 
 
 @dataclass(frozen=True)
@@ -118,99 +120,127 @@ class Held(Reservation):
     number: int = 0
 
 
-class RemoteLedger:
-    """A worker's ledger: the cluster's `Budget`, through its actor handle.
-
-    A call is held before it is made, through the actor; what frees a reservation (settling,
-    releasing) and the records of replayed calls are owed to it, and the conversation goes on at
-    once. Both travel together, one exchange every HOLD_S while calls ask to be held (else every
-    FREE_S): a call to an actor costs about a millisecond of CPU at each end, as much as a
-    model call costs simrun, so one exchange serves the calls of that moment. The actor answers
-    one caller in the order it asked, so a settle always follows its reservation; a reservation
-    freed a few milliseconds later only makes the budget more careful, never overshoot.
+class Courier:
+    """What one worker sends one actor: requests that want an answer (`ask`), and entries that
+    want none (`tell`), gathered and sent together in one call, within HOLD_S of the first
+    request (else FREE_S of the first entry). A call to an actor costs about a millisecond of
+    CPU at each end, as much as a model call costs simrun: one call serves the model calls of
+    that moment. An actor runs one caller's calls in the order they were sent, and `send` takes
+    the entries before the requests, so whatever a request follows reaches the actor first.
     """
 
     HOLD_S = 0.002
     FREE_S = 0.05
+
+    def __init__(self, proxy: RemoteLedger | RemoteLimiter,
+                 send: Callable[[list, list], Awaitable[list]], unclaimed: Callable[[Any], None] | None = None
+                 ) -> None:
+        self.proxy, self.send, self.unclaimed = proxy, send, unclaimed
+        self.told: list = []
+        self.asked: list[tuple[Any, asyncio.Future]] = []
+        self.timer: asyncio.TimerHandle | None = None
+        self.sending: asyncio.Task | None = None
+
+    async def ask(self, request: Any) -> Any:
+        answer = asyncio.get_running_loop().create_future()
+        self.asked.append((request, answer))
+        self._within(self.HOLD_S)
+        return await answer
+
+    def tell(self, entry: Any) -> None:
+        self.told.append(entry)
+        self._within(self.FREE_S)
+
+    def _within(self, seconds: float) -> None:
+        """Send within `seconds` at the latest (sooner if already due sooner)."""
+        loop = asyncio.get_running_loop()
+        if self.timer is not None:
+            if self.timer.when() <= loop.time() + seconds:
+                return
+            self.timer.cancel()
+        self.timer = loop.call_later(seconds, self._due)
+
+    def _due(self) -> None:
+        self.timer = None
+        # A call under way takes up, once answered, what came meanwhile.
+        if self.sending is None or self.sending.done():
+            self.sending = asyncio.get_running_loop().create_task(self.flush())
+            # A lost actor is told to the requests that asked; nobody else awaits this task.
+            self.sending.add_done_callback(lambda task: task.cancelled() or task.exception())
+
+    async def flush(self) -> None:
+        """Send what is told and asked now; again while more comes meanwhile."""
+        while self.told or self.asked:
+            told, self.told = self.told, []
+            asked, self.asked = self.asked, []
+            try:
+                answers = await _ask(self.proxy, self.send(told, [request for request, _ in asked]))
+            except LedgerLost as lost:
+                for _, answer in asked:
+                    if not answer.done():
+                        answer.set_exception(lost)
+                raise
+            for (_, answer), given in zip(asked, answers):
+                if not answer.done():
+                    answer.set_result(given)
+                elif self.unclaimed is not None:
+                    self.unclaimed(given)      # its asker was cancelled meanwhile
+
+
+class RemoteLedger:
+    """A worker's ledger: the cluster's `Budget`, through its actor handle. A call is held
+    through it before it is made; what frees a reservation (settling, releasing) and the records
+    of replayed calls are told to it, and the conversation goes on at once. A reservation freed
+    a few milliseconds later only makes the budget more careful, never overshoot."""
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor
         self.remaining = Decimal(0)    # as of the last answer
         self.exhausted = False         # the cluster refused a call: start no new conversation
         self.lost = False              # the actor is gone: no call can be paid for any more
-        self.owed: list[tuple] = []    # settles, releases and records not yet sent
-        self.asked: list[tuple[Decimal, dict, asyncio.Future]] = []
-        self.timer: asyncio.TimerHandle | None = None
-        self.sending: asyncio.Task | None = None
+        self.courier = Courier(self, self._exchange, self._unclaimed)
+
+    async def _exchange(self, told: list[tuple], asked: list[tuple[Decimal, dict]]) -> list[Held | None]:
+        answers, exhausted = await self.actor.exchange.remote(told, asked)
+        self.exhausted = self.exhausted or exhausted
+        held = []
+        for (worst_case, _), (number, self.remaining, _) in zip(asked, answers):
+            held.append(None if number is None else Held(worst_case, number))
+        return held
+
+    def _unclaimed(self, held: Held | None) -> None:
+        if held is not None:
+            self.release(held)
 
     async def hold(self, worst_case: Decimal, call: dict[str, Any] | None = None) -> Held | None:
-        answer = asyncio.get_running_loop().create_future()
-        self.asked.append((Decimal(worst_case), call or {}, answer))
-        self._send(self.HOLD_S)
-        return await answer
+        return await self.courier.ask((Decimal(worst_case), call or {}))
 
     def settle(self, reservation: Held, actual: Decimal, record: dict | None = None) -> None:
-        self._owe(("settle", reservation.number, Decimal(actual), record))
+        self.courier.tell(("settle", reservation.number, Decimal(actual), record))
 
     def release(self, reservation: Held) -> None:
-        self._owe(("release", reservation.number))
+        self.courier.tell(("release", reservation.number))
 
     def log(self, record: dict) -> None:
-        self._owe(("log", record))
-
-    def _owe(self, entry: tuple) -> None:
-        self.owed.append(entry)
-        self._send(self.FREE_S)
-
-    def _send(self, within: float) -> None:
-        """Exchange within `within` seconds at the latest (sooner if already due sooner)."""
-        loop = asyncio.get_running_loop()
-        if self.timer is not None:
-            if self.timer.when() <= loop.time() + within:
-                return
-            self.timer.cancel()
-        self.timer = loop.call_later(within, self._due)
-
-    def _due(self) -> None:
-        self.timer = None
-        # An exchange under way takes up, when it is answered, what came meanwhile.
-        if self.sending is None or self.sending.done():
-            self.sending = asyncio.get_running_loop().create_task(self.flush())
-            # A lost actor is told to the calls that asked; nobody else awaits this task.
-            self.sending.add_done_callback(lambda task: task.cancelled() or task.exception())
+        self.courier.tell(("log", record))
 
     async def flush(self) -> None:
-        """Exchange what is owed and asked now; again while more comes meanwhile."""
-        while self.owed or self.asked:
-            owed, self.owed = self.owed, []
-            asked, self.asked = self.asked, []
-            try:
-                answers, exhausted = await _ask(self, self.actor.exchange.remote(owed, [a[:2] for a in asked]))
-            except LedgerLost as lost:
-                for *_, answer in asked:
-                    if not answer.done():
-                        answer.set_exception(lost)
-                raise
-            self.exhausted = self.exhausted or exhausted
-            for (worst_case, _, answer), (number, self.remaining, _) in zip(asked, answers):
-                held = None if number is None else Held(worst_case, number)
-                if not answer.done():
-                    answer.set_result(held)
-                elif held is not None:
-                    self.owed.append(("release", number))   # its conversation was cancelled meanwhile
+        await self.courier.flush()
 
 
 class RemoteLimiter(RateLimiter):
-    """A worker's rate limiter: the cluster's window for its backend, booked through the actor."""
+    """A worker's rate limiter: the cluster's window for its backend, booked through the actor
+    (the bookings of one moment in one call)."""
 
     def __init__(self, actor: Any, spec: str, requests_per_minute: int | None,
                  tokens_per_minute: int | None) -> None:
         super().__init__(requests_per_minute, tokens_per_minute)
         self.actor, self.spec = actor, spec
         self.lost = False
+        self.courier = Courier(self, lambda _, tokens: self.actor.book.remote(self.spec, tokens))
 
     async def booking(self, tokens: int) -> float:
-        return await _ask(self, self.actor.book.remote(self.spec, tokens))
+        return await self.courier.ask(tokens)
 
 
 class LedgerLost(ClusterLost):

@@ -151,14 +151,13 @@ def expand(value: str, where: str) -> str:
 
 def environment_of(plan: Plan) -> dict[str, str]:
     """The environment variables running `plan` reads, with their values here: what a process on
-    another machine (a Ray worker) is given, to run the plan as this one would. The user model's
-    API key and base URL, and the `${VAR}`s of the runtime's headers and environment."""
+    another machine (a Ray worker) is given, to run the plan as this one would: the user model's
+    API key and base URL (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, as the SDKs read them), and the
+    `${VAR}`s of the runtime's headers and environment."""
     from simulator.users.providers import KEY_VARIABLES
 
-    names = {"OPENAI_BASE_URL"} if plan.user.startswith("openai:") else set()
     kind = plan.user.split(":", 1)[0]
-    if kind in KEY_VARIABLES:
-        names.add(KEY_VARIABLES[kind])
+    names = {KEY_VARIABLES[kind], f"{kind.upper()}_BASE_URL"} if kind in KEY_VARIABLES else set()
     for value in [*plan.runtime.env.values(), *plan.runtime.headers.values()]:
         names.update(_VAR.findall(value))
     return {name: os.environ[name] for name in sorted(names) if name in os.environ}

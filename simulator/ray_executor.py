@@ -142,7 +142,7 @@ class RayExecutor:
                 ray.shutdown()
                 self.started_ray = False
 
-    def spec(self, user, share: int, budget: str, rates: str | None) -> WorkerSpec:
+    def spec(self, user, workers: int, budget: str, rates: str | None) -> WorkerSpec:
         """What a worker needs to run the plan as this process would."""
         plan = self.plan
         project = plan.project
@@ -151,7 +151,7 @@ class RayExecutor:
             project = project.model_copy(update={"run": project.run.model_copy(update={"user_output": user.output})})
         if project.user.concurrency is not None:
             # A server's slots are the cluster's, not each worker's.
-            slots = max(1, project.user.concurrency // share)
+            slots = max(1, project.user.concurrency // workers)
             project = project.model_copy(update={"user": project.user.model_copy(update={"concurrency": slots})})
         runtime = plan.runtime
         if runtime.transport == "python" and runtime.target.partition(":")[0].endswith(".py"):

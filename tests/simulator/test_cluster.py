@@ -51,7 +51,8 @@ def test_the_cluster_window_counts_what_the_driver_booked_before_the_workers_sta
     now = time.monotonic()
     rates = Rates({"openai:m": (2, None)}, {"openai:m": [(now, 10), (now, 10)]})
     # Two calls booked just now fill the minute: the next waits for the first of them to leave it.
-    assert 59 < rates.book("openai:m", 10) <= 60
+    (wait,) = rates.book("openai:m", [10])
+    assert 59 < wait <= 60
 
 
 class Handle:
