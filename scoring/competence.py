@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from scoring.store import Store
+from scoring.store import WORST_CASE_CALLS, Store
 
 DEFAULT_THRESHOLD = 0.8
 EXAMPLES_PER_KIND = 2
@@ -46,12 +46,12 @@ def measure(store: Store, run_id: str, backend: str, threshold: float = DEFAULT_
             examples.append({"conversation": cid, "kind": kind, "detail": detail, "message": (message or "")[:300]})
     costs = [{"goal": goal, "calls": calls, "input_tokens": int(uncached or 0), "cached_input_tokens": int(cached),
               "cache_write_tokens": int(written), "output_tokens": int(out or 0), "unpriced_usd": str(unpriced or 0)}
-             for goal, calls, uncached, cached, written, out, unpriced in con.execute("""
+             for goal, calls, uncached, cached, written, out, unpriced in con.execute(f"""
         SELECT any_value(c.goal), count(*),
-               sum(input_tokens) FILTER (WHERE cache_status NOT IN ('no_usage', 'unreadable')),
+               sum(input_tokens) FILTER (WHERE cache_status NOT IN {WORST_CASE_CALLS}),
                sum(cached_input_tokens), sum(cache_write_tokens),
-               sum(output_tokens) FILTER (WHERE cache_status NOT IN ('no_usage', 'unreadable')),
-               sum(m.cost_usd) FILTER (WHERE cache_status IN ('no_usage', 'unreadable'))
+               sum(output_tokens) FILTER (WHERE cache_status NOT IN {WORST_CASE_CALLS}),
+               sum(m.cost_usd) FILTER (WHERE cache_status IN {WORST_CASE_CALLS})
         FROM model_calls m JOIN conversations c USING (run_id, conversation_id)
         WHERE m.run_id = ? GROUP BY m.conversation_id""", [run_id]).fetchall()]
     goals = {goal: {"played": played, "reached": n, "turns": None if turns is None else round(turns, 2)}

@@ -8,7 +8,8 @@ workers on other machines), and the simulator, which depends on it, raises the s
      │    └── BudgetSyntaxError  a --budget value that is not an amount of US dollars
      ├── RuntimeUnavailable      the runtime cannot be started or does not speak protocol 1
      ├── UserModelUnavailable    the user model's server answers no output form (or not at all)
-     └── StoreError              the DuckDB file cannot be used (wrong schema version, no such run)
+     ├── StoreError              the DuckDB file cannot be used (wrong schema version, no such run)
+     └── ClusterLost             the Ray cluster a run was on went away: the run is interrupted
 
 Failures *during* a run are not exceptions that escape: they are recorded as the conversation's
 end reason, with their evidence, and the run goes on. These carry them to the conversation loop:
@@ -51,6 +52,11 @@ class StoreError(SimrunError):
 
 class UserModelUnavailable(SimrunError):
     pass
+
+
+class ClusterLost(SimrunError):
+    """The Ray cluster cannot go on (every worker died, or the budget actor is gone): the run
+    stops as interrupted, with what finished stored, and the same command finishes it later."""
 
 
 class RuntimeFault(Exception):

@@ -27,6 +27,7 @@ SENSITIVE_HEADER = re.compile(r"auth|cookie|token|key|secret|passw|session|crede
 
 _lock = threading.Lock()
 _known: set[str] = set()
+_values: list[str] = []      # as registered: what another process must register to know the same
 _pattern: re.Pattern[str] | None = None
 
 
@@ -42,6 +43,7 @@ def register(value: str | None) -> None:
     with _lock:
         if forms <= _known:
             return
+        _values.append(value)
         _known.update(forms)
         # Longest first, so that a secret is cut whole before a part of it is.
         _pattern = re.compile("|".join(re.escape(f) for f in sorted(_known, key=len, reverse=True)))
@@ -52,7 +54,15 @@ def forget_all() -> None:
     global _pattern
     with _lock:
         _known.clear()
+        _values.clear()
         _pattern = None
+
+
+def registered() -> list[str]:
+    """Every secret registered in this process, as it was registered: a Ray worker is given them,
+    so that it cuts out of what it says the same secrets this process would."""
+    with _lock:
+        return list(_values)
 
 
 def active() -> bool:

@@ -30,6 +30,9 @@ from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from scoring.errors import StoreError
 
 DEFAULT_DB = "simrun.duckdb"
+# Calls charged at their worst case, their usage unknown: a server that reports none, an answer
+# that could not be read, a call its worker died holding (a Ray worker; it may have been billed).
+WORST_CASE_CALLS = ("no_usage", "unreadable", "lost")
 USER_CHECK_JSON = ("simulator_errors", "goals", "conversation_costs", "examples")
 
 
@@ -250,15 +253,15 @@ class Store:
         """Every stored conversation of `backend` with its goal, calls and tokens: the history
         `simrun plan` estimates a model user's conversations from. Calls whose usage is unknown
         are summed apart (`unpriced_usd`), at what they were charged."""
-        cur = self.con.execute("""
+        cur = self.con.execute(f"""
             SELECT c.goal, count(m.turn) AS calls,
-                   coalesce(sum(m.input_tokens) FILTER (WHERE m.cache_status NOT IN ('no_usage', 'unreadable')), 0)
+                   coalesce(sum(m.input_tokens) FILTER (WHERE m.cache_status NOT IN {WORST_CASE_CALLS}), 0)
                        AS input_tokens,
                    coalesce(sum(m.cached_input_tokens), 0) AS cached_input_tokens,
                    coalesce(sum(m.cache_write_tokens), 0) AS cache_write_tokens,
-                   coalesce(sum(m.output_tokens) FILTER (WHERE m.cache_status NOT IN ('no_usage', 'unreadable')), 0)
+                   coalesce(sum(m.output_tokens) FILTER (WHERE m.cache_status NOT IN {WORST_CASE_CALLS}), 0)
                        AS output_tokens,
-                   coalesce(sum(m.cost_usd) FILTER (WHERE m.cache_status IN ('no_usage', 'unreadable')), 0)
+                   coalesce(sum(m.cost_usd) FILTER (WHERE m.cache_status IN {WORST_CASE_CALLS}), 0)
                        AS unpriced_usd
             FROM conversations c JOIN runs r USING (run_id)
                  JOIN model_calls m ON m.run_id = c.run_id AND m.conversation_id = c.conversation_id

@@ -19,14 +19,15 @@ import typer
 from scoring.report import build_report
 from scoring.store import Store
 from simulator import __version__, eventloop
-from simulator.cli_common import (BUDGETS, CONFIG, DB, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
-                                  URL, err_line, fail, out, print_summary, runtime_flags, say)
-from scoring.errors import ConfigError, SimrunError
+from simulator.cli_common import (BUDGETS, CONFIG, DB, EXECUTOR, GOALS, HEADER, PERSONAS, RAY_ADDRESS, RAY_WORKERS,
+                                  RUNTIME_COMMAND, TIMEOUT, TRANSPORT, URL, err_line, fail, out, print_summary,
+                                  runtime_flags, say)
+from scoring.errors import ClusterLost, ConfigError, SimrunError
 from simulator.ledger import Ledger
 from simulator.money import usd
 from simulator.plan import estimate
 from simulator.progress import RunProgress
-from simulator.project import execute, load_plan, parse_shard, project_db, runtime_for
+from simulator.project import execute, executor_for, load_plan, parse_shard, project_db, runtime_for
 from simulator.runner import in_shard, matrix
 from simulator.users.model import ReplayCache
 
@@ -65,6 +66,9 @@ def run_command(
     label: Optional[list[str]] = typer.Option(None, "--label", help="A name the run carries (a release, a branch), "
                                               "shown in `simrun runs`, its report and the dashboard; repeat for "
                                               "several. Replaces run.labels of simrun.toml."),
+    executor: Optional[str] = EXECUTOR,
+    ray_address: Optional[str] = RAY_ADDRESS,
+    ray_workers: Optional[int] = RAY_WORKERS,
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
     """Run the persona x goal matrix, store it, print the rates and write the report.
@@ -95,15 +99,21 @@ def run_command(
                                                                       timeout, header),
                          check_user=not replay_only, labels=label)
         cache = ReplayCache(recorded["answers"], only=replay_only, output=recorded["user_output"]) if recorded else None
-        _run_and_report(plan, cache, shard=parse_shard(shard), resume=not fresh)
+        _run_and_report(plan, cache, shard=parse_shard(shard), resume=not fresh,
+                        executor=executor_for(plan, executor, address=ray_address, workers=ray_workers))
     except SimrunError as exc:
         fail(exc)
 
 
-def _run_and_report(plan, cache=None, *, shard=None, resume: bool | str = True) -> None:
+def _run_and_report(plan, cache=None, *, shard=None, resume: bool | str = True, executor=None) -> None:
     """Run a plan, print its summary and report, and exit with the run's status."""
     try:
-        result, code, path, estimated = eventloop.run(_run(plan, runtime_for(plan), cache, shard, resume))
+        result, code, path, estimated = eventloop.run(_run(plan, runtime_for(plan), cache, shard, resume, executor))
+    except ClusterLost as exc:
+        err_line(f"error: {exc}; the conversations that finished are stored, and run {_interrupted_run(plan)} is "
+                 "marked interrupted: start the cluster again (or leave --ray-address out), then run the same "
+                 "command (or `simrun resume`) to finish it")
+        raise typer.Exit(2)
     except SimrunError as exc:
         fail(exc)
     except KeyboardInterrupt:
@@ -133,7 +143,9 @@ def _interrupted_run(plan) -> str:
 def resume(run: str = typer.Argument("latest", help="The run to finish (default: the newest unfinished one)."),
            config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS, db: Optional[str] = DB,
            budget: Optional[str] = typer.Option(None, "--budget", help="A new budget for the whole run "
-                                                "(what it spent already counts against it).")) -> None:
+                                                "(what it spent already counts against it)."),
+           executor: Optional[str] = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS,
+           ray_workers: Optional[int] = RAY_WORKERS) -> None:
     """Finish a run that was killed, interrupted or stopped by its budget: every conversation it
     stored is kept once, the rest are run, and its spend carries over."""
     try:
@@ -151,9 +163,10 @@ def resume(run: str = typer.Argument("latest", help="The run to finish (default:
             raise ConfigError(f"the personas and goals changed since run {earlier['run_id']} (dataset "
                               f"{earlier['dataset_hash']}, now {plan.dataset.hash}); it cannot be finished as "
                               "the same run", field="RUN")
+        chosen = executor_for(plan, executor, address=ray_address, workers=ray_workers)
     except SimrunError as exc:
         fail(exc)
-    _run_and_report(plan, shard=shard, resume=earlier["run_id"])
+    _run_and_report(plan, shard=shard, resume=earlier["run_id"], executor=chosen)
 
 
 def _replayed(run: str, db: Optional[str], config: Optional[str]) -> dict:
@@ -166,9 +179,12 @@ def _replayed(run: str, db: Optional[str], config: Optional[str]) -> dict:
     return recorded
 
 
-async def _run(plan, runtime, replay=None, shard=None, resume=True):
+async def _run(plan, runtime, replay=None, shard=None, resume=True, executor=None):
     try:
         await runtime.health()
+        if executor is not None:
+            # Before anything is spent: a cluster that cannot be reached is bad input, one line.
+            say(f"executor: {executor.connect()}")
     except BaseException:
         await runtime.aclose()
         raise
@@ -182,7 +198,8 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True):
         total = sum(1 for cell in matrix(plan.dataset, plan.repetitions, plan.seed) if in_shard(cell.id, shard))
         out.print(f"shard {shard[0]}/{shard[1]}: {total} of the {plan.conversations} conversations", highlight=False)
     ledger = Ledger(plan.budget)
-    with Store(plan.db) as store, RunProgress(out, total, plan.budget, ledger) as progress:
+    workers = (lambda: executor.alive) if executor is not None else None
+    with Store(plan.db) as store, RunProgress(out, total, plan.budget, ledger, workers=workers) as progress:
         if plan.user != "scripted" and replay is None:
             # What `simrun plan` would have said, to compare with the spend afterwards.
             (estimated,) = await estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
@@ -191,8 +208,7 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True):
             out.print(f"plan: {estimated.range_text} for this matrix (p50–p90; {estimated.basis})",
                       highlight=False, soft_wrap=True)
         result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume, ledger=ledger,
-                               on_conversation=progress,
-                               on_user_ready=say)
+                               on_conversation=progress, on_user_ready=say, executor=executor)
         if result.resumed is not None:
             out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
                       f"{result.conversations - result.resumed} more now", highlight=False)

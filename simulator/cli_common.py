@@ -87,6 +87,11 @@ RUNTIME_COMMAND = typer.Option(None, "--runtime-command", help="http or stdio: t
 TIMEOUT = typer.Option(None, "--timeout", help="Seconds one runtime request may take.")
 HEADER = typer.Option(None, "--header", help="http: NAME=VALUE request header; ${VAR} is read from the environment.")
 GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
+EXECUTOR = typer.Option(None, "--executor", help="in-process (default), or ray: the conversations on the "
+                        "workers of a Ray cluster (pip install 'simrun[ray]').")
+RAY_ADDRESS = typer.Option(None, "--ray-address", help="ray: the cluster to join (default auto: the one running "
+                           "on this machine, else a new one on its cores).")
+RAY_WORKERS = typer.Option(None, "--ray-workers", help="ray: workers to start (default: one per CPU of the cluster).")
 
 
 

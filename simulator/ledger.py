@@ -8,6 +8,10 @@ makes no paid call: its runs spend exactly $0.
 Every settled call leaves its record here until the runner stores it (`take_records`), whatever
 becomes of the conversation that made it: a conversation cut off by Ctrl-C, SIGTERM or the
 budget still has its calls stored, so a run's spend is always the sum of its stored calls.
+
+On a Ray cluster the one ledger of the run lives in an actor (`simulator/cluster.py`): workers
+hold and settle through it, and the runner's ledger `follow`s it, for the records to store and
+the figures the progress line shows.
 """
 
 from __future__ import annotations
@@ -49,6 +53,12 @@ class Ledger:
             self.in_flight += 1
             return Reservation(worst_case)
 
+    async def hold(self, worst_case: Decimal, call: dict | None = None) -> Reservation | None:
+        """`reserve`, as the model user asks for it: awaited, since a cluster's ledger answers
+        over the network. `call` names the call (conversation, turn, backend, model, request
+        hash) to a ledger that must record it if its worker dies holding it; this one never has to."""
+        return self.reserve(worst_case)
+
     def release(self, reservation: Reservation) -> None:
         """A call that failed costs nothing: give its reservation back."""
         with self._lock:
@@ -76,6 +86,20 @@ class Ledger:
         """A call that cost nothing (answered from the replay cache): stored all the same."""
         with self._lock:
             self._records.append(record)
+
+    FIGURES = ("spent", "reserved", "calls", "exhausted", "overruns", "in_flight")
+
+    def figures(self) -> dict:
+        with self._lock:
+            return {name: getattr(self, name) for name in self.FIGURES}
+
+    def follow(self, figures: dict, records: list[dict]) -> None:
+        """Mirror a ledger kept elsewhere (the cluster's): its figures, and the records of the
+        calls it settled since the last time, for the runner to store."""
+        with self._lock:
+            for name in self.FIGURES:
+                setattr(self, name, figures[name])
+            self._records.extend(records)
 
     def take_records(self) -> list[dict]:
         """The records of calls settled since the last take, for the store."""

@@ -67,9 +67,14 @@ class RateLimiter:
     def tpm(self) -> int | None:
         return self.window.tpm
 
-    async def acquire(self, tokens: int) -> None:
+    async def booking(self, tokens: int) -> float:
+        """Book a call of `tokens`; how long it must wait for its moment (a cluster's workers book
+        in one window: `simulator.cluster.RemoteLimiter`)."""
         now = self.clock()
-        wait = self.window.book(tokens, now) - now
+        return self.window.book(tokens, now) - now
+
+    async def acquire(self, tokens: int) -> None:
+        wait = await self.booking(tokens)
         if wait > 0:
             self.waited_s += wait
             await self.sleep(wait)

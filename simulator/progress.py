@@ -1,10 +1,10 @@
 """Live progress of a run: a rich progress bar on a terminal, plain periodic lines elsewhere (CI).
 
-It shows conversations done, the spend and the budget left, the goal-reached share and how many
-conversations raised a progress finding or broke a guarantee so far. Outside a terminal a
-heartbeat prints a line every PLAIN_EVERY_S even when no conversation has finished (a model
-user's conversation can take minutes): with the run's ledger, it names the calls in flight and
-counts the money held for them in the spend.
+It shows conversations done (on a cluster, across its workers, with how many are alive), the spend
+and the budget left, the goal-reached share and how many conversations raised a progress finding
+or broke a guarantee so far. Outside a terminal a heartbeat prints a line every PLAIN_EVERY_S
+even when no conversation has finished (a model user's conversation can take minutes): with the
+run's ledger, it names the calls in flight and counts the money held for them in the spend.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from decimal import Decimal
 
 from rich.console import Console
@@ -24,8 +25,12 @@ PLAIN_EVERY_S = 10.0
 
 
 class RunProgress:
-    def __init__(self, console: Console, total: int, budget: Decimal, ledger: Ledger | None = None) -> None:
+    """`workers`, on a cluster: how many of its workers are alive now (simulator/ray_executor.py)."""
+
+    def __init__(self, console: Console, total: int, budget: Decimal, ledger: Ledger | None = None,
+                 workers: Callable[[], int] | None = None) -> None:
         self.console, self.total, self.budget, self.ledger = console, total, budget, ledger
+        self.workers = workers
         self.done = self.reached = self.findings = self.broken = 0
         self.spent = Decimal(0)
         self.started = self.last_line = time.monotonic()
@@ -64,6 +69,9 @@ class RunProgress:
     def status(self) -> str:
         share = f"{self.reached / self.done:.0%}" if self.done else "–"
         text = f"goal reached {share} · with a progress finding {self.findings} · guarantees broken in {self.broken}"
+        if self.workers is not None:
+            alive = self.workers()
+            text += f" · {alive} worker{'' if alive == 1 else 's'} alive"
         if self.ledger is None:
             return text + f" · spent ${self.spent:.4f}, ${self.budget - self.spent:.4f} left"
         led = self.ledger

@@ -160,6 +160,20 @@ def expand(value: str, where: str) -> str:
     return _VAR.sub(one, value)
 
 
+def environment_of(plan: Plan) -> dict[str, str]:
+    """The environment variables running `plan` reads, with their values here: what a process on
+    another machine (a Ray worker) is given, to run the plan as this one would: the user model's
+    API key and base URL (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, as the SDKs read them), and the
+    `${VAR}`s of the runtime's headers and environment."""
+    from simulator.users.providers import KEY_VARIABLES
+
+    kind = plan.user.split(":", 1)[0]
+    names = {KEY_VARIABLES[kind], f"{kind.upper()}_BASE_URL"} if kind in KEY_VARIABLES else set()
+    for value in [*plan.runtime.env.values(), *plan.runtime.headers.values()]:
+        names.update(_VAR.findall(value))
+    return {name: os.environ[name] for name in sorted(names) if name in os.environ}
+
+
 def command_list(command: list[str] | str | None) -> list[str] | None:
     return shlex.split(command) if isinstance(command, str) else command
 
@@ -193,24 +207,50 @@ def runtime_for(plan: Plan):
                         max_result_bytes=rt.max_result_bytes)
 
 
-def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None) -> UserBackend:
+def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None, limiter=None) -> UserBackend:
     run = plan.project.run
     options = {"base_url": run.user_base_url} if run.user_base_url else {}
     return make_user(plan.user, budgets=plan.budgets, ledger=ledger, replay=replay, settings=plan.project.user,
-                     output=run.user_output, **options)
+                     output=run.user_output, limiter=limiter, **options)
 
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None, replay=None,
                   ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool | str = True,
-                  on_conversation=None, on_user_ready=None) -> RunResult:
-    """Run the plan. One ledger holds the budget for the user backend and the runner alike."""
+                  on_conversation=None, on_user_ready=None, executor=None) -> RunResult:
+    """Run the plan. One ledger holds the budget for the user backend and the runner alike.
+    `executor` runs the conversations (default: in this process; `executor_for`)."""
     ledger = ledger or Ledger(plan.budget)
     git = await asyncio.to_thread(git_state, Path.cwd())    # the folder simrun runs in
     return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
                             store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
                             concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
                             resume=resume if replay is None else False, on_conversation=on_conversation,
-                            on_user_ready=on_user_ready, labels=plan.labels, git=git)
+                            on_user_ready=on_user_ready, labels=plan.labels, git=git,
+                            executor=executor)
+
+
+EXECUTORS = ("in-process", "ray")
+
+
+def executor_for(plan: Plan, name: str | None = None, *, address: str | None = None, workers: int | None = None):
+    """The executor `--executor` names: None for in-process (the default), or a Ray executor,
+    which needs the optional extra; without it, one line says what to install."""
+    if name in (None, "in-process"):
+        for flag, value in (("--ray-address", address), ("--ray-workers", workers)):
+            if value is not None:
+                raise ConfigError("is for the Ray executor; add --executor ray", field=flag)
+        return None
+    if name != "ray":
+        raise ConfigError(f"unknown executor {name!r}; use {' or '.join(EXECUTORS)}", field="--executor")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"must be at least 1, got {workers}", field="--ray-workers")
+    try:
+        from simulator.ray_executor import RayExecutor
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != "ray":
+            raise
+        raise ConfigError("Ray is not installed; pip install 'simrun[ray]'", field="--executor") from None
+    return RayExecutor(plan, address=address or "auto", workers=workers)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

@@ -1,8 +1,10 @@
 """The runner: the persona x goal x repetition matrix, run with bounded concurrency.
 
-Workers pull cells from one iterator (memory does not grow with the matrix), and one writer
-thread stores finished conversations a batch per transaction. The run row is written only after
-every input has been validated: bad input never leaves a run behind.
+An executor turns cells into conversations: by default on this event loop (`InProcess`), or on
+the workers of a Ray cluster (`simulator/ray_executor.py`). Either pulls cells from one iterator
+(memory does not grow with the matrix); the runner owns the rest, the same for both: the run row,
+resume, and one writer thread that stores finished conversations a batch per transaction. The
+run row is written only after every input has been validated: bad input never leaves a run behind.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import contextlib
 import gc
 import time
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Protocol
 
 from scoring.run_ids import new_run_id
 from scoring.scorer import SCORER_VERSION
@@ -31,7 +34,7 @@ from simulator.ledger import Ledger
 from simulator.users.base import UserBackend
 
 
-BATCH = 50          # conversations written per transaction
+BATCH = 200         # conversations written per transaction (at 50, each cost a third more to write)
 FLUSH_S = 1.0       # ...or at least this often, so that a killed run loses at most a second
 MAX_PENDING_WRITES = 2   # batches handed to the writer thread before conversations wait for it
 
@@ -83,6 +86,32 @@ def run_key(dataset: Dataset, config: dict | None, **identity) -> str:
                           ).hexdigest()[:16]
 
 
+Finish = Callable[[Conversation], Awaitable[None]]
+
+
+class Executor(Protocol):
+    """How a run's cells become conversations. `run` takes cells from `cells` until it is empty,
+    or until the ledger is exhausted or the user model stopped, and awaits `finish` with each
+    conversation (which stores it, and may wait for the writer: that is the back-pressure)."""
+
+    async def run(self, cells: Iterator[Cell], finish: Finish, *, user: UserBackend, runtime: RuntimeAdapter,
+                  ledger: Ledger, concurrency: int) -> None: ...
+
+
+class InProcess:
+    """`concurrency` conversations at once on this event loop: the default executor."""
+
+    async def run(self, cells: Iterator[Cell], finish: Finish, *, user: UserBackend, runtime: RuntimeAdapter,
+                  ledger: Ledger, concurrency: int) -> None:
+        async def worker() -> None:
+            for cell in cells:
+                if ledger.exhausted or getattr(user, "stopped", None):
+                    return
+                await finish(await converse(cell, user, runtime))
+
+        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+
+
 @dataclass(frozen=True)
 class RunResult:
     run_id: str
@@ -102,7 +131,8 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                      shard: tuple[int, int] | None = None, resume: bool | str = True,
                      on_conversation: Callable[[Conversation], None] | None = None,
                      on_user_ready: Callable[[str], None] | None = None,
-                     labels: tuple[str, ...] = (), git: GitState | None = None) -> RunResult:
+                     labels: tuple[str, ...] = (), git: GitState | None = None,
+                     executor: Executor | None = None) -> RunResult:
     """Run every cell once (or until the budget is spent), store it, and return the run's spend.
 
     `resume`: True finishes the unfinished run of this configuration, if there is one; a run id
@@ -121,6 +151,9 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     commit and branch. A resumed run keeps what it recorded; one whose runtime now reports
     another version is not resumed but started anew (a run measures one version), or refused
     when it was named.
+
+    `executor` runs the conversations (default: `InProcess`, on this event loop); whichever runs
+    them, this process stores them.
     """
     key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
                   runtime=runtime.identity, shard=shard)
@@ -220,22 +253,18 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
             if time.monotonic() - flushed >= FLUSH_S:
                 await flush()
 
-    async def worker() -> None:
+    async def finish(conversation: Conversation) -> None:
         nonlocal done
-        for cell in cells:
-            if ledger.exhausted or getattr(user, "stopped", None):
-                return
-            conversation = await converse(cell, user, runtime)
-            # Its calls are the ledger's to store (they may have been already).
-            batch.append(Finished(cell.id, conversation.transcript, conversation.scorecard, conversation.started_at,
-                                  conversation.duration_s, conversation.cost_usd))
-            done += 1
-            if on_conversation is not None:
-                on_conversation(conversation)
-            # A batch per transaction: a transaction per conversation would cost more than the
-            # conversation.
-            if len(batch) >= BATCH or time.monotonic() - flushed > FLUSH_S:
-                await flush()
+        # Its calls are the ledger's to store (they may have been already).
+        batch.append(Finished(conversation.cell.id, conversation.transcript, conversation.scorecard,
+                              conversation.started_at, conversation.duration_s, conversation.cost_usd))
+        done += 1
+        if on_conversation is not None:
+            on_conversation(conversation)
+        # A batch per transaction: a transaction per conversation would cost more than the
+        # conversation.
+        if len(batch) >= BATCH or time.monotonic() - flushed > FLUSH_S:
+            await flush()
 
     # Each step of the way out runs even if one before it fails (the stack unwinds in reverse).
     async with contextlib.AsyncExitStack() as leaving:
@@ -248,7 +277,8 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         leaving.callback(drain)
         flusher = asyncio.ensure_future(flush_calls())
         leaving.callback(flusher.cancel)
-        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+        await (executor or InProcess()).run(cells, finish, user=user, runtime=runtime, ledger=ledger,
+                                             concurrency=concurrency)
         flusher.cancel()
         drain()   # before the status: a failed write leaves the run unfinished
         # A run the budget stopped is unfinished: run it again with more budget to finish it.

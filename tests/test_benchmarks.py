@@ -22,6 +22,8 @@ SMALL = {
                       r"\n\s+4\s+\d+\s+[\d,]+\s+[\d,]+\s+[\d.]+%"),
     "prompt_caching.py": (["--repetitions", "1"], r"\d+%"),
     "real_model.py": (["--fake"], r"ledger: runs.spent \$[\d.]+; sum of \d+ stored calls \$[\d.]+; equal"),
+    "ray_scaling.py": (["--rounds", "1", "--repetitions", "1", "--in-flight", "4", "--waves", "1"],
+                       r"harness ratio, Ray / in-process \(medians\): [\d.]+x(.|\n)+in-process [\d.]+%, Ray [\d.]+%"),
 }
 
 

@@ -242,3 +242,25 @@ def test_a_started_runtime_runs_in_the_folder_of_simrun_toml_whatever_the_shells
     launcher.write_text(f"#!/bin/sh\nexec {sys.executable} desk.py \"$@\"\n")
     result = CliRunner().invoke(app, ["validate", "--config", str(toml)])
     assert result.exit_code == 0, result.output
+
+
+def test_the_ray_executor_without_its_extra_is_one_line_saying_what_to_install(project):
+    """Ray is an optional extra: without it, `--executor ray` stops before anything runs or is
+    written, with the pip command to run (the import is made to fail, as on a machine without it)."""
+    code = ("import sys; sys.modules['ray'] = None; sys.argv = ['simrun', '--user', 'scripted', '--executor', 'ray']; "
+            "from simulator.cli import main; main()")
+    result = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == ["error: --executor: Ray is not installed; pip install 'simrun[ray]'"]
+    assert not (project / "simrun.duckdb").exists()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--ray-address", "auto"], "--ray-address: is for the Ray executor; add --executor ray"),
+    (["--ray-workers", "2"], "--ray-workers: is for the Ray executor; add --executor ray"),
+    (["--executor", "threads"], "--executor: unknown executor 'threads'; use in-process or ray"),
+])
+def test_executor_flags_are_checked_before_anything_runs(cli, project, args, says):
+    result = cli(*args)
+    assert result.exit_code == 2 and result.output.strip() == f"error: {says}"
+    assert run_rows(project) == 0

@@ -37,10 +37,11 @@ class UserBackend(Protocol):
 
 
 def make_user(spec: str, *, budgets=None, ledger=None, replay=None, settings=None, output: str = "auto",
-              **options) -> UserBackend:
+              limiter=None, **options) -> UserBackend:
     """The backend for `spec`. A model backend fails here, before anything runs, if its API key
     or its price is missing. `settings` is simrun.toml's [user] section; `output` its
-    run.user_output."""
+    run.user_output. `limiter` keeps the spec's [limits] (default: a window of this process's own;
+    a cluster's workers share one)."""
     if spec == "scripted":
         from simulator.users.scripted import ScriptedUser
 
@@ -61,7 +62,8 @@ def make_user(spec: str, *, budgets=None, ledger=None, replay=None, settings=Non
                                 temperature=settings.temperature, output=output, **options)
         per_conversation = budgets.budget.per_conversation
         limit = budgets.limits.get(spec)
-        limiter = RateLimiter(limit.requests_per_minute, limit.tokens_per_minute) if limit else None
+        if limiter is None and limit is not None:
+            limiter = RateLimiter(limit.requests_per_minute, limit.tokens_per_minute)
         return ModelUser(spec, provider, price, ledger or Ledger(Decimal(0)), replay=replay, limiter=limiter,
                          max_tokens=settings.max_tokens, concurrency=settings.concurrency, output=output,
                          per_conversation=parse_usd(per_conversation, where="budget.per_conversation")

@@ -150,7 +150,9 @@ class ModelUser:
         worst = worst_case(self.price, len(body.encode()), max_tokens)
         if self.per_conversation is not None and tab.spent + worst > self.per_conversation:
             raise BudgetCut(f"this conversation's budget ({self.per_conversation} USD) cannot cover its next call")
-        held = self._hold(worst)
+        call = {"conversation_id": tab.conversation_id, "turn": index, "backend": self.name,
+                "model": request.get("model"), "request_hash": key}
+        held = await self._hold(worst, call)
         started = time.perf_counter()
 
         async def attempt() -> Completion:
@@ -167,7 +169,7 @@ class ModelUser:
                 self._settle(tab, held, worst, self._record(tab, index, key, request, None, None, Usage(0, 0, 0, 0),
                                                             worst, started, "unreadable"))
                 held = None
-                held, started = self._hold(worst), time.perf_counter()
+                held, started = await self._hold(worst, call), time.perf_counter()
                 raise
 
         try:
@@ -193,8 +195,8 @@ class ModelUser:
                                                     completion.usage, price, started, completion.cache_status))
         return completion
 
-    def _hold(self, worst: Decimal):
-        held = self.ledger.reserve(worst)
+    async def _hold(self, worst: Decimal, call: dict[str, Any]):
+        held = await self.ledger.hold(worst, call)
         if held is None:
             raise BudgetCut(f"what is left of the run's budget ({self.ledger.remaining:.6f} USD) cannot "
                             f"cover the next call's worst case ({worst:.6f} USD)")

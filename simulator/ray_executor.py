@@ -1,0 +1,421 @@
+"""The Ray executor (`simrun --executor ray`): a run's conversations on the workers of a Ray
+cluster, with one budget, one rate limit and one store for all of them.
+
+This process is the driver. It plans the matrix and stores every conversation, as in-process
+(`simulator/runner.py`); only the conversations run elsewhere. It hands cells to the workers
+(`simulator/ray_worker.py`) in chunks, and a worker gets its next chunk when it returns one, so
+a fast worker takes more; at most `DEPTH` chunks are out per worker, so the
+conversations in flight and in transit are bounded whatever the matrix's size. The budget and
+the rate limits live in two actors on this node (`simulator/cluster.py`); the runner's ledger
+follows the budget's, so the progress line, the records stored and the run's spend are the
+cluster's.
+
+Faults. A worker that dies (killed, out of memory, its node gone) loses nothing: the driver
+counts what its conversations held as spent (those calls may have been billed), gives their
+cells back to be run again, and Ray restarts the worker (up to `MAX_RESTARTS` times), which
+starts its runtime again. Nothing a dead worker ran is stored, so each conversation is stored
+once. When no worker is left, or the cluster's budget actor is gone, the run ends as
+interrupted, and running the same command again finishes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import ActorUnavailableError, ObjectLostError, OwnerDiedError, RayActorError, RayTaskError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from scoring import secrets
+from scoring.errors import ClusterLost, ConfigError, SimrunError
+from simulator.cluster import Budget, Rates
+from simulator.conversation import Cell, Conversation
+from simulator.ledger import Ledger
+from simulator.project import Plan, environment_of
+from simulator.ray_worker import Chunk, Worker, WorkerSpec
+from simulator.runner import Finish
+
+DEPTH = 3              # chunks out per worker: one running, two ready for the slots that free up
+MAX_CHUNK = 32         # cells per chunk at most: what a dead worker's chunk makes run again
+MAX_RESTARTS = 3       # Ray restarts a dead worker this many times before it is given up
+START_S = 120.0        # a worker that cannot start (or start again) in this long is given up
+SYNC_S = 0.25          # how often the runner's ledger follows the cluster's
+STOP_S = 10.0          # on the way out: how long workers get to stop their runtimes
+CONNECT_S = 5.0        # how long a cluster's address has to answer
+RETRY_S = 0.5          # how often a restarting worker is asked whether it is back
+
+DIED = (RayActorError, ActorUnavailableError, ObjectLostError, OwnerDiedError)
+
+
+def connect(address: str = "auto") -> str:
+    """Join the Ray cluster at `address`; with "auto", the one running on this machine if there
+    is one, else a new one on this machine's cores. Returns what was done, in words."""
+    if ray.is_initialized():
+        return f"Ray already running in this process ({_cpus()} CPUs)"
+    # Workers' own output stays in the cluster's logs; a worker's failure reaches the driver as
+    # an exception. Ray's notices (token authentication, and the like) are not this run's news.
+    quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
+    found = _cluster_at(address)
+    if found is not None:
+        try:
+            # "auto" as such: Ray then also takes up the token of a cluster found on this machine.
+            ray.init(address="auto" if address == "auto" else found, **quiet)
+        except ConnectionError as exc:
+            raise ConfigError(f"the Ray cluster at {found} did not let this process join ({_first_line(exc)}); "
+                              "a cluster with token authentication (Ray's default) needs RAY_AUTH_MODE=token, and "
+                              "its token in RAY_AUTH_TOKEN or ~/.ray/auth_token", field="--ray-address") from None
+        return f"joined the Ray cluster at {found} ({_cpus()} CPUs)"
+    # Ray starts its workers at nice 15, to yield to whatever else the machine runs; here the
+    # workers are the run itself, and the driver (at the caller's priority) only stores.
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, **quiet)
+    return f"started a local Ray cluster on this machine's {_cpus()} cores"
+
+
+def _cluster_at(address: str) -> str | None:
+    """The host:port of the cluster to join; None to start one here ("auto", and none running).
+    Ray waits forever for a cluster that does not answer, so it is asked here first, briefly."""
+    if address.startswith("ray://"):
+        raise ConfigError("Ray Client addresses (ray://) are not supported: the driver writes the database "
+                          "and holds the budget, so run simrun on a node of the cluster (`ray start "
+                          "--address HEAD:6379` on this machine, then --ray-address auto)", field="--ray-address")
+    automatic = address == "auto"
+    if automatic:
+        try:
+            from ray._private.services import canonicalize_bootstrap_address_or_die
+
+            address = canonicalize_bootstrap_address_or_die("auto")
+        except ConnectionError:
+            return None                   # none running on this machine
+        except Exception:                 # Ray's way of finding it changed: let Ray find it
+            return "auto"
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=CONNECT_S).close()
+    except (OSError, ValueError) as exc:
+        if automatic:
+            return None                   # the one last started here is gone
+        raise ConfigError(f"no Ray cluster answers at {address} ({exc}); start one with `ray start --head` "
+                          "and give its address (HOST:6379), or leave --ray-address out to run on this "
+                          "machine", field="--ray-address") from None
+    return address
+
+
+def _cpus() -> int:
+    return int(ray.cluster_resources().get("CPU", 0))
+
+
+class RayExecutor:
+    """Runs a plan's conversations on a Ray cluster's workers; `workers` (default: one per CPU
+    of the cluster) each keep `concurrency` conversations in flight."""
+
+    def __init__(self, plan: Plan, *, address: str = "auto", workers: int | None = None) -> None:
+        self.plan, self.address, self.workers = plan, address, workers
+        self.alive = 0            # workers up, for the progress line
+        self.pids: list[int] = []  # each worker's process id, as of its last start
+        self.started_ray = False
+
+    def connect(self) -> str:
+        """Join or start the cluster now, before anything is spent."""
+        self.started_ray = self.started_ray or not ray.is_initialized()
+        return connect(self.address)
+
+    async def run(self, cells: Iterator[Cell], finish: Finish, *, user, runtime, ledger: Ledger,
+                  concurrency: int) -> None:
+        if not ray.is_initialized():
+            self.connect()
+        try:
+            await _Dispatch(self, cells, finish, user, ledger, concurrency).run(runtime)
+        finally:
+            self.alive = 0
+            if self.started_ray:
+                ray.shutdown()
+                self.started_ray = False
+
+    def spec(self, user, workers: int, budget: str, rates: str | None) -> WorkerSpec:
+        """What a worker needs to run the plan as this process would."""
+        plan = self.plan
+        project = plan.project
+        if getattr(user, "output", None) is not None:
+            # Settled here once (a probe costs money): every worker asks in the same form.
+            project = project.model_copy(update={"run": project.run.model_copy(update={"user_output": user.output})})
+        if project.user.concurrency is not None:
+            # A server's slots are the cluster's, not each worker's.
+            slots = max(1, project.user.concurrency // workers)
+            project = project.model_copy(update={"user": project.user.model_copy(update={"concurrency": slots})})
+        runtime = plan.runtime
+        if runtime.transport == "python" and runtime.target.partition(":")[0].endswith(".py"):
+            path, _, name = runtime.target.partition(":")
+            runtime = runtime.model_copy(update={"target": f"{Path(path).resolve()}:{name}"})
+        if runtime.transport != "python" and runtime.cwd is None:
+            runtime = runtime.model_copy(update={"cwd": str(Path.cwd())})   # where a command runs in-process
+        return WorkerSpec(dataclasses.replace(plan, project=project, runtime=runtime), environment_of(plan),
+                          tuple(secrets.registered()), budget, rates)
+
+
+class _Dispatch:
+    """One run on the cluster: the shared actors, the workers, and the cells between them."""
+
+    def __init__(self, executor: RayExecutor, cells: Iterator[Cell], finish: Finish, user, ledger: Ledger,
+                 concurrency: int) -> None:
+        self.executor, self.cells, self.finish, self.user, self.ledger = executor, cells, finish, user, ledger
+        # A chunk fills the worker's slots: a call per chunk costs the driver a millisecond or
+        # more, a conversation of the scripted user a few.
+        self.chunk = max(1, min(MAX_CHUNK, concurrency))
+        self.given_back: collections.deque[Cell] = collections.deque()
+        self.out: dict[asyncio.Future, tuple[Any, list[Cell]]] = {}    # chunks out: (ref, cells)
+        self.changed = asyncio.Event()        # cells were given back, or a chunk came home
+        self.budget = self.rates = self.replay = None
+        self.handles: list[Any] = []
+
+    def stopping(self) -> bool:
+        return self.ledger.exhausted or bool(getattr(self.user, "stopped", None))
+
+    def take(self) -> list[Cell]:
+        chunk: list[Cell] = []
+        while len(chunk) < self.chunk and self.given_back:
+            chunk.append(self.given_back.popleft())
+        for cell in self.cells:
+            chunk.append(cell)
+            if len(chunk) >= self.chunk:
+                break
+        return chunk
+
+    async def run(self, runtime) -> None:
+        plan = self.executor.plan
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        run = uuid.uuid4().hex[:12]
+        names = {"budget": f"simrun-budget-{run}", "rates": None}
+        shared = {"num_cpus": 0, "scheduling_strategy": here, "max_restarts": 0}
+        self.budget = ray.remote(Budget).options(name=names["budget"], **shared).remote(
+            self.ledger.budget, self.ledger.figures())
+        limit = plan.budgets.limits.get(plan.user)
+        if limit is not None:
+            names["rates"] = f"simrun-rates-{run}"
+            local = getattr(getattr(self.user, "limiter", None), "window", None)
+            self.rates = ray.remote(Rates).options(name=names["rates"], **shared).remote(
+                {plan.user: (limit.requests_per_minute, limit.tokens_per_minute)},
+                {plan.user: list(local.booked)} if local is not None else None)
+        cpus = _cpus()
+        count = self.executor.workers or max(1, cpus)
+        spec = self.executor.spec(self.user, count, **names)
+        replay = getattr(self.user, "replay", None)
+        self.replay = ray.put(replay) if replay is not None else None
+        worker = ray.remote(Worker).options(num_cpus=min(1.0, cpus / count) if cpus else 0,
+                                            max_restarts=MAX_RESTARTS, max_task_retries=0)
+        self.handles = [worker.remote(spec) for _ in range(count)]
+        try:
+            await self._start_all()
+            # The driver's own runtime served the health check; the workers run their own.
+            await runtime.aclose()
+            follow = _quiet(asyncio.ensure_future(self._follow()))
+            feeders = _quiet(asyncio.gather(*(self._feed(h) for h in self.handles)))
+            try:
+                await asyncio.wait({feeders, follow}, return_when=asyncio.FIRST_COMPLETED)
+                if follow.done():
+                    follow.result()          # it only ends by failing
+                feeders.result()
+            finally:
+                follow.cancel()
+                feeders.cancel()
+            if not self.stopping() and (self.given_back or _peek(self)):
+                raise ClusterLost("every Ray worker died and could not be started again")
+        except BaseException:
+            await self._cancel()
+            raise
+        finally:
+            # In this order: each worker sends what its ledger owes the budget; whatever is still
+            # held then belongs to a worker that is gone, and counts as spent; the runner's
+            # ledger takes the last records.
+            await self._stop_workers()
+            await self._forfeit_the_rest()
+            await self._sync()
+            for actor in (self.budget, self.rates):
+                if actor is not None:
+                    with contextlib.suppress(Exception):
+                        ray.kill(actor, no_restart=True)
+
+    async def _start_all(self) -> None:
+        try:
+            started = await asyncio.wait_for(asyncio.gather(*(_get(h.start.remote(self.replay))
+                                                              for h in self.handles)), START_S)
+        except asyncio.TimeoutError:
+            raise ClusterLost(f"the Ray workers did not start within {START_S:.0f} s; does the cluster have "
+                              "free CPUs? (`ray status`)") from None
+        except RayTaskError as exc:
+            raise _cause(exc) from None
+        except DIED as exc:
+            raise ClusterLost(f"a Ray worker could not start: {_first_line(exc)}; is simrun installed on "
+                              "every node of the cluster?") from None
+        self.executor.alive = len(self.handles)
+        self.executor.pids = [s["pid"] for s in started]
+
+    async def _feed(self, handle) -> None:
+        """Keep one worker busy: a new chunk each time one comes home, until no cell is left."""
+        running: set[asyncio.Future] = set()
+        up = True
+        while True:
+            while up and len(running) < DEPTH and not self.stopping():
+                chunk = self.take()
+                if not chunk:
+                    break
+                ref = handle.run.remote([(c.persona.id, c.goal.id, c.repetition, c.seed) for c in chunk])
+                future = _quiet(asyncio.ensure_future(_get(ref)))
+                self.out[future] = (ref, chunk)
+                running.add(future)
+            if not running:
+                if not up:
+                    return
+                if not self.out or self.stopping():
+                    return                        # nothing anywhere that could give cells back
+                self.changed.clear()
+                await self.changed.wait()         # another worker may die and give its cells back
+                continue
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for future in done:
+                # A chunk stays out until its cells are stored or given back: an idle feeder
+                # waits while any is out, so no given-back cell is left without a worker.
+                _, chunk = self.out[future]
+                try:
+                    result: Chunk = future.result()
+                except DIED:
+                    if up:
+                        up = False
+                        self.executor.alive -= 1
+                    await self._give_back(chunk)
+                except RayTaskError as exc:
+                    raise _cause(exc) from None
+                else:
+                    await self._deliver(chunk, result)
+                del self.out[future]
+            self.changed.set()
+            if not up and not running:
+                up = await self._restart(handle)
+                if up:
+                    self.executor.alive += 1
+
+    async def _give_back(self, chunk: list[Cell]) -> None:
+        # What the dead worker's conversations held first, then their cells: forfeiting after a
+        # new attempt had begun would count that attempt's calls too.
+        try:
+            await _get(self.budget.forfeit.remote([c.id for c in chunk]))
+        except DIED as exc:
+            raise _budget_gone(exc) from None
+        self.given_back.extend(chunk)
+
+    async def _restart(self, handle) -> bool:
+        """Whether the worker came back: Ray restarts it (its node permitting, up to MAX_RESTARTS
+        times), and it starts its runtime again."""
+        deadline = asyncio.get_running_loop().time() + START_S
+        while True:
+            try:
+                started = await asyncio.wait_for(_get(handle.start.remote(self.replay)), START_S)
+                self.executor.pids[self.handles.index(handle)] = started["pid"]
+                return True
+            except ActorUnavailableError:
+                # Still restarting: a call made now fails rather than waits.
+                if asyncio.get_running_loop().time() < deadline:
+                    await asyncio.sleep(RETRY_S)
+                    continue
+            except (asyncio.TimeoutError, *DIED):
+                pass
+            except RayTaskError as exc:
+                raise _cause(exc) from None
+            ray.kill(handle, no_restart=True)
+            return False
+
+    async def _deliver(self, chunk: list[Cell], result: Chunk) -> None:
+        cells = {c.id: c for c in chunk}
+        replay = getattr(self.user, "replay", None)
+        if replay is not None:
+            replay.hits += result.replay[0]
+            replay.misses += result.replay[1]
+        if result.stopped and not getattr(self.user, "stopped", None):
+            self.user.stopped = result.stopped
+        for done in result.done:
+            await self.finish(Conversation(cells[done.cell], done.transcript, done.scorecard, done.started_at,
+                                           done.duration_s, done.cost_usd))
+
+    async def _follow(self) -> None:
+        while True:
+            await asyncio.sleep(SYNC_S)
+            await self._sync(strict=True)
+
+    async def _sync(self, strict: bool = False) -> None:
+        """The runner's ledger follows the cluster's: its figures, and the records to store."""
+        if self.budget is None:
+            return
+        try:
+            figures, records = await _get(self.budget.take.remote())
+        except DIED as exc:
+            if strict:
+                raise _budget_gone(exc) from None
+            return
+        self.ledger.follow(figures, records)
+
+    async def _cancel(self) -> None:
+        """Interrupted, or failed: cancel the chunks out. Their conversations stop, and release
+        what their calls held (the cancelled calls were not answered)."""
+        for ref, _ in self.out.values():
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)
+        if self.out:
+            await asyncio.wait(list(self.out), timeout=STOP_S)
+
+    async def _stop_workers(self) -> None:
+        stops = [_get(h.stop.remote()) for h in self.handles]
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.gather(*stops, return_exceptions=True), STOP_S)
+        for handle in self.handles:
+            with contextlib.suppress(Exception):
+                ray.kill(handle, no_restart=True)
+        self.executor.alive = 0
+
+    async def _forfeit_the_rest(self) -> None:
+        """What no worker settled or released: its call may have been billed, so it is spent."""
+        if self.budget is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(_get(self.budget.forfeit.remote(None)), STOP_S)
+
+
+def _peek(dispatch: _Dispatch) -> bool:
+    """Whether the matrix still has a cell (taking one off puts it back first in line)."""
+    for cell in dispatch.cells:
+        dispatch.given_back.appendleft(cell)
+        return True
+    return False
+
+
+async def _get(ref) -> Any:
+    return await asyncio.wrap_future(ref.future())
+
+
+def _cause(exc: RayTaskError) -> BaseException:
+    """What a worker raised: a simrun error (the budget actor gone, a runtime that would not
+    start) as itself, anything else (a fault of simrun's) as Ray reports it, with its traceback."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, SimrunError) else exc
+
+
+def _budget_gone(exc: BaseException) -> ClusterLost:
+    return ClusterLost(f"the Ray cluster went away: its budget actor stopped answering ({type(exc).__name__})")
+
+
+def _quiet(future: asyncio.Future) -> asyncio.Future:
+    """A future whose failure may go unread (a chunk abandoned on the way out): never reported."""
+    future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return future
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
