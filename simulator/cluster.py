@@ -14,8 +14,9 @@ quick computation that returns how long to wait; the worker waits out its turn i
 actor is never held.
 
 `RemoteLedger` and `RemoteLimiter` are what a worker's model user is given in place of a
-`Ledger` and a `RateLimiter`. The two shared classes are plain Python: `simulator/ray_executor.py`
-makes them actors, on the driver's node (they die with the driver, never before it).
+`Ledger` and a `RateLimiter`; each sends its actor, through a `Courier`, the calls of one
+moment in one. The two shared classes are plain Python: `simulator/ray_executor.py` makes them
+actors, on the driver's node (they die with the driver, never before it).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ cluster, with one budget, one rate limit and one store for all of them.
 This process is the driver. It plans the matrix and stores every conversation, as in-process
 (`simulator/runner.py`); only the conversations run elsewhere. It hands cells to the workers
 (`simulator/ray_worker.py`) in chunks, and a worker gets its next chunk when it returns one, so
-a fast worker takes more; at most `DEPTH` chunks are out per worker, so the
-conversations in flight and in transit are bounded whatever the matrix's size. The budget and
+a fast worker takes more; at most `DEPTH` chunks are out per worker, so the conversations in
+flight and in transit are bounded whatever the matrix's size. The budget and
 the rate limits live in two actors on this node (`simulator/cluster.py`); the runner's ledger
 follows the budget's, so the progress line, the records stored and the run's spend are the
 cluster's.
@@ -123,11 +123,11 @@ class RayExecutor:
         self.plan, self.address, self.workers = plan, address, workers
         self.alive = 0            # workers up, for the progress line
         self.pids: list[int] = []  # each worker's process id, as of its last start
-        self.started_ray = False
+        self.connected_here = False   # this executor called ray.init, and lets go of it after the run
 
     def connect(self) -> str:
         """Join or start the cluster now, before anything is spent."""
-        self.started_ray = self.started_ray or not ray.is_initialized()
+        self.connected_here = self.connected_here or not ray.is_initialized()
         return connect(self.address)
 
     async def run(self, cells: Iterator[Cell], finish: Finish, *, user, runtime, ledger: Ledger,
@@ -138,9 +138,9 @@ class RayExecutor:
             await _Dispatch(self, cells, finish, user, ledger, concurrency).run(runtime)
         finally:
             self.alive = 0
-            if self.started_ray:
+            if self.connected_here:
                 ray.shutdown()
-                self.started_ray = False
+                self.connected_here = False
 
     def spec(self, user, workers: int, budget: str, rates: str | None) -> WorkerSpec:
         """What a worker needs to run the plan as this process would."""
