@@ -230,20 +230,25 @@ class _Dispatch:
                 feeders.cancel()
             if not self.stopping() and (self.given_back or _peek(self)):
                 raise ClusterLost("every Ray worker died and could not be started again")
+            failed = False
         except BaseException:
+            failed = True
             await self._cancel()
             raise
         finally:
             # In this order: each worker sends what its ledger owes the budget; whatever is still
             # held then belongs to a worker that is gone, and counts as spent; the runner's
-            # ledger takes the last records.
+            # ledger takes the last records. A run that went well is over only once it has them
+            # all: a budget actor gone by then lost some, and the run is not finished.
             await self._stop_workers()
             await self._forfeit_the_rest()
-            await self._sync()
-            for actor in (self.budget, self.rates):
-                if actor is not None:
-                    with contextlib.suppress(Exception):
-                        ray.kill(actor, no_restart=True)
+            try:
+                await self._sync(strict=not failed)
+            finally:
+                for actor in (self.budget, self.rates):
+                    if actor is not None:
+                        with contextlib.suppress(Exception):
+                            ray.kill(actor, no_restart=True)
 
     async def _start_all(self) -> None:
         try:

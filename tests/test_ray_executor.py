@@ -154,7 +154,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_held_calls_count_as_spent
 
 
 def test_a_cluster_that_breaks_ends_the_run_interrupted_and_the_same_command_finishes_it(cluster, project):
-    plan = load_plan(config=project / "simrun.toml", repetitions=1)
+    plan = load_plan(config=project / "simrun.toml", repetitions=5)
     from scoring.errors import ClusterLost
     from simulator.ray_executor import RayExecutor
 
@@ -169,10 +169,10 @@ def test_a_cluster_that_breaks_ends_the_run_interrupted_and_the_same_command_fin
         first = store.run("latest")
         assert first["status"] == "interrupted"
         stored = len(store.conversation_ids(first["run_id"]))
-        assert 0 < stored < 70
+        assert 0 < stored < 350
         again = eventloop.run(execute(plan, store))
-        assert again.run_id == first["run_id"] and again.resumed == stored and again.conversations == 70
-        assert len(set(store.conversation_ids(first["run_id"]))) == 70
+        assert again.run_id == first["run_id"] and again.resumed == stored and again.conversations == 350
+        assert len(set(store.conversation_ids(first["run_id"]))) == 350
 
 
 def test_the_runtime_is_started_by_each_worker_with_the_driver_s_secrets_and_stopped_after(cluster, project,
