@@ -20,7 +20,7 @@ over the time from the first conversation's start to the last one's end.
 
 The cluster is local, started once on this machine's cores before the first round.
 
-    .venv/bin/python benchmarks/ray_scaling.py [--part both] [--rounds 3] [--workers 2]
+    .venv/bin/python benchmarks/ray_scaling.py [--part both] [--rounds 5] [--workers 2]
         [--repetitions 30] [--latency 0.05] [--in-flight 64] [--waves 10]
 """
 
@@ -170,7 +170,7 @@ def throughput(args, folder: Path, RayExecutor) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--part", choices=("harness", "throughput", "both"), default="both")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repetitions", type=int, default=30, help="harness: 2,100 conversations a run")
     parser.add_argument("--latency", type=float, default=0.05)

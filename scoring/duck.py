@@ -14,19 +14,21 @@ from scoring import secrets
 _names = itertools.count()
 
 
-def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list) -> None:
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list, *, leading: tuple = ()) -> None:
     """Insert many rows at once: through a DataFrame, which DuckDB reads in bulk, since binding
-    parameters row by row (or in one huge statement) costs more than the conversation did."""
+    parameters row by row (or in one huge statement) costs more than the conversation did.
+    `leading`: values that come first in every row (a batch's run id), bound once."""
     if not rows:
         return
     # Every string bound for the database passes here: a secret a runtime echoed is cut out.
     if secrets.active():
+        leading = tuple(secrets.redact(v) if isinstance(v, str) else v for v in leading)
         rows = [[secrets.redact(v) if isinstance(v, str) else v for v in row] for row in rows]
     name = f"_rows_{next(_names)}"
     frame = pd.DataFrame(rows, columns=[f"c{i}" for i in range(len(rows[0]))], dtype=object)
     con.register(name, frame)
     try:
-        con.execute(f"INSERT INTO {table} SELECT * FROM {name}")
+        con.execute(f"INSERT INTO {table} SELECT {'?, ' * len(leading)}* FROM {name}", list(leading))
     finally:
         con.unregister(name)
 

@@ -15,7 +15,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -37,16 +37,42 @@ USER_CHECK_JSON = ("simulator_errors", "goals", "conversation_costs", "examples"
 
 
 @dataclass(frozen=True)
+class EncodedTranscript:
+    """A transcript as the store's rows hold it, its JSON already encoded: strings and numbers
+    only. A Ray worker sends these rather than the transcript's objects: the driver then stores
+    them without decoding anything, and pickling the objects there and back cost more CPU than
+    writing them (benchmarks/README.md, "Ray workers against one process")."""
+
+    conversation: tuple           # its columns of the conversations row (see `encode`)
+    turns: tuple[tuple, ...]      # a row of the turns table per turn, less the run and conversation ids
+
+
+def encode(transcript: Transcript) -> EncodedTranscript:
+    t = transcript
+    return EncodedTranscript(
+        (t.persona, t.goal, t.repetition, t.seed, _json(t.initial_state), _json(t.final_state), _json(t.audit),
+         _json(t.stop.to_json() if t.stop else None), _json(t.error), t.end, t.session_id),
+        tuple((turn.index, _json(turn.user.to_json()), _json(turn.result), _json(turn.state), turn.latency_ms)
+              for turn in t.turns))
+
+
+@dataclass(frozen=True)
 class Finished:
-    """A finished conversation, as the store writes it."""
+    """A finished conversation, as the store writes it; its transcript as objects, or encoded
+    where it finished."""
 
     conversation_id: str
-    transcript: Transcript
+    transcript: Transcript | EncodedTranscript
     scorecard: Scorecard
     started_at: float
     duration_s: float
     cost_usd: Decimal = Decimal(0)
     model_calls: tuple[dict, ...] = ()
+
+    def encoded(self) -> "Finished":
+        if isinstance(self.transcript, EncodedTranscript):
+            return self
+        return replace(self, transcript=encode(self.transcript))
 
 
 def _writes(method):
@@ -297,24 +323,23 @@ class Store:
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         conversations, turns, checks, findings, rows = [], [], [], [], []
         for f in finished:
-            t, card, cid = f.transcript, f.scorecard, f.conversation_id
+            t, card, cid = f.encoded().transcript, f.scorecard, f.conversation_id
+            persona, goal, repetition, seed, *stored = t.conversation
             conversations.append([
-                run_id, cid, t.persona, t.goal, t.repetition, t.seed, card.end, card.goal_reached,
-                card.goal_detail, len(t.turns), f.cost_usd, f.duration_s * 1000,
-                dt.datetime.fromtimestamp(f.started_at, dt.timezone.utc).replace(tzinfo=None),
-                _json(t.initial_state), _json(t.final_state), _json(t.audit),
-                _json(t.stop.to_json() if t.stop else None), _json(t.error), t.end, t.session_id])
-            turns += [[run_id, cid, turn.index, _json(turn.user.to_json()), _json(turn.result), _json(turn.state),
-                       turn.latency_ms] for turn in t.turns]
+                cid, persona, goal, repetition, seed, card.end, card.goal_reached, card.goal_detail, len(t.turns),
+                f.cost_usd, f.duration_s * 1000,
+                dt.datetime.fromtimestamp(f.started_at, dt.timezone.utc).replace(tzinfo=None), *stored])
+            turns += [(cid, *turn) for turn in t.turns]
             checks += self._check_rows(run_id, cid, card)
             findings += self._finding_rows(run_id, cid, card)
             rows += [self._call_row(run_id, cid, c, now) for c in f.model_calls]
         rows += [self._call_row(run_id, c["conversation_id"], c, now) for c in calls]
         with transaction(self.con) as con:
+            # The run id is the same on every row of a batch: DuckDB adds it, not each row.
             insert_rows(con, "conversations (run_id, conversation_id, persona, goal, repetition, seed, end_reason, "
                         "goal_reached, goal_detail, turns, cost_usd, duration_ms, started_at, initial_state, "
-                        "final_state, audit, stop, error, loop_end, session_id)", conversations)
-            insert_rows(con, "turns", turns)
+                        "final_state, audit, stop, error, loop_end, session_id)", conversations, leading=(run_id,))
+            insert_rows(con, "turns", turns, leading=(run_id,))
             insert_rows(con, "checks", checks)
             insert_rows(con, "findings", findings)
             insert_rows(con, "model_calls (run_id, conversation_id, turn, backend, model, input_tokens, "

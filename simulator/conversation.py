@@ -17,6 +17,7 @@ from decimal import Decimal
 from scoring.goal import goal_status
 from scoring.scorer import score
 from scoring.simulated_user import user_turn_fault
+from scoring.store import Finished
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simulator.adapters.base import RuntimeAdapter
 from scoring.dataset import Goal, Persona, canonical_json
@@ -47,6 +48,11 @@ class Conversation:
     duration_s: float
     cost_usd: Decimal = Decimal(0)
     model_calls: tuple[dict, ...] = ()   # every paid (or replayed) call the simulated user made
+
+    def finished(self) -> Finished:
+        """As the store writes it (its calls are the ledger's to store, and may have been)."""
+        return Finished(self.cell.id, self.transcript, self.scorecard, self.started_at, self.duration_s,
+                        self.cost_usd)
 
 
 async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Conversation:

@@ -18,7 +18,7 @@ from decimal import Decimal
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from simulator.conversation import Conversation
+from scoring.store import Finished
 from simulator.ledger import Ledger
 
 PLAIN_EVERY_S = 10.0
@@ -80,7 +80,7 @@ class RunProgress:
         return (text + f" · {led.in_flight} call(s) in flight · spent ${committed:.4f} (${led.reserved:.4f} of it "
                 f"held for calls under way), ${self.budget - committed:.4f} left")
 
-    def __call__(self, conversation: Conversation) -> None:
+    def __call__(self, conversation: Finished) -> None:
         card = conversation.scorecard
         self.done += 1
         self.reached += bool(card.goal_reached)

@@ -4,8 +4,11 @@ cluster, with one budget, one rate limit and one store for all of them.
 This process is the driver. It plans the matrix and stores every conversation, as in-process
 (`simulator/runner.py`); only the conversations run elsewhere. It hands cells to the workers
 (`simulator/ray_worker.py`) in chunks, and a worker gets its next chunk when it returns one, so
-a fast worker takes more; at most `DEPTH` chunks are out per worker, so the conversations in
-flight and in transit are bounded whatever the matrix's size. The budget and
+a fast worker takes more. A worker has out its slots' worth of cells and a chunk or two more, so
+its slots never wait for the driver, and the conversations in flight and in transit are bounded
+(by `concurrency + 2 * MAX_CHUNK` per worker) whatever the matrix's size. A chunk holds about `CHUNK_S` of the worker's conversations, as
+measured on it: many of the scripted user's, which take milliseconds (a call per chunk costs the
+driver and the worker a millisecond or more of CPU), few of a model's, which take seconds. The budget and
 the rate limits live in two actors on this node (`simulator/cluster.py`); the runner's ledger
 follows the budget's, so the progress line, the records stored and the run's spend are the
 cluster's.
@@ -39,14 +42,14 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from scoring import secrets
 from scoring.errors import ClusterLost, ConfigError, SimrunError
 from simulator.cluster import Budget, Rates
-from simulator.conversation import Cell, Conversation
+from simulator.conversation import Cell
 from simulator.ledger import Ledger
 from simulator.project import Plan, environment_of
 from simulator.ray_worker import Chunk, Worker, WorkerSpec
 from simulator.runner import Finish
 
-DEPTH = 3              # chunks out per worker: one running, two ready for the slots that free up
-MAX_CHUNK = 32         # cells per chunk at most: what a dead worker's chunk makes run again
+CHUNK_S = 0.5          # a chunk's length in a worker's time: a dead worker's unreturned chunks cost about that to run again
+MAX_CHUNK = 64         # cells per chunk at most
 MAX_RESTARTS = 3       # Ray restarts a dead worker this many times before it is given up
 START_S = 120.0        # a worker that cannot start (or start again) in this long is given up
 SYNC_S = 0.25          # how often the runner's ledger follows the cluster's
@@ -169,9 +172,7 @@ class _Dispatch:
     def __init__(self, executor: RayExecutor, cells: Iterator[Cell], finish: Finish, user, ledger: Ledger,
                  concurrency: int) -> None:
         self.executor, self.cells, self.finish, self.user, self.ledger = executor, cells, finish, user, ledger
-        # A chunk fills the worker's slots: a call per chunk costs the driver a millisecond or
-        # more, a conversation of the scripted user a few.
-        self.chunk = max(1, min(MAX_CHUNK, concurrency))
+        self.concurrency = max(1, concurrency)    # each worker's slots
         self.given_back: collections.deque[Cell] = collections.deque()
         self.out: dict[asyncio.Future, tuple[Any, list[Cell]]] = {}    # chunks out: (ref, cells)
         self.changed = asyncio.Event()        # cells were given back, or a chunk came home
@@ -181,15 +182,21 @@ class _Dispatch:
     def stopping(self) -> bool:
         return self.ledger.exhausted or bool(getattr(self.user, "stopped", None))
 
-    def take(self) -> list[Cell]:
+    def take(self, size: int) -> list[Cell]:
         chunk: list[Cell] = []
-        while len(chunk) < self.chunk and self.given_back:
+        while len(chunk) < size and self.given_back:
             chunk.append(self.given_back.popleft())
-        for cell in self.cells:
+        while len(chunk) < size and (cell := next(self.cells, None)) is not None:
             chunk.append(cell)
-            if len(chunk) >= self.chunk:
-                break
         return chunk
+
+    def chunk_size(self, returned: int, since: float | None) -> int:
+        """Cells for a worker's next chunk: what it returns in CHUNK_S at the pace it has kept
+        since its first chunk went out; its slots' worth before it has returned any."""
+        if not returned or since is None:
+            return min(MAX_CHUNK, self.concurrency)
+        pace = returned / max(1e-3, asyncio.get_running_loop().time() - since)
+        return max(1, min(MAX_CHUNK, round(pace * CHUNK_S)))
 
     async def run(self, runtime) -> None:
         plan = self.executor.plan
@@ -266,18 +273,28 @@ class _Dispatch:
         self.executor.pids = [s["pid"] for s in started]
 
     async def _feed(self, handle) -> None:
-        """Keep one worker busy: a new chunk each time one comes home, until no cell is left."""
+        """Keep one worker busy: its slots' worth of cells and a chunk more out, until no cell is
+        left."""
         running: set[asyncio.Future] = set()
         up = True
+        out = returned = 0            # cells out with this worker; cells it returned finished
+        since = None                  # when its first chunk went out (again, after a restart)
         while True:
-            while up and len(running) < DEPTH and not self.stopping():
-                chunk = self.take()
+            # Enough that its slots stay full when a chunk comes home, while the next one travels:
+            # its slots' worth and a chunk more once that chunk is gone; two chunks more at most.
+            while up and not self.stopping():
+                size = self.chunk_size(returned, since)
+                if out >= self.concurrency + size:
+                    break
+                chunk = self.take(size)
                 if not chunk:
                     break
+                since = since if since is not None else asyncio.get_running_loop().time()
                 ref = handle.run.remote([(c.persona.id, c.goal.id, c.repetition, c.seed) for c in chunk])
                 future = _quiet(asyncio.ensure_future(_get(ref)))
                 self.out[future] = (ref, chunk)
                 running.add(future)
+                out += len(chunk)
             if not running:
                 if not up:
                     return
@@ -291,6 +308,7 @@ class _Dispatch:
                 # A chunk stays out until its cells are stored or given back: an idle feeder
                 # waits while any is out, so no given-back cell is left without a worker.
                 _, chunk = self.out[future]
+                out -= len(chunk)
                 try:
                     result: Chunk = future.result()
                 except DIED:
@@ -301,13 +319,15 @@ class _Dispatch:
                 except RayTaskError as exc:
                     raise _cause(exc) from None
                 else:
-                    await self._deliver(chunk, result)
+                    returned += len(result.done)
+                    await self._deliver(result)
                 del self.out[future]
             self.changed.set()
             if not up and not running:
                 up = await self._restart(handle)
                 if up:
                     self.executor.alive += 1
+                    returned, since = 0, None
 
     async def _give_back(self, chunk: list[Cell]) -> None:
         # What the dead worker's conversations held first, then their cells: forfeiting after a
@@ -339,17 +359,15 @@ class _Dispatch:
             ray.kill(handle, no_restart=True)
             return False
 
-    async def _deliver(self, chunk: list[Cell], result: Chunk) -> None:
-        cells = {c.id: c for c in chunk}
+    async def _deliver(self, result: Chunk) -> None:
         replay = getattr(self.user, "replay", None)
         if replay is not None:
             replay.hits += result.replay[0]
             replay.misses += result.replay[1]
         if result.stopped and not getattr(self.user, "stopped", None):
             self.user.stopped = result.stopped
-        for done in result.done:
-            await self.finish(Conversation(cells[done.cell], done.transcript, done.scorecard, done.started_at,
-                                           done.duration_s, done.cost_usd))
+        for finished in result.done:
+            await self.finish(finished)
 
     async def _follow(self) -> None:
         while True:

@@ -19,14 +19,13 @@ import asyncio
 import gc
 import os
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import ray
 
 from scoring import secrets
 from scoring.errors import SimrunError
-from scoring.transcript import Scorecard, Transcript
+from scoring.store import Finished
 from simulator.cluster import LedgerLost, RemoteLedger, RemoteLimiter
 from simulator.conversation import Cell, converse
 from simulator.project import Plan, runtime_for, user_backend
@@ -47,24 +46,13 @@ class WorkerSpec:
 
 
 @dataclass(frozen=True)
-class Done:
-    """One finished conversation, as it travels to the driver: the driver has the cell."""
-
-    cell: str
-    transcript: Transcript
-    scorecard: Scorecard
-    started_at: float
-    duration_s: float
-    cost_usd: Decimal
-
-
-@dataclass(frozen=True)
 class Chunk:
-    """What a worker sends back for a chunk of cells: the conversations it finished (a cell it
-    did not start, because the budget ran out or the user model stopped, is not among them), why
-    the user model stopped if it did, and the replay cache's hits and misses since its last chunk."""
+    """What a worker sends back for a chunk of cells: the conversations it finished, their
+    transcripts encoded as the store writes them (a cell it did not start, because the budget ran
+    out or the user model stopped, is not among them), why the user model stopped if it did, and
+    the replay cache's hits and misses since its last chunk."""
 
-    done: list[Done]
+    done: list[Finished]
     stopped: str | None
     replay: tuple[int, int]
 
@@ -120,7 +108,7 @@ class Worker:
             raise RuntimeError("a chunk was sent to a worker that was not started")
         await self.start()
 
-        async def one(key: CellKey) -> Done | None:
+        async def one(key: CellKey) -> Finished | None:
             persona, goal, repetition, seed = key
             cell = Cell(self.personas[persona], self.goals[goal], repetition, seed)
             async with self.slots:
@@ -130,8 +118,7 @@ class Worker:
             if self.ledger.lost or (self.limiter is not None and self.limiter.lost):
                 # Its calls could not be held or booked: it ended on that, which is no finding.
                 raise LedgerLost("the cluster's budget or rate-limit actor is gone")
-            return Done(cell.id, conversation.transcript, conversation.scorecard, conversation.started_at,
-                        conversation.duration_s, conversation.cost_usd)
+            return conversation.finished().encoded()
 
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(one(key)) for key in cells]

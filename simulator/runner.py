@@ -26,7 +26,7 @@ from scoring.scorer import SCORER_VERSION
 from scoring.store import Finished, Store
 from simulator import __version__
 from simulator.adapters.base import RuntimeAdapter
-from simulator.conversation import Cell, Conversation, converse
+from simulator.conversation import Cell, converse
 from simulator.identity import GitState, runtime_version
 from scoring.dataset import Dataset, canonical_json
 from scoring.errors import ConfigError
@@ -86,13 +86,14 @@ def run_key(dataset: Dataset, config: dict | None, **identity) -> str:
                           ).hexdigest()[:16]
 
 
-Finish = Callable[[Conversation], Awaitable[None]]
+Finish = Callable[[Finished], Awaitable[None]]
 
 
 class Executor(Protocol):
     """How a run's cells become conversations. `run` takes cells from `cells` until it is empty,
     or until the ledger is exhausted or the user model stopped, and awaits `finish` with each
-    conversation (which stores it, and may wait for the writer: that is the back-pressure)."""
+    finished conversation (which stores it, and may wait for the writer: that is the
+    back-pressure)."""
 
     async def run(self, cells: Iterator[Cell], finish: Finish, *, user: UserBackend, runtime: RuntimeAdapter,
                   ledger: Ledger, concurrency: int) -> None: ...
@@ -107,7 +108,7 @@ class InProcess:
             for cell in cells:
                 if ledger.exhausted or getattr(user, "stopped", None):
                     return
-                await finish(await converse(cell, user, runtime))
+                await finish((await converse(cell, user, runtime)).finished())
 
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
 
@@ -129,7 +130,7 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                      repetitions: int, seed: int, budget: Decimal, concurrency: int = 8,
                      config: dict | None = None, run_id: str | None = None, ledger: Ledger | None = None,
                      shard: tuple[int, int] | None = None, resume: bool | str = True,
-                     on_conversation: Callable[[Conversation], None] | None = None,
+                     on_conversation: Callable[[Finished], None] | None = None,
                      on_user_ready: Callable[[str], None] | None = None,
                      labels: tuple[str, ...] = (), git: GitState | None = None,
                      executor: Executor | None = None) -> RunResult:
@@ -253,14 +254,12 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
             if time.monotonic() - flushed >= FLUSH_S:
                 await flush()
 
-    async def finish(conversation: Conversation) -> None:
+    async def finish(finished: Finished) -> None:
         nonlocal done
-        # Its calls are the ledger's to store (they may have been already).
-        batch.append(Finished(conversation.cell.id, conversation.transcript, conversation.scorecard,
-                              conversation.started_at, conversation.duration_s, conversation.cost_usd))
+        batch.append(finished)
         done += 1
         if on_conversation is not None:
-            on_conversation(conversation)
+            on_conversation(finished)
         # A batch per transaction: a transaction per conversation would cost more than the
         # conversation.
         if len(batch) >= BATCH or time.monotonic() - flushed > FLUSH_S:

@@ -18,6 +18,8 @@ import sys
 import time
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import pytest
@@ -92,6 +94,72 @@ def ledger_of(db: Path) -> dict:
         lost = store.con.execute("SELECT count(*) FROM model_calls WHERE cache_status = 'lost'").fetchone()[0]
         aside = R.set_aside(store, run["run_id"])
     return {"run": run, "sum": spent, "calls": calls, "lost": lost, "set_aside": aside}
+
+
+class FakeWorker:
+    """A worker handle as the driver's feeder sees one (`run.remote(cells)`, whose result comes as
+    a future): `slots` conversations at once, each taking `seconds`; a chunk comes back when its
+    last one ends. It counts the cells the driver has out with it, and the chunks' sizes."""
+
+    def __init__(self, slots: int, seconds: float) -> None:
+        self.slots, self.seconds = asyncio.Semaphore(slots), seconds
+        self.out = self.most_out = 0
+        self.sizes: list[int] = []
+        self.run = self
+
+    def remote(self, cells: list) -> Any:
+        import concurrent.futures
+
+        from simulator.ray_worker import Chunk
+
+        self.out += len(cells)
+        self.most_out = max(self.most_out, self.out)
+        self.sizes.append(len(cells))
+        future = concurrent.futures.Future()
+
+        async def one(cell):
+            async with self.slots:
+                await asyncio.sleep(self.seconds)
+            return "/".join(map(str, cell[:3]))
+
+        async def chunk():
+            done = await asyncio.gather(*(one(cell) for cell in cells))
+            self.out -= len(cells)
+            future.set_result(Chunk(done, None, (0, 0)))
+
+        asyncio.ensure_future(chunk())
+        return SimpleNamespace(future=lambda: future)
+
+
+@pytest.mark.parametrize("slots, seconds, cells", [(200, 0.0005, 2000), (2, 0.1, 24)])
+def test_a_worker_s_slots_are_kept_full_with_chunks_of_about_half_a_second_and_no_more_cells_out(
+        demo, slots, seconds, cells):
+    from simulator.ray_executor import CHUNK_S, MAX_CHUNK, _Dispatch
+    from simulator.runner import matrix
+
+    stored: list[str] = []
+
+    async def finish(conversation_id: str) -> None:
+        stored.append(conversation_id)
+
+    async def feed(worker: FakeWorker) -> None:
+        plan = SimpleNamespace(alive=1)
+        ledger = SimpleNamespace(exhausted=False)
+        dispatch = _Dispatch(plan, iter(list(matrix(demo, 1 + cells // 70, 1))[:cells]), finish, object(), ledger,
+                             concurrency=slots)
+        await dispatch._feed(worker)
+
+    worker = FakeWorker(slots, seconds)
+    asyncio.run(feed(worker))
+    assert len(stored) == len(set(stored)) == cells, "each cell ran once"
+    # Its slots never waited for the driver (a bound of 3 chunks of 32 once held 200 slots to 96),
+    # and no more than two chunks beyond them were out: memory does not grow with the matrix.
+    assert slots <= worker.most_out < slots + 2 * MAX_CHUNK
+    assert worker.sizes[0] == min(slots, MAX_CHUNK)
+    pace = slots / seconds                      # conversations a second, at best
+    assert max(worker.sizes) <= max(1, min(MAX_CHUNK, round(pace * CHUNK_S)))
+    if pace * CHUNK_S > MAX_CHUNK:
+        assert max(worker.sizes) == MAX_CHUNK, "fast conversations travel many to a chunk"
 
 
 def test_the_demo_matrix_on_ray_gives_the_findings_of_an_in_process_run(cluster, project, monkeypatch):

@@ -69,10 +69,10 @@ def test_a_conversation_is_written_whole_or_not_at_all(tmp_path, demo, clean_run
 
         real = module.insert_rows
 
-        def explode(con, table, rows):   # the disk fills up after the turns are written
+        def explode(con, table, rows, **options):   # the disk fills up after the turns are written
             if table == "checks":
                 raise RuntimeError("disk full")
-            real(con, table, rows)
+            real(con, table, rows, **options)
 
         monkeypatch.setattr(module, "insert_rows", explode)
         with pytest.raises(RuntimeError):

@@ -87,7 +87,7 @@ def test_an_interrupted_run_keeps_every_conversation_that_finished_even_with_wri
     async def interrupted(store):
         task = asyncio.create_task(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store,
                                               repetitions=5, seed=1, budget=Decimal(0), concurrency=16,
-                                              on_conversation=lambda c: finished.append(c.cell.id)))
+                                              on_conversation=lambda c: finished.append(c.conversation_id)))
         while len(finished) < 60:
             await asyncio.sleep(0.01)
         task.cancel()      # what Ctrl-C does to the run
