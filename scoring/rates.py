@@ -16,8 +16,6 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 
-from scipy.stats import binomtest, norm
-
 from scoring.scorer import ALL_CLASSES, GUARANTEES, kind_of
 from scoring.store import Store
 from scoring.transcript import NOT_THE_RUNTIME
@@ -28,6 +26,9 @@ _EXCLUDED = ", ".join(f"'{r}'" for r in sorted(NOT_THE_RUNTIME))
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float | None, float | None]:
     if n == 0:
         return None, None
+    # Imported here: importing scipy.stats takes about a second, which `simrun --help` need not pay.
+    from scipy.stats import binomtest
+
     ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)
 
@@ -35,6 +36,8 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float | None, floa
 def wilson_sql(k: str, n: str, confidence: float = 0.95) -> tuple[str, str]:
     """`wilson` as two DuckDB expressions over the columns `k` and `n` (NULL when n is 0), so
     that the intervals of thousands of rates come out of the query that counts them."""
+    from scipy.stats import norm
+
     z = float(norm.ppf(0.5 + confidence / 2))
     p, z2 = f"({k})::DOUBLE / ({n})", z * z
     centre = f"({p} + {z2!r} / (2 * ({n})))"

@@ -40,8 +40,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
-from scipy import stats as st
 
 CONFIDENCE = 0.95
 POWER = 0.80
@@ -50,6 +48,14 @@ SEED = 20_261_130               # fixed: the same two runs always get the same v
 _CHUNK = 1_000                  # reassignments drawn at once (bounds memory)
 _NULL_DRAWS = 2_000             # simulated A/A pairs behind a predicted critical value
 _TIE = 1e-9
+
+
+def _norm():
+    """scipy's normal distribution, imported on first use: importing scipy.stats takes about a
+    second, which a command that compares nothing (`simrun --help`, `simrun runs`) need not pay."""
+    from scipy.stats import norm
+
+    return norm
 
 
 @dataclass(frozen=True)
@@ -90,13 +96,13 @@ class Tested:
         """Two-sided normal interval of delta, from the same standard error the test uses."""
         if not self.cells[k, g]:
             return None, None
-        half = float(st.norm.ppf(0.5 + confidence / 2) * self.se[k, g])
+        half = float(_norm().ppf(0.5 + confidence / 2) * self.se[k, g])
         delta = float(self.delta[k, g])
         return max(-1.0, delta - half), min(1.0, delta + half)
 
     def upper(self, k: int, g: int, alpha: float) -> float:
         """One-sided (1 - alpha) upper bound of delta: the rise is shown to be below this."""
-        return float(self.delta[k, g] + st.norm.ppf(1 - alpha) * self.se[k, g])
+        return float(self.delta[k, g] + _norm().ppf(1 - alpha) * self.se[k, g])
 
 
 def _cell_terms(fb, nb, fa, na):
@@ -173,7 +179,7 @@ def compare(family: Family, *, alpha: float, correction: str = "max-t", permutat
     elif correction == "max-t":
         critical = float(np.quantile(largest, 1 - alpha))
     else:
-        critical = float(st.norm.isf(alpha / len(hyp)))
+        critical = float(_norm().isf(alpha / len(hyp)))
     if correction == "max-t":
         adjusted = (1 + step_hits) / (permutations + 1)
         adjusted[order] = np.maximum.accumulate(adjusted[order])         # keep the step-down monotone
@@ -238,7 +244,7 @@ def advice_rates(fired, scored, *, upper: float | None = None) -> np.ndarray:
     shrunk = np.where(seen, weight * rate + (1 - weight) * pooled, pooled)
     if upper is None:
         return shrunk
-    z = float(st.norm.ppf(upper))
+    z = float(_norm().ppf(upper))
     # Wilson's upper bound of each class's pooled rate.
     top = (pooled + z * z / (2 * np.maximum(total, 1)) + z * np.sqrt(
         pooled * (1 - pooled) / np.maximum(total, 1) + z * z / (4 * np.maximum(total, 1) ** 2))) / (
@@ -266,7 +272,7 @@ def critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray,
     if not hyp:
         return math.inf
     if correction != "max-t":
-        return float(st.norm.isf(alpha / len(hyp)))
+        return float(_norm().isf(alpha / len(hyp)))
     weights = np.zeros((len(cell_of), len(hyp)))
     for h, (k, g) in enumerate(hyp):
         weights[member[g] & (class_of == k), h] = 1.0
@@ -314,10 +320,10 @@ def power_of_rise(rise: float, base_rates, n_base, n_cand=None, *, critical: flo
     var_base, var_cand = base * (1 - base), cand * (1 - cand)
     spread = math.sqrt(float(np.sum(var_base / nb + var_cand / nc))) / cells
     se = math.sqrt(max(_expected_spread(base, var_base, cand, var_cand, nb, nc), 0.0)) / cells
-    threshold = max(critical * se, min_effect - float(st.norm.ppf(1 - alpha)) * se)
+    threshold = max(critical * se, min_effect - float(_norm().ppf(1 - alpha)) * se)
     if spread == 0:
         return 1.0 if true_rise >= threshold else 0.0
-    return float(st.norm.sf((threshold - true_rise) / spread))
+    return float(_norm().sf((threshold - true_rise) / spread))
 
 
 def detectable_rise(base_rates, n_base, n_cand=None, *, critical: float, alpha: float, min_effect: float,
@@ -334,7 +340,9 @@ def detectable_rise(base_rates, n_base, n_cand=None, *, critical: float, alpha: 
     args = dict(critical=critical, alpha=alpha, min_effect=min_effect)
     if top <= 0 or power_of_rise(top, base, n_base, n_cand, **args) < power:
         return None
-    return float(optimize.brentq(lambda r: power_of_rise(r, base, n_base, n_cand, **args) - power,
+    from scipy.optimize import brentq
+
+    return float(brentq(lambda r: power_of_rise(r, base, n_base, n_cand, **args) - power,
                                  1e-9, top, xtol=1e-5))
 
 

@@ -11,28 +11,38 @@ One failure is one request; when the attempts run out the conversation ends as
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import aiohttp
-import anthropic
-import openai
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from scoring.errors import BudgetCut, ProviderFailure
 from simulator.users.providers import MalformedResponse
 
 T = TypeVar("T")
-# A body that is not the JSON the API documents is a broken reply, as likely transient as a 5xx.
-# aiohttp's own errors (an invalid HTTP answer) can reach here unwrapped through the SDKs'
-# aiohttp transport; they are broken connections too.
-TRANSIENT = (openai.APITimeoutError, openai.APIConnectionError, anthropic.APITimeoutError,
-             anthropic.APIConnectionError, openai.APIResponseValidationError,
-             anthropic.APIResponseValidationError, MalformedResponse, aiohttp.ClientError)
-STATUS = (openai.APIStatusError, anthropic.APIStatusError)
+
+
+@functools.cache
+def _errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """The SDKs' errors: (transient ones, ones with an HTTP status). Imported when a call first
+    fails, not when simrun starts: importing both SDKs takes seconds, and most commands never
+    call a model."""
+    import aiohttp
+    import anthropic
+    import openai
+
+    # A body that is not the JSON the API documents is a broken reply, as likely transient as a
+    # 5xx. aiohttp's own errors (an invalid HTTP answer) can reach here unwrapped through the
+    # SDKs' aiohttp transport; they are broken connections too.
+    transient = (openai.APITimeoutError, openai.APIConnectionError, anthropic.APITimeoutError,
+                 anthropic.APIConnectionError, openai.APIResponseValidationError,
+                 anthropic.APIResponseValidationError, MalformedResponse, aiohttp.ClientError)
+    return transient, (openai.APIStatusError, anthropic.APIStatusError)
+
 # A server error that blames the request (a validation message) is the request's fault: the same
 # request fails the same way however often it is sent.
 REQUEST_BLAMED = re.compile(r"input should be|validation error|is not supported|unsupported|not permitted|"
@@ -54,9 +64,10 @@ def server_message(exc: BaseException) -> str:
 
 
 def should_retry(exc: BaseException) -> bool:
-    if isinstance(exc, TRANSIENT):
+    transient, status = _errors()
+    if isinstance(exc, transient):
         return True
-    if isinstance(exc, STATUS):
+    if isinstance(exc, status):
         if exc.status_code >= 500 and REQUEST_BLAMED.search(server_message(exc)):
             return False
         return exc.status_code == 429 or exc.status_code >= 500

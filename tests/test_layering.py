@@ -31,3 +31,13 @@ def test_the_judge_imports_without_the_simulator():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'simulator'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_command_line_starts_without_the_model_sdks_or_scipy():
+    """Importing them costs seconds (openai and anthropic about 3 s, scipy.stats 1 s, measured
+    with `python -X importtime`), which `simrun --help`, `simrun runs` and every Ray worker would
+    pay: each is imported where it is first needed."""
+    code = ("import sys, simulator.cli, simulator.ray_worker; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'openai', 'anthropic', 'scipy'}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
