@@ -6,10 +6,12 @@ This process is the driver. It plans the matrix and stores every conversation, a
 (`simulator/ray_worker.py`) in chunks, and a worker gets its next chunk when it returns one, so
 a fast worker takes more. A worker has out its slots' worth of cells and a chunk or two more, so
 its slots never wait for the driver, and the conversations in flight and in transit are bounded
-(by `concurrency + 2 * MAX_CHUNK` per worker) whatever the matrix's size. A chunk holds about `CHUNK_S` of the worker's conversations, as
-measured on it: many of the scripted user's, which take milliseconds (a call per chunk costs the
-driver and the worker a millisecond or more of CPU), few of a model's, which take seconds. The budget and
-the rate limits live in two actors on this node (`simulator/cluster.py`); the runner's ledger
+(by `concurrency + 2 * MAX_CHUNK` per worker) whatever the matrix's size. A chunk holds about
+`CHUNK_S` of the worker's conversations, at the pace measured on it: many of the scripted
+user's, which take milliseconds (a call per chunk costs the driver and the worker a millisecond
+or more of CPU), few of a model's, which take seconds. A worker sends what it finished with the
+transcripts encoded as the store writes them, so the driver decodes nothing. The budget and the
+rate limits live in two actors on this node (`simulator/cluster.py`); the runner's ledger
 follows the budget's, so the progress line, the records stored and the run's spend are the
 cluster's.
 
@@ -48,7 +50,7 @@ from simulator.project import Plan, environment_of
 from simulator.ray_worker import Chunk, Worker, WorkerSpec
 from simulator.runner import Finish
 
-CHUNK_S = 0.5          # a chunk's length in a worker's time: a dead worker's unreturned chunks cost about that to run again
+CHUNK_S = 0.5          # a chunk's length in its worker's time (what a dead worker's chunk costs to run again)
 MAX_CHUNK = 64         # cells per chunk at most
 MAX_RESTARTS = 3       # Ray restarts a dead worker this many times before it is given up
 START_S = 120.0        # a worker that cannot start (or start again) in this long is given up
@@ -273,8 +275,8 @@ class _Dispatch:
         self.executor.pids = [s["pid"] for s in started]
 
     async def _feed(self, handle) -> None:
-        """Keep one worker busy: its slots' worth of cells and a chunk more out, until no cell is
-        left."""
+        """Keep one worker busy: its slots' worth of cells and a chunk or two more out, until no
+        cell is left."""
         running: set[asyncio.Future] = set()
         up = True
         out = returned = 0            # cells out with this worker; cells it returned finished
