@@ -137,8 +137,12 @@ class ModelUser:
                 return form
             self.refused_forms.append((form, f"answered, but not in that form: {str(completion.answer)[:120]!r}"))
         tried = "; ".join(f"{form}: {why}" for form, why in self.refused_forms)
-        raise UserModelUnavailable(f"the user model {self.name} answered no output form ({tried}); check the "
-                                   "model name, run.user_base_url and the server (see README, 'Local and "
+        # What the probe paid for (answers in the wrong form, unreadable ones charged at their
+        # worst case) belongs to no run, since none begins: the message is its only record.
+        paid = (f"; the probe's answered calls cost {tab.spent:.6f} USD, which no run records"
+                if tab.spent else "")
+        raise UserModelUnavailable(f"the user model {self.name} answered no output form ({tried}){paid}; check "
+                                   "the model name, run.user_base_url and the server (see README, 'Local and "
                                    "self-hosted user models')")
 
     # --- one paid call ----------------------------------------------------------------------

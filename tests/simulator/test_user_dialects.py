@@ -199,6 +199,19 @@ def test_a_server_that_takes_no_form_is_refused_before_the_run_with_its_message(
         assert store.con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
 
 
+def test_what_a_failed_probe_paid_for_is_said_since_no_run_records_it(demo):
+    # json_schema: five answers that cannot be read, each charged at its worst case; then a bad key.
+    api, ledger = FakeModelAPI(["malformed"] * 5 + ["401"] * 5), Ledger(Decimal(1))
+    with Store(":memory:") as store:
+        with pytest.raises(UserModelUnavailable) as refused:
+            asyncio.run(run_matrix(small(demo, ("single-add-bag",)), PythonRuntime(TripDesk()),
+                                   openai_user(api, ledger), store, repetitions=1, seed=5, budget=Decimal(1),
+                                   ledger=ledger))
+        assert store.con.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+    assert ledger.spent > 0
+    assert f"the probe's answered calls cost {ledger.spent:.6f} USD, which no run records" in str(refused.value)
+
+
 def served(api: FakeModelAPI, latency_s: float, slots: int | None):
     port = free_port()
     server = serve(api, port, latency_s=latency_s, slots=slots)
