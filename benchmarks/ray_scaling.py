@@ -60,7 +60,7 @@ def harness_run(plan, executor, folder: Path) -> dict:
 
     def stored(conversation) -> None:
         stamps.append((time.perf_counter(), len(conversation.transcript.turns)))
-        if len(stamps) % every == 1 or every == 1:
+        if (len(stamps) - 1) % every == 0:
             reads.append((sum(n for _, n in stamps),
                           [time.process_time(), *(cpu_seconds(p) for p in getattr(executor, "pids", []))]))
 

@@ -80,8 +80,8 @@ class RunProgress:
         return (text + f" · {led.in_flight} call(s) in flight · spent ${committed:.4f} (${led.reserved:.4f} of it "
                 f"held for calls under way), ${self.budget - committed:.4f} left")
 
-    def __call__(self, conversation: Finished) -> None:
-        card = conversation.scorecard
+    def __call__(self, finished: Finished) -> None:
+        card = finished.scorecard
         self.done += 1
         self.reached += bool(card.goal_reached)
         self.findings += any(f.cls in ("dead_end", "loop", "refused_offer", "not_understood", "unanswered")
@@ -89,7 +89,7 @@ class RunProgress:
         self.broken += any(c.status == "fired" for name, c in card.checks.items()
                            if name in ("wrong_record", "stale_click", "phantom_receipt", "card_not_actionable",
                                        "refusal_with_hedge", "audit_gap", "integrity_leak"))
-        self.spent += Decimal(str(conversation.cost_usd))
+        self.spent += Decimal(str(finished.cost_usd))
         if self.bar is not None:
             self.bar.update(self.task, completed=self.done, status=self.status())
         elif self.done == self.total or (self.heartbeat is None

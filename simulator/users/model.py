@@ -154,8 +154,7 @@ class ModelUser:
         worst = worst_case(self.price, len(body.encode()), max_tokens)
         if self.per_conversation is not None and tab.spent + worst > self.per_conversation:
             raise BudgetCut(f"this conversation's budget ({self.per_conversation} USD) cannot cover its next call")
-        call = {"conversation_id": tab.conversation_id, "turn": index, "backend": self.name,
-                "model": request.get("model"), "request_hash": key}
+        call = self._call(tab, index, key, request)
         held = await self._hold(worst, call)
         started = time.perf_counter()
 
@@ -210,16 +209,20 @@ class ModelUser:
         self.ledger.settle(held, price, record)
         tab.spent += price
 
+    def _call(self, tab: Tab, turn: int, key: str, request: dict) -> dict[str, Any]:
+        """Which call this is: what its hold names (a cluster's ledger records it if the worker
+        dies holding it), and what its record begins with."""
+        return {"conversation_id": tab.conversation_id, "turn": turn, "backend": self.name,
+                "model": request.get("model"), "request_hash": key}
+
     def _record(self, tab: Tab, turn: int, key: str, request: dict, answer: Any, response: dict | None,
                 usage: Usage, price: Decimal, started: float | None, cache_status: str) -> dict[str, Any]:
         record = {
-            "conversation_id": tab.conversation_id, "turn": turn, "backend": self.name,
-            "model": request.get("model"), "input_tokens": usage.input_tokens,
+            **self._call(tab, turn, key, request), "input_tokens": usage.input_tokens,
             "cached_input_tokens": usage.cached_input_tokens, "cache_write_tokens": usage.cache_write_tokens,
             "output_tokens": usage.output_tokens, "cost_usd": price,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3) if started is not None else 0.0,
-            "cache_status": cache_status, "request_hash": key, "request": request, "answer": answer,
-            "response": response,
+            "cache_status": cache_status, "request": request, "answer": answer, "response": response,
         }
         tab.calls.append(record)
         return record
