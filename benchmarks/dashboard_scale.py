@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scoring import dashboard  # noqa: E402
-from scoring.duck import insert_rows  # noqa: E402
-from scoring.scorer import ALL_CLASSES, kind_of  # noqa: E402
-from scoring.store import Store, reading  # noqa: E402
+from scoring.pages import dashboard  # noqa: E402
+from scoring.store.duck import insert_rows  # noqa: E402
+from scoring.checks.scorer import ALL_CLASSES, kind_of  # noqa: E402
+from scoring.store.database import Store, reading  # noqa: E402
 from simulator.config import Budgets  # noqa: E402
 
 PERSONAS, GOALS, REPETITIONS = 7, 10, 5

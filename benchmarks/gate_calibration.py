@@ -44,10 +44,12 @@ from scipy import stats as st
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scoring import stats  # noqa: E402
-from scoring.baseline import Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
-from scoring.dataset import Dataset, load_dataset  # noqa: E402
-from scoring.gate import TESTED, GateResult, gate_verdict  # noqa: E402
+from scoring.gate import stats  # noqa: E402
+from scoring.gate.summary import Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
+from scoring.dataset.files import Dataset, load_dataset  # noqa: E402
+from scoring.gate.compare import gate_verdict  # noqa: E402
+from scoring.gate.summary import TESTED
+from scoring.gate.verdict import GateResult
 from simulator.config import GateSection, load_budgets, load_project  # noqa: E402
 
 # Moderate rates: each class fires in roughly 2-10% of the demo's conversations.

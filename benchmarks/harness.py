@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scoring.store import Store  # noqa: E402
-from scoring.goal_sql import forget_answers  # noqa: E402
+from scoring.store.database import Store  # noqa: E402
+from scoring.dataset.goal_sql import forget_answers  # noqa: E402
 from simulator import PythonRuntime, ScriptedUser, converse, eventloop, load_dataset, matrix, run_matrix  # noqa: E402
 from tripdesk import TripDesk  # noqa: E402
 

@@ -27,7 +27,7 @@ os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark-key-not-sent-anywhere")
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
 
-from scoring.store import Store  # noqa: E402
+from scoring.store.database import Store  # noqa: E402
 from simulator import PythonRuntime, load_dataset, run_matrix  # noqa: E402
 from simulator.config import load_budgets  # noqa: E402
 from simulator.ledger import Ledger  # noqa: E402

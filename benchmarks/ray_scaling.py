@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 from benchmarks.throughput import cpu_seconds, ideal_makespan, start_fake_api  # noqa: E402
-from scoring.goal_sql import forget_answers  # noqa: E402
-from scoring.store import Store  # noqa: E402
+from scoring.dataset.goal_sql import forget_answers  # noqa: E402
+from scoring.store.database import Store  # noqa: E402
 from simulator import eventloop  # noqa: E402
 from simulator.project import execute, load_plan  # noqa: E402
 
@@ -183,7 +183,8 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=64, help="throughput: conversations in flight, in all")
     parser.add_argument("--waves", type=int, default=10, help="throughput: conversations per slot")
     args = parser.parse_args()
-    from simulator.ray_executor import RayExecutor, connect
+    from simulator.cluster.connect import connect
+    from simulator.cluster.executor import RayExecutor
 
     print(f"{connect()}; load average {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:

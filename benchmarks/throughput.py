@@ -31,7 +31,7 @@ os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 import httpx  # noqa: E402
 
-from scoring.store import Store  # noqa: E402
+from scoring.store.database import Store  # noqa: E402
 from simulator import load_dataset, run_matrix  # noqa: E402
 from simulator.adapters.http import HttpRuntime  # noqa: E402
 from simulator.adapters.process import free_port  # noqa: E402

@@ -1,12 +1,44 @@
-"""simrun's judge: scores conversations from the runtime's own stores, stores them, reports.
+"""simrun's judgement: everything after a conversation, and what it is judged against.
+
+Imports: each layer below may import the ones above it in this list, never one below, and none
+imports the simulator, so that rescore, import and the workers of a cluster can judge without
+it (`tests/test_layering.py` holds every rule here):
+
+    scoring (these modules)   the shared vocabulary: errors (the one error hierarchy),
+                              transcript (the evidence a conversation leaves, and findings),
+                              protocol (what a runtime may send), secrets, input_files
+    scoring.dataset           personas and goals: the YAML models, loading, goal SQL, patterns
+    scoring.checks            the judge: pure functions from a transcript to findings
+    scoring.store             DuckDB: runs, conversations, turns, findings; rates; bundles
+    scoring.gate              verdicts: the merge gate, baselines, statistics, release criteria
+    scoring.pages             the HTML report and the dashboard
+
+The public surface, for Python users (imported on first use, so `import scoring` stays cheap):
 
     score(transcript, goal, persona) -> Scorecard     (pure; no I/O, no model)
     Store(path)                                       (DuckDB: runs, conversations, turns, findings)
     class_rates(store, run_id), outcome(store, run_id)
+    gate_verdict(baseline, candidate, settings) -> GateResult
     build_report(store, run_id, out_dir) -> Path
-    build_dashboard(stores, out) -> Path              (scoring.dashboard: every run, like with like)
+    build_dashboard(stores, out) -> Path              (every run, like with like)
 """
 
-from scoring.scorer import ALL_CLASSES, GUARANTEES, PROGRESS_CLASSES, SCORER_VERSION, score
+from __future__ import annotations
 
-__all__ = ["ALL_CLASSES", "GUARANTEES", "PROGRESS_CLASSES", "SCORER_VERSION", "score"]
+import importlib
+
+_EXPORTS = {
+    "score": "scoring.checks.scorer", "ALL_CLASSES": "scoring.checks.scorer", "GUARANTEES": "scoring.checks.scorer",
+    "PROGRESS_CLASSES": "scoring.checks.scorer", "SCORER_VERSION": "scoring.checks.scorer",
+    "Store": "scoring.store.database",
+    "class_rates": "scoring.store.rates", "outcome": "scoring.store.rates",
+    "gate_verdict": "scoring.gate.compare",
+    "build_report": "scoring.pages.report", "build_dashboard": "scoring.pages.dashboard",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'scoring' has no attribute {name!r}")

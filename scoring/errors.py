@@ -9,6 +9,10 @@ workers on other machines), and the simulator, which depends on it, raises the s
      ├── RuntimeUnavailable      the runtime cannot be started or does not speak protocol 1
      ├── UserModelUnavailable    the user model's server answers no output form (or not at all)
      ├── StoreError              the DuckDB file cannot be used (wrong schema version, no such run)
+     ├── BundleError             a bundle to import that is unreadable or not a simrun bundle
+     ├── RescoreError            a stored run that cannot be scored again (its dataset is gone)
+     ├── BaselineError           a baseline that is missing, unreadable, or not a simrun baseline
+     ├── GateError               two runs that must not be compared
      └── ClusterLost             the Ray cluster a run was on went away: the run is interrupted
 
 Failures *during* a run are not exceptions that escape: they are recorded as the conversation's
@@ -52,6 +56,22 @@ class StoreError(SimrunError):
 
 class UserModelUnavailable(SimrunError):
     pass
+
+
+class BundleError(SimrunError):
+    pass
+
+
+class RescoreError(SimrunError):
+    pass
+
+
+class BaselineError(SimrunError):
+    """A baseline that is missing, unreadable, or not a simrun baseline."""
+
+
+class GateError(SimrunError):
+    """Two runs that must not be compared, or a baseline the gate cannot use."""
 
 
 class ClusterLost(SimrunError):

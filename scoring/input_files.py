@@ -139,3 +139,9 @@ def _unreadable_line(text: str) -> int | None:
         return None
     finally:
         loader.dispose()
+
+
+def printable(value: Any, limit: int = 80) -> str:
+    """Untrusted text, made safe for one line of output: printable, and cut."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in str(value))
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -7,9 +7,17 @@ The public surface, for Python users (the CLI is a thin shell over these):
     converse(cell, user, runtime) -> Conversation
     PythonRuntime, ScriptedUser
 
-Names are imported on first use, so that `import simulator` stays cheap. The layers run one way:
-`simulator` depends on `scoring` (the judge, with the persona and goal models and the error
-hierarchy), and `scoring` never imports `simulator`.
+Names are imported on first use, so that `import simulator` stays cheap.
+
+    adapters/   how simrun reaches a runtime: python, http, stdio
+    users/      the simulated users: scripted, or played by a model
+    cli/        the `simrun` command
+    cluster/    the Ray executor and its workers
+    conversation, runner, project, ledger, ...: the run itself, one concept a module
+
+Imports: `scoring` (the judge, the store, the gate and the pages, with the persona and goal
+models and the error hierarchy), never the reverse. Inside, the command line is on top and
+nothing imports it; only `simulator.executors` imports the Ray executor, and only when asked.
 """
 
 from __future__ import annotations
@@ -22,8 +30,8 @@ _EXPORTS = {
     "PythonRuntime": "simulator.adapters.python",
     "Cell": "simulator.conversation", "Conversation": "simulator.conversation",
     "converse": "simulator.conversation",
-    "Dataset": "scoring.dataset", "Goal": "scoring.dataset", "Persona": "scoring.dataset",
-    "load_dataset": "scoring.dataset",
+    "Dataset": "scoring.dataset.files", "Goal": "scoring.dataset.files", "Persona": "scoring.dataset.files",
+    "load_dataset": "scoring.dataset.files",
     "RunResult": "simulator.runner", "matrix": "simulator.runner", "run_matrix": "simulator.runner",
     "ScriptedUser": "simulator.users.scripted",
 }

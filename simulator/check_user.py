@@ -5,7 +5,7 @@ user reaches all of them. A model that plays the user there and does not reach t
 on its own account. A small run (two personas, a plain and a terse one, times every goal: 20
 conversations a repetition) under a budget gives the goal-reached share, the simulator errors by
 kind, the turns per reached goal, the cost per conversation and the output form the model
-answered in. The conversations run in memory; their sum (`scoring.competence.measure`) is
+answered in. The conversations run in memory; their sum (`scoring.gate.competence.measure`) is
 stored in the project's database, where every report of a run with that backend and model
 shows it beside the rates.
 """
@@ -17,10 +17,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import tripdesk
-from scoring.competence import DEFAULT_THRESHOLD, measure
-from scoring.dataset import Dataset, load_dataset
+from scoring.store.model_calls import save_user_check
+from scoring.gate.competence import DEFAULT_THRESHOLD, measure
+from scoring.dataset.files import Dataset, load_dataset
 from scoring.errors import ConfigError
-from scoring.store import Store
+from scoring.store.database import Store
 from simulator.adapters.python import PythonRuntime
 from simulator.ledger import Ledger
 from simulator.plan import Estimate, estimate
@@ -73,5 +74,5 @@ class CheckUser:
                                       concurrency=concurrency, ledger=ledger, resume=False,
                                       config={"check_user": True}, on_user_ready=on_user_ready)
             check = measure(scratch, result.run_id, self.backend, self.threshold)
-        store.save_user_check(check)
+        save_user_check(store, check)
         return result, check

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scoring import input_files
 from scoring.errors import ConfigError
-from scoring.release import CEILING_CLASSES
+from scoring.gate.release import CEILING_CLASSES
 from simulator.identity import clean_labels
 from simulator.money import parse_usd
 
@@ -55,6 +55,9 @@ class Price(_Model):
 class Limit(_Model):
     requests_per_minute: int | None = Field(None, gt=0, description="Most calls a minute to this backend.")
     tokens_per_minute: int | None = Field(None, gt=0, description="Most tokens (prompt and answer) a minute.")
+    window_s: float = Field(60.0, ge=1, le=60, description=(
+        "Seconds the limits are held over: any window of this length holds at most its share of a "
+        "minute's limits (60: any minute holds them; 1: any second holds a sixtieth)."))
 
 
 class GateSection(_Model):

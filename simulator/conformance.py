@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scoring.transcript import TurnRecord, UserTurn
-from scoring.evidence import shown
+from scoring.checks.evidence import shown
 from simulator.adapters.base import RuntimeAdapter, check_health
 from scoring.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, violations
-from scoring.dataset import Goal, Persona, canonical_json
+from scoring.dataset.files import canonical_json
+from scoring.dataset.models import Goal, Persona
 from scoring.errors import RuntimeFault
 
 # The evidence each check reads (CLASSES.md); "state" and "audit" are operations, the rest

@@ -14,13 +14,14 @@ import traceback
 from dataclasses import dataclass
 from decimal import Decimal
 
-from scoring.goal import goal_status
-from scoring.scorer import score
-from scoring.simulated_user import user_turn_fault
-from scoring.store import Finished
+from scoring.checks.goal import goal_status
+from scoring.checks.scorer import score
+from scoring.checks.simulated_user import user_turn_fault
+from scoring.store.rows import Finished
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simulator.adapters.base import RuntimeAdapter
-from scoring.dataset import Goal, Persona, canonical_json
+from scoring.dataset.files import canonical_json
+from scoring.dataset.models import Goal, Persona
 from scoring.errors import BudgetCut, ProviderFailure, RuntimeFault
 from simulator.users.base import UserBackend
 
@@ -179,7 +180,7 @@ def _weight(transcript: Transcript) -> int:
 
 async def _reached(goal: Goal, transcript: Transcript, state) -> bool | None:
     """Whether the goal is reached now. A goal with SQL is checked off the event loop: its
-    query may run up to its time limit (scoring/goal_sql.py) while other conversations go on."""
+    query may run up to its time limit (scoring/dataset/goal_sql.py) while other conversations go on."""
     if goal.success.sql:
         return (await asyncio.to_thread(goal_status, goal, transcript, state))[0]
     return goal_status(goal, transcript, state)[0]

@@ -9,7 +9,7 @@ Every settled call leaves its record here until the runner stores it (`take_reco
 becomes of the conversation that made it: a conversation cut off by Ctrl-C, SIGTERM or the
 budget still has its calls stored, so a run's spend is always the sum of its stored calls.
 
-On a Ray cluster the one ledger of the run lives in an actor (`simulator/cluster.py`): workers
+On a Ray cluster the one ledger of the run lives in an actor (`simulator/cluster/shared.py`): workers
 hold and settle through it, and the runner's ledger `follow`s it, for the records to store and
 the figures the progress line shows.
 """

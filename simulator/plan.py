@@ -27,7 +27,8 @@ from decimal import Decimal
 
 from simulator.config import Budgets, Price
 from simulator.conversation import converse
-from scoring.dataset import Dataset, canonical_json
+from scoring.store.model_calls import conversation_costs, user_check
+from scoring.dataset.files import Dataset, canonical_json
 from simulator.pricing import Usage, cost
 from simulator.runner import matrix
 from simulator.users.prompt import OPENING, action_json, action_schema, render_result, stable_prefix
@@ -173,10 +174,10 @@ def history(store, backend: str) -> tuple[list[dict], str, str] | None:
     """The conversations `backend` played before, a line naming where they come from, and its kind."""
     if store is None:
         return None
-    played = store.conversation_costs(backend)
+    played = conversation_costs(store, backend)
     if played:
         return played, f"history: {len(played)} conversations of {backend} in earlier runs", "history"
-    check = store.user_check(backend)
+    check = user_check(store, backend)
     if check and check["conversation_costs"]:
         return (check["conversation_costs"], f"check-user of {str(check['checked_at'])[:16]}: "
                 f"{len(check['conversation_costs'])} conversations of {backend} on the reference runtime",

@@ -18,14 +18,14 @@ from decimal import Decimal
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from scoring.store import Finished
+from scoring.store.rows import Finished
 from simulator.ledger import Ledger
 
 PLAIN_EVERY_S = 10.0
 
 
 class RunProgress:
-    """`workers`, on a cluster: how many of its workers are alive now (simulator/ray_executor.py)."""
+    """`workers`, on a cluster: how many of its workers are alive now (simulator/cluster/executor.py)."""
 
     def __init__(self, console: Console, total: int, budget: Decimal, ledger: Ledger | None = None,
                  workers: Callable[[], int] | None = None) -> None:

@@ -22,7 +22,7 @@ from simulator.adapters.http import HttpRuntime
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
 from simulator.config import Budgets, Project, RuntimeSection, load_budgets, load_project
-from scoring.dataset import Dataset, load_dataset
+from scoring.dataset.files import Dataset, load_dataset
 from scoring.errors import ConfigError
 from simulator.identity import git_state, labels_flag
 from simulator.ledger import Ledger
@@ -218,7 +218,7 @@ async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime
                   ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool | str = True,
                   on_conversation=None, on_user_ready=None, executor=None) -> RunResult:
     """Run the plan. One ledger holds the budget for the user backend and the runner alike.
-    `executor` runs the conversations (default: in this process; `executor_for`)."""
+    `executor` runs the conversations (default: in this process; `simulator.executors`)."""
     ledger = ledger or Ledger(plan.budget)
     git = await asyncio.to_thread(git_state, Path.cwd())    # the folder simrun runs in
     return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
@@ -227,30 +227,6 @@ async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime
                             resume=resume if replay is None else False, on_conversation=on_conversation,
                             on_user_ready=on_user_ready, labels=plan.labels, git=git,
                             executor=executor)
-
-
-EXECUTORS = ("in-process", "ray")
-
-
-def executor_for(plan: Plan, name: str | None = None, *, address: str | None = None, workers: int | None = None):
-    """The executor `--executor` names: None for in-process (the default), or a Ray executor,
-    which needs the optional extra; without it, one line says what to install."""
-    if name in (None, "in-process"):
-        for flag, value in (("--ray-address", address), ("--ray-workers", workers)):
-            if value is not None:
-                raise ConfigError("is for the Ray executor; add --executor ray", field=flag)
-        return None
-    if name != "ray":
-        raise ConfigError(f"unknown executor {name!r}; use {' or '.join(EXECUTORS)}", field="--executor")
-    if workers is not None and workers < 1:
-        raise ConfigError(f"must be at least 1, got {workers}", field="--ray-workers")
-    try:
-        from simulator.ray_executor import RayExecutor
-    except ImportError as exc:
-        if (exc.name or "").split(".")[0] != "ray":
-            raise
-        raise ConfigError("Ray is not installed; pip install 'simrun[ray]'", field="--executor") from None
-    return RayExecutor(plan, address=address or "auto", workers=workers)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

@@ -1,7 +1,7 @@
 """The runner: the persona x goal x repetition matrix, run with bounded concurrency.
 
 An executor turns cells into conversations: by default on this event loop (`InProcess`), or on
-the workers of a Ray cluster (`simulator/ray_executor.py`). Either pulls cells from one iterator
+the workers of a Ray cluster (`simulator/cluster/executor.py`). Either pulls cells from one iterator
 (memory does not grow with the matrix); the runner owns the rest, the same for both: the run row,
 resume, and one writer thread that stores finished conversations a batch per transaction. The
 run row is written only after every input has been validated: bad input never leaves a run behind.
@@ -21,14 +21,16 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
-from scoring.run_ids import new_run_id
-from scoring.scorer import SCORER_VERSION
-from scoring.store import Finished, Store
+from scoring.store.model_calls import spend
+from scoring.store.run_ids import new_run_id
+from scoring.checks.scorer import SCORER_VERSION
+from scoring.store.database import Store
+from scoring.store.rows import Finished
 from simulator import __version__
 from simulator.adapters.base import RuntimeAdapter
 from simulator.conversation import Cell, converse
 from simulator.identity import GitState, runtime_version
-from scoring.dataset import Dataset, canonical_json
+from scoring.dataset.files import Dataset, canonical_json
 from scoring.errors import ConfigError
 from simulator.ledger import Ledger
 from simulator.users.base import UserBackend
@@ -190,7 +192,7 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         # stored is kept once, and what it spent still counts against the budget.
         run_id = earlier["run_id"]
         stored = set(store.conversation_ids(run_id))
-        ledger.spent += store.spend(run_id)[0]
+        ledger.spent += spend(store, run_id)[0]
         store.reopen_run(run_id)
     else:
         run_id = run_id or new_run_id()

@@ -1,24 +1,30 @@
-"""Shared fixtures: the bundled demo dataset and LibDesk's, and in-process runs of them against
-the reference runtimes (TripDesk by default)."""
+"""Shared fixtures: the bundled demo dataset and LibDesk's, in-process runs of them against the
+reference runtimes (TripDesk by default), a copy of the demo project, and the `simrun` command
+run in it. Fixtures live here and in the conftest.py of a folder, never in a test module."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from simulator.adapters.python import PythonRuntime
+from simulator.cli.main import app
 from simulator.conversation import Conversation, converse
-from scoring.dataset import Dataset, load_dataset
+from scoring.dataset.files import Dataset, load_dataset
 from simulator.runner import matrix
 from simulator.users.scripted import ScriptedUser
 from libdesk import LibDesk
 from tripdesk import TripDesk
 from tripdesk.faults import FAULTS
+
+from tests.fixtures.processes import TAG
 
 ROOT = Path(__file__).resolve().parent.parent
 # More repetitions make the fault and manner tests look harder (SIMRUN_TEST_REPETITIONS=10
@@ -78,3 +84,42 @@ def project(tmp_path: Path) -> Path:
     for name in ("simrun.toml", "budgets.toml"):
         shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
+
+
+@pytest.fixture()
+def cli(project, monkeypatch):
+    """`simrun ARGS` in the project folder: typer's result (exit code, output, exception).
+    GITHUB_STEP_SUMMARY is unset, so that the suite on GitHub Actions writes nothing there."""
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, list(args))
+
+
+@pytest.fixture()
+def simrun(cli):
+    """`simrun ARGS` in the project folder: (exit code, output as one string)."""
+    def invoke(*args: str):
+        result = cli(*args)
+        return result.exit_code, result.output
+
+    return invoke
+
+
+# The model API keys the model-user tests set: planted, so that a test can look for them
+# anywhere simrun writes (they must never land).
+PLANTED_KEY = "sk-planted-4d1c0ffee9"
+
+
+@pytest.fixture()
+def api_keys(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", PLANTED_KEY)
+
+
+@pytest.fixture()
+def tagged(monkeypatch):
+    """Every process the test starts inherits this test's own tag, so that looking for
+    leftovers (`tests.fixtures.processes.leftovers`) finds only its own, not those of a
+    benchmark or another test running beside it."""
+    monkeypatch.setenv(TAG, uuid.uuid4().hex)

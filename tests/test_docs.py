@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from simulator.cli import app
+from simulator.cli.main import app
 from simulator.config import Budgets, Project
-from scoring.dataset import MANNERS, Goal, Persona, Step
+from scoring.dataset.models import Goal, MANNERS, Persona, Step
 from libdesk.truth import FAULTS as LIBDESK_FAULTS
 from tripdesk.faults import FAULTS
 

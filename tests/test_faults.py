@@ -24,8 +24,8 @@ import pytest
 
 from libdesk import LibDesk
 from libdesk.truth import FAULTS as LIBDESK_FAULTS
-from scoring.dataset import Dataset
-from scoring.scorer import ALL_CLASSES
+from scoring.dataset.files import Dataset
+from scoring.checks.scorer import ALL_CLASSES
 from tests.conftest import DEMO_REPETITIONS, DemoRun, run_demo
 from tripdesk import TripDesk
 from tripdesk.faults import FAULTS as TRIPDESK_FAULTS

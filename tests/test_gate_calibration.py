@@ -14,7 +14,7 @@ import dataclasses
 import pytest
 
 from benchmarks.gate_calibration import BROAD_RISE, PLANTED, RUNTIME_FAULTS, make_plan, run_pairs
-from scoring.gate import TESTED
+from scoring.gate.summary import TESTED
 from simulator.config import GateSection
 
 

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from simulator.cli import app
+from simulator.cli.main import app
 
 SIMRUN = str(Path(sys.executable).with_name("simrun"))
 FAULTS = 'faults = "loop=0.2,phantom_receipt=0.1,dead_end=0.1"'
@@ -121,10 +121,31 @@ def holds_the_lock(db: Path) -> bool:
     return False
 
 
+GATED = """import asyncio, pathlib, time
+
+from tripdesk import TripDesk
+
+
+class Gated(TripDesk):
+    \"\"\"TripDesk that starts no conversation until the file `release` exists (a minute at most):
+    the run holds its database, writing, for as long as the test needs it to.\"\"\"
+
+    async def start(self, request):
+        deadline = time.monotonic() + 60
+        while not pathlib.Path("release").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return super().start(request)
+"""
+
+
 def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
-    # Long enough (seconds) that the second process, starting up while the first uses both
-    # cores, meets it still writing.
-    first = subprocess.Popen([SIMRUN, "-n", "80"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    # The first run holds the file until the second has tried it: a runtime that waits to start
+    # conversations, rather than a run long enough to outlast the second one's start on a busy
+    # machine.
+    (project / "gated.py").write_text(GATED)
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('target = "tripdesk:TripDesk"', 'target = "gated.py:Gated"'))
+    first = subprocess.Popen([SIMRUN, "-n", "2"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     first.stdout.readline()   # the banner: the run begins
     deadline = time.monotonic() + 30
@@ -132,11 +153,12 @@ def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
         assert time.monotonic() < deadline and first.poll() is None, "the first run never opened its database"
         time.sleep(0.05)
     second = subprocess.run([SIMRUN, "-n", "1"], cwd=project, capture_output=True, text=True, timeout=60)
+    (project / "release").touch()
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
     assert second.returncode == 2 and "another process is writing to it" in second.stderr
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
-    assert con.execute("SELECT count(*) FROM conversations").fetchone()[0] == 7 * 10 * 80
+    assert con.execute("SELECT count(*) FROM conversations").fetchone()[0] == 7 * 10 * 2
     assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
 
 

@@ -90,10 +90,14 @@ class StdioRuntime(Checked):
                                   limit=self.max_result_bytes, bytes_read=cut.size, body=excerpt(cut.head),
                                   elapsed_ms=elapsed()) from None
             if not line:
+                # Known dead before this request was sent: it failed because of another one's turn,
+                # whether or not the exit had been seen when it was sent.
+                collateral = self.process.collateral(sent_at)
                 self.process.mark_down()
                 await asyncio.sleep(0.05)   # let the exit status and last stderr lines arrive
                 raise self._fault("exited", f"{op}: the runtime process exited "
-                                  f"(status {self.process.returncode})", elapsed_ms=elapsed())
+                                  f"(status {self.process.returncode})", elapsed_ms=elapsed(),
+                                  **({"collateral": True} if collateral else {}))
         try:
             reply = await read_answer(line, op)
         except RuntimeFault as fault:

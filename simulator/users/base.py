@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from scoring.transcript import TurnRecord, UserTurn
-from scoring.dataset import Goal, Persona
+from scoring.dataset.models import Goal, Persona
 from scoring.errors import ConfigError
 
 
@@ -63,7 +63,7 @@ def make_user(spec: str, *, budgets=None, ledger=None, replay=None, settings=Non
         per_conversation = budgets.budget.per_conversation
         limit = budgets.limits.get(spec)
         if limiter is None and limit is not None:
-            limiter = RateLimiter(limit.requests_per_minute, limit.tokens_per_minute)
+            limiter = RateLimiter(limit.requests_per_minute, limit.tokens_per_minute, window_s=limit.window_s)
         return ModelUser(spec, provider, price, ledger or Ledger(Decimal(0)), replay=replay, limiter=limiter,
                          max_tokens=settings.max_tokens, concurrency=settings.concurrency, output=output,
                          per_conversation=parse_usd(per_conversation, where="budget.per_conversation")

@@ -13,7 +13,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from scoring import patterns
+from scoring.dataset import patterns
 
 WORDY_OPENERS = (
     "Hi there, I hope you're having a good day.",

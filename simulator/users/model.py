@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from scoring.dataset import Goal, Persona, canonical_json
+from scoring.dataset.files import canonical_json
+from scoring.dataset.models import Goal, Persona
 from scoring.errors import BudgetCut, ProviderFailure, UserModelUnavailable
 from scoring.transcript import TurnRecord, UserTurn
 from simulator.config import Price

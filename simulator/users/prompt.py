@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from scoring.transcript import UserTurn
-from scoring.dataset import Goal, Persona
+from scoring.dataset.models import Goal, Persona
 
 ACTION_SCHEMA: dict[str, Any] = {
     "type": "object",

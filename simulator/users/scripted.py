@@ -22,9 +22,9 @@ import random
 import re
 from typing import Any
 
-from scoring.evidence import MISSING, get, relates, shown
+from scoring.checks.evidence import MISSING, get, relates, shown
 from scoring.transcript import TurnRecord, UserTurn
-from scoring.dataset import Goal, Persona, Step
+from scoring.dataset.models import Goal, Persona, Step
 from scoring.errors import ConfigError
 from simulator.users import manners as m
 

@@ -11,8 +11,8 @@ import pytest
 
 from libdesk import LibDesk
 from libdesk.truth import UnknownFault
-from scoring.answers import carries
-from scoring.dataset import canonical_json, load_dataset
+from scoring.checks.answers import carries
+from scoring.dataset.files import canonical_json, load_dataset
 from tests.conftest import ROOT
 
 SETUP = json.loads(canonical_json(

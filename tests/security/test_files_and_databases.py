@@ -12,8 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from scoring.dataset import load_dataset
-from scoring.store import Store
+from scoring.dataset.files import load_dataset
+from scoring.store.database import Store
 from tests.security.conftest import one_line_error
 
 
@@ -26,27 +26,27 @@ def runs_in(db: Path) -> list[tuple]:
 
 
 @pytest.fixture()
-def one_run(cli, project) -> Path:
+def one_run(simrun, project) -> Path:
     """A finished demo run (one repetition) in project/simrun.duckdb."""
-    code, output = cli("--budget", "5usd", "-n", "1")
+    code, output = simrun("--budget", "5usd", "-n", "1")
     assert code == 0, output
     return project / "simrun.duckdb"
 
 
 # --- simrun merge ------------------------------------------------------------------------------
 
-def test_merge_takes_shard_paths_as_data_never_as_sql(cli, project):
+def test_merge_takes_shard_paths_as_data_never_as_sql(simrun, project):
     hostile = "x'; COPY (SELECT 42) TO 'pwned.csv'; --"
     paths = []
     for i in range(2):
         folder = project / f"shard {i} it's"
         folder.mkdir()
-        code, output = cli("--budget", "5usd", "-n", "1", "--shard", f"{i}/2", "--db", str(folder / "s.duckdb"))
+        code, output = simrun("--budget", "5usd", "-n", "1", "--shard", f"{i}/2", "--db", str(folder / "s.duckdb"))
         assert code == 0, output
         paths.append(folder / "s.duckdb")
     shutil.move(paths[1], project / f"{hostile}.duckdb")
     paths[1] = project / f"{hostile}.duckdb"
-    code, output = cli("merge", str(paths[0]), str(paths[1]), "--out", str(project / "joined.duckdb"))
+    code, output = simrun("merge", str(paths[0]), str(paths[1]), "--out", str(project / "joined.duckdb"))
     assert code == 0, output
     assert not (project / "pwned.csv").exists()
     (run_id, _, status), = runs_in(project / "joined.duckdb")
@@ -55,21 +55,21 @@ def test_merge_takes_shard_paths_as_data_never_as_sql(cli, project):
 
 # --- a crafted database ------------------------------------------------------------------------
 
-def test_a_crafted_run_id_never_names_a_file_outside_the_reports_folder(cli, project, one_run):
+def test_a_crafted_run_id_never_names_a_file_outside_the_reports_folder(simrun, project, one_run):
     con = duckdb.connect(str(one_run))
     (run_id,) = con.execute("SELECT run_id FROM runs").fetchone()
     for table in ("runs", "conversations", "turns", "findings", "checks", "model_calls"):
         con.execute(f"UPDATE {table} SET run_id = '../../escaped' WHERE run_id = ?", [run_id])
     con.close()
-    code, output = cli("report", "../../escaped")
+    code, output = simrun("report", "../../escaped")
     assert code == 2
     assert "did not write" in one_line_error(output)
     assert not (project / "escaped.html").exists() and not (project.parent / "escaped.html").exists()
-    code, output = cli("dashboard", "--db", str(one_run))     # nor does it become a link
+    code, output = simrun("dashboard", "--db", str(one_run))     # nor does it become a link
     assert code == 2 and "holds a run id '../../escaped' that simrun did not write" in one_line_error(output)
 
 
-def test_a_database_with_a_view_that_reads_files_is_not_read(cli, project, one_run, tmp_path):
+def test_a_database_with_a_view_that_reads_files_is_not_read(simrun, project, one_run, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-77\n")
     con = duckdb.connect(str(one_run))
@@ -78,7 +78,7 @@ def test_a_database_with_a_view_that_reads_files_is_not_read(cli, project, one_r
                 f"read_text('{secret}') t")
     con.close()
     for command in (["runs"], ["report", "latest"], ["show", "latest"], ["dashboard", "--db", str(one_run)]):
-        code, output = cli(*command)
+        code, output = simrun(*command)
         assert code == 2, (command, output)
         assert "views or macros simrun never writes (runs)" in one_line_error(output)
         assert "TOP-SECRET" not in output
@@ -87,16 +87,16 @@ def test_a_database_with_a_view_that_reads_files_is_not_read(cli, project, one_r
 # --- simrun import -----------------------------------------------------------------------------
 
 @pytest.fixture()
-def bundle(cli, project, one_run) -> dict:
-    code, output = cli("export", "latest", "--out", str(project / "b.json"))
+def bundle(simrun, project, one_run) -> dict:
+    code, output = simrun("export", "latest", "--out", str(project / "b.json"))
     assert code == 0, output
     return json.loads((project / "b.json").read_text())
 
 
-def test_import_recomputes_the_dataset_hash_and_never_trusts_the_bundle(cli, project, bundle):
+def test_import_recomputes_the_dataset_hash_and_never_trusts_the_bundle(simrun, project, bundle):
     bundle["dataset_hash"] = "0000000000000000"
     (project / "claims.json").write_text(json.dumps(bundle))
-    code, output = cli("import", "claims.json")
+    code, output = simrun("import", "claims.json")
     assert code == 0, output
     current = load_dataset(project / "personas", project / "goals").hash
     assert runs_in(project / "simrun.duckdb")[-1][1] == current
@@ -120,12 +120,12 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("name", MALFORMED)
-def test_a_malformed_bundle_is_one_line_and_leaves_no_run(cli, project, bundle, name):
+def test_a_malformed_bundle_is_one_line_and_leaves_no_run(simrun, project, bundle, name):
     mutate, says = MALFORMED[name]
     mutate(bundle)
     (project / "bad.json").write_text(json.dumps(bundle))
     before = runs_in(project / "simrun.duckdb")
-    code, output = cli("import", "bad.json")
+    code, output = simrun("import", "bad.json")
     assert code == 2
     assert says in one_line_error(output)
     assert runs_in(project / "simrun.duckdb") == before
@@ -136,10 +136,10 @@ def test_a_malformed_bundle_is_one_line_and_leaves_no_run(cli, project, bundle, 
     (b'{"format_version": 1, "items": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deep"),
     (b"[1, 2", "not valid JSON"),
 ])
-def test_a_bundle_that_is_not_json_of_the_right_kind_is_one_line(cli, project, one_run, content, says):
+def test_a_bundle_that_is_not_json_of_the_right_kind_is_one_line(simrun, project, one_run, content, says):
     (project / "bad.json").write_bytes(content)
     before = runs_in(one_run)
-    code, output = cli("import", "bad.json")
+    code, output = simrun("import", "bad.json")
     assert code == 2
     assert says in one_line_error(output)
     assert runs_in(one_run) == before
@@ -147,11 +147,11 @@ def test_a_bundle_that_is_not_json_of_the_right_kind_is_one_line(cli, project, o
 
 # --- a full disk -------------------------------------------------------------------------------
 
-def test_a_full_disk_says_so_not_a_secondary_rollback_error(cli, project):
+def test_a_full_disk_says_so_not_a_secondary_rollback_error(simrun, project):
     db = project / "simrun.duckdb"
     Store(db).close()                         # the schema, then every further write fails
     os.symlink("/dev/full", f"{db}.wal")
-    code, output = cli("--budget", "5usd", "-n", "1")
+    code, output = simrun("--budget", "5usd", "-n", "1")
     assert code == 2
     line = one_line_error(output.strip().splitlines()[-1])
     assert "No space left on device" in line

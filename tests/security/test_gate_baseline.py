@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.test_gate_cli import cli, one_error_line, run  # noqa: F401  (cli is a fixture)
+from tests.simulator.cli.test_gate_cli import one_error_line, run
 
 
 @pytest.fixture()

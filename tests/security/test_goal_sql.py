@@ -15,10 +15,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from scoring import goal_sql
-from scoring.dataset import load_dataset
-from scoring.goal import goal_status
-from scoring.goal_sql import QueryRefused, check_goal_sql, parse_select
+from scoring.dataset import goal_sql
+from scoring.dataset.files import load_dataset
+from scoring.checks.goal import goal_status
+from scoring.dataset.goal_sql import QueryRefused, check_goal_sql, parse_select
 from scoring.transcript import Transcript
 from simulator.adapters.python import PythonRuntime
 from simulator.conversation import converse
@@ -83,11 +83,11 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("name", HOSTILE)
-def test_validate_refuses_each_hostile_query_in_one_line_and_leaves_no_trace(cli, project, secret_file, site,
+def test_validate_refuses_each_hostile_query_in_one_line_and_leaves_no_trace(simrun, project, secret_file, site,
                                                                             name):
     query = HOSTILE[name].format(secret=secret_file, site=site)
     line = with_sql(project, query)
-    code, output = cli("validate")
+    code, output = simrun("validate")
     assert code == 2
     error = one_line_error(output)
     assert f"{GOAL}:{line} (success.sql.0)" in error
@@ -96,10 +96,10 @@ def test_validate_refuses_each_hostile_query_in_one_line_and_leaves_no_trace(cli
     assert not (project / "new.duckdb").exists()
 
 
-def test_a_runaway_query_is_stopped_at_its_limit_and_named(cli, project):
+def test_a_runaway_query_is_stopped_at_its_limit_and_named(simrun, project):
     line = with_sql(project, "SELECT count(*) > 0 FROM range(1000000000000)")
     started = time.monotonic()
-    code, output = cli("validate")
+    code, output = simrun("validate")
     assert code == 2
     assert time.monotonic() - started < goal_sql.QUERY_TIMEOUT_S + 5
     error = one_line_error(output)

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.simulator.test_transports import ODD, PY, leftovers, port_is_free, tagged  # noqa: F401 (fixture)
+from tests.fixtures.processes import leftovers, port_is_free
+from tests.simulator.adapters.test_transports import ODD, PY
+
+pytestmark = pytest.mark.usefixtures("tagged")
 
 SIMRUN = str(Path(PY).with_name("simrun"))
 

@@ -16,15 +16,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoring.bundle import BundleError, import_bundle, load_bundle
-from scoring.dataset import Goal, Persona, load_dataset, load_model
+from scoring.errors import BundleError
+from scoring.store.bundle import import_bundle, load_bundle
+from scoring.dataset.files import load_dataset, load_model
+from scoring.dataset.models import Goal, Persona
 from scoring.errors import ConfigError, RuntimeFault, SimrunError
-from scoring.guarantees import GUARANTEE_CHECKS
-from scoring.progress import PROGRESS_CHECKS
+from scoring.checks.guarantees import GUARANTEE_CHECKS
+from scoring.checks.progress import PROGRESS_CHECKS
 from scoring.protocol import State, violations
-from scoring.run_ids import new_run_id
-from scoring.simulated_user import simulator_error
-from scoring.store import Store
+from scoring.store.run_ids import new_run_id
+from scoring.checks.simulated_user import simulator_error
+from scoring.store.database import Store
 from scoring.transcript import Transcript, TurnRecord, UserTurn
 from simulator.adapters.base import check_turn_result, parse_json
 from tests.conftest import ROOT
@@ -150,7 +152,7 @@ def test_any_yaml_document_loads_or_is_one_config_error(tmp_path_factory, text):
 
 def _bundle() -> dict:
     from tests.conftest import run_demo
-    from scoring.bundle import item_of
+    from scoring.store.bundle import item_of
 
     demo_run = run_demo(DEMO, repetitions=1)
     items = [item_of(c.cell.id, c.transcript, {"started_at": dt.datetime(2026, 1, 1), "duration_ms": 5})

@@ -66,8 +66,8 @@ def test_a_reply_with_100000_offers_never_holds_the_loop_past_the_bound(demo, mo
 
 def test_the_report_embeds_a_bounded_amount_per_turn_whatever_the_reply(demo, tmp_path):
     from simulator.adapters.python import PythonRuntime
-    from scoring.report import build_report
-    from scoring.store import Store
+    from scoring.pages.report import build_report
+    from scoring.store.database import Store
     from simulator.runner import run_matrix
     from tripdesk import TripDesk
     from decimal import Decimal

@@ -10,10 +10,10 @@ from decimal import Decimal
 import pytest
 from typer.testing import CliRunner
 
-from scoring import rates as R
-from scoring.store import Store
+from scoring.store import rates as R
+from scoring.store.database import Store
 from simulator.adapters.python import PythonRuntime
-from simulator.cli import app
+from simulator.cli.main import app
 from simulator.conformance import NEEDS, check_runtime
 from simulator.runner import run_matrix
 from simulator.users.scripted import ScriptedUser

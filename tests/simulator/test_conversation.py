@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from scoring.scorer import ALL_CLASSES
+from scoring.checks.scorer import ALL_CLASSES
 from simulator.adapters.python import PythonRuntime, load_target
 from simulator.conversation import Cell, converse
 from scoring.errors import RuntimeUnavailable

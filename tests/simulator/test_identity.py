@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 
 from scoring.errors import ConfigError
-from scoring.store import Store
+from scoring.store.database import Store
 from simulator import identity
 from simulator.adapters.python import PythonRuntime
 from simulator.identity import GitState, clean_labels, git_state, labels_flag, runtime_version

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from scoring.errors import ConfigError
 from simulator.config import Budgets
 from simulator.limits import RateLimiter
 
@@ -76,3 +79,27 @@ def test_concurrent_callers_are_booked_in_turn_and_never_exceed_either_limit():
     for s in starts:
         inside = [(u, n) for u, n in zip(starts, tokens) if u <= s < u + 60]
         assert len(inside) <= 20 and sum(n for _, n in inside) <= 5000
+
+
+def test_a_shorter_window_holds_its_share_of_the_minute_in_every_window_of_its_length():
+    """`window_s = 10` with 600 requests and 30,000 tokens a minute: any ten seconds hold at most
+    100 requests and 5,000 tokens, and a burst is spread over the windows, not let through."""
+    from simulator.limits import RateWindow
+
+    window = RateWindow(600, 30_000, window_s=10)
+    starts = [window.book(40, 0.0) for _ in range(250)]
+    assert starts[99] == 0.0 and starts[100] == 10.0 and starts[200] == 20.0     # the 101st waits a window
+    for s in starts:
+        inside = [u for u in starts if u <= s < u + 10]
+        assert len(inside) <= 100 and 40 * len(inside) <= 5000
+
+
+def test_the_window_is_checked_where_budgets_toml_sets_it(tmp_path):
+    from simulator.config import load_budgets
+
+    toml = tmp_path / "budgets.toml"
+    toml.write_text('[limits."openai:m"]\nrequests_per_minute = 60\nwindow_s = 1\n')
+    assert load_budgets(toml).limits["openai:m"].window_s == 1
+    toml.write_text('[limits."openai:m"]\nrequests_per_minute = 60\nwindow_s = 0.5\n')
+    with pytest.raises(ConfigError, match=r"budgets.toml:3 \(limits.openai:m.window_s\)"):
+        load_budgets(toml)

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from scoring.store import Store
+from scoring.store.database import Store
 from simulator.adapters.python import PythonRuntime
 from simulator.config import Budgets
 from simulator.ledger import Ledger
@@ -17,7 +17,9 @@ from simulator.runner import run_matrix
 from tripdesk import TripDesk
 
 from tests.fixtures.model_api import FakeModelAPI
-from tests.simulator.test_model_users import PRICE, keys, small, user_for  # noqa: F401  (keys: the API keys set)
+from tests.simulator.users.test_model_users import PRICE, small, user_for
+
+pytestmark = pytest.mark.usefixtures("api_keys")
 
 SMALL_TALK = ("Hi there.", "Before we start, is your service open on weekends?", "Do you also handle hotel bookings?",
               "Thanks, that is good to know.", "One more thing: can I pay by card?", "Sorry, where was I?")

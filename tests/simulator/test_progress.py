@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from rich.console import Console
 
-from scoring.store import Store
+from scoring.store.database import Store
 from simulator import progress
 from simulator.adapters.process import free_port
 from simulator.adapters.python import PythonRuntime
@@ -22,7 +22,7 @@ from simulator.users.providers import OpenAIProvider
 from tripdesk import TripDesk
 
 from tests.fixtures.model_api import FakeModelAPI, serve
-from tests.simulator.test_model_users import PRICE, small
+from tests.simulator.users.test_model_users import PRICE, small
 
 
 def test_a_heartbeat_comes_before_any_conversation_finishes(demo, monkeypatch):

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from scoring.store import Store
+from scoring.store.database import Store
 from simulator.adapters.python import PythonRuntime
 from simulator import runner
 from simulator.runner import cell_seed, matrix, run_matrix

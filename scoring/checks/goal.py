@@ -1,0 +1,78 @@
+"""Was the goal reached? Decided on the store's state, never on what the replies claim.
+
+A goal's success is three kinds of check, all of which must hold:
+- record matches: a record (by id, or any record) holds the expected fields;
+- SQL: DuckDB queries over two tables built from the store, each returning true:
+    records(id VARCHAR, type VARCHAR, data JSON)
+    events(id VARCHAR, turn INTEGER, operation VARCHAR, record VARCHAR, status VARCHAR,
+           offer VARCHAR, reason VARCHAR, arguments JSON)
+  run in a sandbox (scoring/dataset/goal_sql.py): a goal file may be hostile;
+- answered questions: the question was asked, not answered 'unavailable', and the reply
+  carries the value the store held at that turn, in any form `scoring.checks.answers` accepts.
+"""
+
+from __future__ import annotations
+
+from scoring.checks.answers import carries
+from scoring.checks.evidence import MISSING, lookup
+from scoring.dataset.goal_sql import QueryFailed, sql_holds
+from scoring.checks.progress import asked_questions, resolve_question_record, same_value
+from scoring.transcript import Transcript
+from scoring.dataset.models import Goal
+
+
+def _record_holds(goal: Goal, check, records: dict) -> bool:
+    expected = {path: goal.resolve(value) for path, value in check.match.items()}
+    candidates = [records.get(check.id)] if check.id else list(records.values())
+    return any(rec is not None and all(same_value(lookup(rec, p), v) for p, v in expected.items())
+               for rec in candidates)
+
+
+def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
+    """None if the question was answered with the store's value, else why not.
+
+    Asked: a turn tagged with the question's step, or whose words match it. Answered: the
+    reply carries the value the store held after that turn, in any form scoring.checks.answers
+    accepts, and does not say the answer is unavailable."""
+    question = next(q for q in goal.questions if q.id == qid)
+    why = "it was never asked"
+    for turn in transcript.turns:
+        if turn.result is None or question not in asked_questions(goal, turn.user):
+            continue
+        if turn.result.get("answer") == "unavailable" or turn.state is None:
+            why = "the reply said it was unavailable" if turn.state is not None else "no store to check"
+            continue
+        record = resolve_question_record(goal, question, turn.state)
+        value = lookup(record, question.field) if record else MISSING
+        if value is MISSING:
+            why = (f"the store has no field {question.field!r} in that record" if record
+                   else "the store has no record it names")
+            continue
+        if carries(str(turn.result.get("reply", "")), value, goal.date_order):
+            return None
+        why = f"no reply carried the store's value {value!r}"
+    return why
+
+
+def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple[bool | None, str]:
+    """(reached, why). reached is None when the store gives no state to check."""
+    if state is None or not isinstance(state.get("records"), dict):
+        return None, "UNVERIFIABLE: the runtime exposes no store state"
+    records = state["records"]
+    for i, check in enumerate(goal.success.records):
+        if not _record_holds(goal, check, records):
+            expected = ", ".join(f"{k} = {goal.resolve(v)}" for k, v in check.match.items())
+            where = f"record {check.id}" if check.id else "a record"
+            return False, f"success.records[{i}] does not hold: expected {where} with {expected}"
+    for qid in goal.success.answered:
+        why = _answered(goal, qid, transcript)
+        if why is not None:
+            return False, f"question {qid!r} was not answered from the store: {why}"
+    for i, query in enumerate(goal.success.sql):
+        try:
+            if not sql_holds(query, state):
+                return False, f"success.sql[{i}] is false"
+        except QueryFailed as exc:
+            # Never a pass: the goal is UNVERIFIABLE, and the detail names the goal and the query.
+            return None, f"UNVERIFIABLE: goal {goal.id}: success.sql[{i}] {exc}"
+    return True, "every success check holds"

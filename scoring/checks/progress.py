@@ -1,0 +1,193 @@
+"""Progress classes: the ways a conversation stops moving forward (CLASSES.md).
+
+Each check is a pure function (transcript, goal, persona) -> CheckResult. A turn counts as
+checked when its evidence was there, and as unverifiable when it was not; never as a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scoring.dataset import patterns
+from scoring.checks.answers import carries
+from scoring.checks.evidence import MISSING, events_from, get, lookup, previous
+from scoring.checks.offers import follow, tagged_step
+from scoring.transcript import CheckResult, Finding, Transcript, UserTurn
+from scoring.dataset.models import Goal, Persona, Question
+
+
+@dataclass
+class Tally:
+    """Collects one check's verdicts turn by turn."""
+
+    cls: str
+    findings: list[Finding] = field(default_factory=list)
+    checked: int = 0
+    unverifiable: int = 0
+
+    def ok(self) -> None:
+        self.checked += 1
+
+    def unknown(self) -> None:
+        self.unverifiable += 1
+
+    def found(self, turn: int | None, detail: str, **evidence: object) -> None:
+        self.checked += 1
+        self.findings.append(Finding(self.cls, turn, detail, evidence))
+
+    def result(self) -> CheckResult:
+        return CheckResult(self.cls, tuple(self.findings), self.checked, self.unverifiable)
+
+
+def answered_turns(transcript: Transcript):
+    return [t for t in transcript.turns if t.result is not None]
+
+
+def way_forward(result: dict) -> bool | None:
+    """Whether a reply gives the user a way forward (a question, an ask, offers or a card); None
+    when the reply lacks a field that would say."""
+    if str(result.get("reply", "")).rstrip().endswith("?"):
+        return True
+    ways = [get(result, name) for name in ("ask", "next_steps", "card")]
+    if any(w for w in ways if w is not MISSING):
+        return True
+    return None if any(w is MISSING for w in ways) else False
+
+
+def dead_end(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+    tally = Tally("dead_end")
+    for turn in answered_turns(transcript):
+        forward = way_forward(turn.result)
+        if forward:
+            tally.ok()
+        elif forward is None:
+            tally.unknown()
+        else:
+            tally.found(turn.index, "the reply offers no way forward", reply=turn.result.get("reply"))
+    return tally.result()
+
+
+def _ask_key(ask: dict) -> tuple:
+    return (ask.get("operation"), ask.get("record"), tuple(sorted(ask.get("arguments") or [])))
+
+
+def loop(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+    tally = Tally("loop")
+    for turn in answered_turns(transcript):
+        before = previous(transcript, turn)
+        if before is None or before.result is None:
+            continue
+        now, then = get(turn.result, "ask"), get(before.result, "ask")
+        if now is MISSING or then is MISSING:
+            tally.unknown()
+        elif now and then and _ask_key(now) == _ask_key(then) and not now.get("repeat_reason"):
+            tally.found(turn.index, "the same ask again, with no reason given", ask=now, previous_ask=then)
+        else:
+            tally.ok()
+    return tally.result()
+
+
+def refused_offer(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+    """An offer the user took up from the previous turn (click or words) whose command the store
+    shows refused, in that turn or any later one (README, classes table)."""
+    tally = Tally("refused_offer")
+    takes = follow(transcript)
+    for turn in answered_turns(transcript):
+        take = takes.by_turn.get(turn.index)
+        if turn.index in takes.unknown or (take is not None and take.fresh is None):
+            tally.unknown()
+            continue
+        if take is None or not take.fresh:
+            continue   # a stale click the runtime refuses is the stale_click guarantee working
+        events, complete = events_from(transcript, take.turn)
+        refused = [e for e in events if e.get("status") == "refused" and takes.attributed(e) == take]
+        if not refused and not complete:
+            tally.unknown()
+        elif refused:
+            at = refused[0].get("turn")
+            tally.found(at, f"offer {take.offer}, taken in turn {take.turn}, was refused by the domain"
+                        + ("" if at == take.turn else f" in turn {at}"),
+                        offer=take.offer, taken_at=take.turn, events=refused)
+        else:
+            tally.ok()
+    return tally.result()
+
+
+def not_understood(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+    tally = Tally("not_understood")
+    for turn in answered_turns(transcript):
+        understood = get(turn.result, "understood")
+        if understood is MISSING:
+            tally.unknown()
+        elif understood is False:
+            tally.found(turn.index, "the runtime could not read the message", message=turn.user.text)
+        else:
+            tally.ok()
+    return tally.result()
+
+
+def asked_questions(goal: Goal, user: UserTurn) -> list[Question]:
+    """The goal's questions a user turn asks: the one its step tag names, and any whose `match`
+    is found in its words."""
+    step = tagged_step(goal, user)
+    text = user.text or ""
+    return [q for q in goal.questions
+            if (step is not None and step.question == q.id) or patterns.search(q.match, text)]
+
+
+def resolve_question_record(goal: Goal, question, state: dict) -> dict | None:
+    records = state.get("records") or {}
+    if question.record is not None:
+        return records.get(question.record)
+    where = {k: goal.resolve(v) for k, v in question.where.items()}
+    for record in records.values():
+        if all(same_value(lookup(record, k), v) for k, v in where.items()):
+            return record
+    return None
+
+
+def same_value(actual, expected) -> bool:
+    """A store value equals an expected one: dates by ISO form, numbers and text by value."""
+    if hasattr(expected, "isoformat"):
+        expected = expected.isoformat()
+    return actual == expected or (actual is not MISSING and str(actual) == str(expected))
+
+
+def unanswered(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+    """A question of the goal answered 'unavailable' while the store holds its answer and the
+    reply does not carry it in any form (scoring.checks.answers)."""
+    tally = Tally("unanswered")
+    for turn in answered_turns(transcript):
+        asked = asked_questions(goal, turn.user)
+        if not asked:
+            continue
+        answer = get(turn.result, "answer")
+        if answer not in (MISSING, "unavailable"):
+            tally.ok()
+            continue
+        if turn.state is None:
+            tally.unknown()
+            continue
+        reply = str(turn.result.get("reply", ""))
+        held = []
+        for q in asked:
+            record = resolve_question_record(goal, q, turn.state)
+            value = lookup(record, q.field) if record else MISSING
+            if value is not MISSING and value is not None and not carries(reply, value, goal.date_order):
+                held.append({"question": q.id, "value": value})
+        if not held:
+            tally.ok()        # nothing to answer from the store, or the reply says it in words
+        elif answer is MISSING:
+            tally.unknown()   # the reply does not say whether it could answer
+        else:
+            tally.found(turn.index, "answered 'unavailable' while the store holds the answer", held=held)
+    return tally.result()
+
+
+PROGRESS_CHECKS = {
+    "dead_end": dead_end,
+    "loop": loop,
+    "refused_offer": refused_offer,
+    "not_understood": not_understood,
+    "unanswered": unanswered,
+}

@@ -1,0 +1,56 @@
+"""Scoring one conversation: every class and guarantee of CLASSES.md, as pure functions.
+
+No I/O, no model calls: the same transcript always gives the same scorecard, which is what
+lets a stored run be rescored later and compared across scorer versions.
+"""
+
+from __future__ import annotations
+
+from scoring.checks.goal import goal_status
+from scoring.checks.guarantees import GUARANTEE_CHECKS
+from scoring.checks.progress import PROGRESS_CHECKS
+from scoring.checks.simulated_user import simulator_error
+from scoring.transcript import CheckResult, Scorecard, Transcript
+from scoring.dataset.models import Goal, Persona
+
+# Bump when a check's meaning changes: runs scored by different versions are not compared.
+SCORER_VERSION = "2"
+PROGRESS_CLASSES = (*PROGRESS_CHECKS, "simulator_error")
+GUARANTEES = tuple(GUARANTEE_CHECKS)
+ALL_CLASSES = (*PROGRESS_CLASSES, *GUARANTEES)
+
+
+def score(transcript: Transcript, goal: Goal, persona: Persona) -> Scorecard:
+    reached, why = goal_status(goal, transcript, transcript.final_state)
+    checks: dict[str, CheckResult] = {}
+    failed: list[str] = []
+    for name, check in {**PROGRESS_CHECKS, **GUARANTEE_CHECKS}.items():
+        checks[name] = _guarded(name, failed, check, transcript, goal, persona)
+    checks["simulator_error"] = _guarded("simulator_error", failed, simulator_error, transcript, goal, persona,
+                                         reached)
+    if failed:
+        why += "; UNVERIFIABLE, the check failed on this transcript: " + "; ".join(failed)
+    end = transcript.end
+    # A user that broke its brief taints the conversation, however it ended, unless the runtime
+    # failed first (that stays the runtime's). The loop catches most such faults at once; a few
+    # (a contradiction never corrected) show only over the whole transcript.
+    if checks["simulator_error"].findings and end not in ("runtime_error", "provider_error", "budget_cut"):
+        end = "simulator_error"
+    return Scorecard(goal_reached=reached, goal_detail=why, turns=len(transcript.turns),
+                     end=end, checks=checks)
+
+
+def _guarded(name: str, failed: list[str], check, transcript: Transcript, *args) -> CheckResult:
+    """A check that cannot read a transcript (a shape no test foresaw) makes its class
+    UNVERIFIABLE for this conversation, never a pass, and says so; the other checks still run."""
+    try:
+        return check(transcript, *args)
+    except Exception as exc:
+        failed.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+        return CheckResult(name, unverifiable_turns=max(1, len(transcript.turns)))
+
+
+def kind_of(cls: str) -> str:
+    if cls == "simulator_error":
+        return "simulator"
+    return "guarantee" if cls in GUARANTEE_CHECKS else "progress"

@@ -1,0 +1,201 @@
+"""The merge gate: one verdict on a candidate run against a baseline, from per-cell counts.
+
+`gate_verdict(baseline, candidate, settings)` is the only place a verdict is made. The `simrun
+gate` command and the HTML report both call it, so they can never disagree. It fails when
+
+- any guarantee fired in any candidate conversation (one violation is a failed run), or
+- a class rate rose, over all cells or within one goal or one persona (a slice): the
+  permutation test over cells (`scoring.gate.stats`), corrected over every class and slice at once,
+  gives p < alpha, *and* the rise is not shown to be smaller than the minimum effect (its
+  one-sided upper bound reaches `min_effect`, or `min_effect_slice` for a slice).
+
+The classes tested are the progress classes, simulator_error (a runtime that confuses the
+simulated user pushes conversations out of its own rates; that must not pass unseen),
+runtime_error and goal_not_reached. Guarantees are decided by the zero rule, so they are left
+out of the correction's family: a test there could never change the verdict, and spending
+alpha on it would only blunt the others.
+
+Besides the verdict, the result names what moved: the cells whose rate rose most, and the
+conversations that flipped (clean at a cell and repetition in the baseline, fired at the same
+cell and repetition in the candidate).
+
+Two runs are compared only when the baseline is fit to judge the candidate: the same dataset
+(personas and goals by content), the same scorer version, every class the scorer knows, counts
+that fit in the repetitions (`scoring.gate.summary.validate_summary`), and the same cells, or a
+subset the caller asked for (`shared_cells_only`) and the result lists. Anything else is a
+`GateError` that says how to fix it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from scoring.checks.scorer import GUARANTEES
+from scoring.errors import GateError
+from scoring.gate import stats
+from scoring.gate.advice import Advice
+from scoring.gate.formats import pts, pval, size
+from scoring.gate.summary import Cell, Counts, GATE_CLASSES, RunSummary, TESTED, validate_summary
+from scoring.gate.verdict import ClassVerdict, Flip, GateResult, MovedCell, SliceVerdict, class_kind
+
+SAFE_SIDE = 0.90            # the repetitions advised assume each class's rate at this upper bound
+
+
+class GateSettings(Protocol):
+    alpha: float
+    min_effect: float
+    min_effect_slice: float
+    correction: str
+    permutations: int
+
+
+def check_comparable(baseline: RunSummary, candidate: RunSummary, shared_cells_only: bool = False) -> None:
+    if baseline.dataset_hash != candidate.dataset_hash:
+        raise GateError(
+            f"dataset mismatch: baseline ({baseline.source}) has dataset {baseline.dataset_hash}, candidate "
+            f"({candidate.source}) has {candidate.dataset_hash}; runs are compared only on the same personas "
+            "and goals: run the candidate on the baseline's dataset, or bless a new baseline "
+            "(`simrun baseline bless RUN --out FILE`)")
+    if baseline.scorer_version != candidate.scorer_version:
+        raise GateError(
+            f"scorer mismatch: baseline ({baseline.source}) was scored by scorer version "
+            f"{baseline.scorer_version}, candidate ({candidate.source}) by {candidate.scorer_version}; "
+            "rescore the older run with `simrun rescore RUN` and bless it again")
+    for summary in (baseline, candidate):
+        validate_summary(summary)
+    base, cand = set(baseline.cells), set(candidate.cells)
+    if not base & cand:
+        raise GateError(f"no cell in common between baseline ({baseline.source}) and candidate "
+                        f"({candidate.source}); nothing to compare")
+    if base != cand and not shared_cells_only:
+        def some(cells: set[Cell]) -> str:
+            names = [f"{p}/{g}" for p, g in sorted(cells)[:3]]
+            return f" ({', '.join(names)}{', …' if len(cells) > 3 else ''})" if cells else ""
+        raise GateError(
+            f"baseline ({baseline.source}) and candidate ({candidate.source}) hold different cells: "
+            f"{len(cand - base)} of the candidate's {len(cand)} cells are not in the baseline{some(cand - base)}, "
+            f"and {len(base - cand)} of the baseline's {len(base)} not in the candidate{some(base - cand)}; "
+            "gate runs of the same matrix, or pass --shared-cells-only to compare the cells both hold "
+            "(the others are listed in the verdict)")
+
+
+def _slices(cells: list[Cell]) -> list[tuple[str, str, np.ndarray]]:
+    """All cells, then each goal and each persona; a slice that repeats an earlier one is dropped."""
+    out = [("all", "", np.ones(len(cells), bool))]
+    for dimension, index in (("goal", 1), ("persona", 0)):
+        for name in sorted({c[index] for c in cells}):
+            mask = np.array([c[index] == name for c in cells])
+            if not any(np.array_equal(mask, m) for _, _, m in out):
+                out.append((dimension, name, mask))
+    return out
+
+
+def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, *,
+                 shared_cells_only: bool = False) -> GateResult:
+    """The gate's decision. Raises GateError when the two runs must not be compared."""
+    check_comparable(baseline, candidate, shared_cells_only)
+    shared = sorted(set(baseline.cells) & set(candidate.cells))
+    left_out = tuple(sorted(set(baseline.cells) ^ set(candidate.cells)))
+    slices = _slices(shared)
+    mask = np.array([m for _, _, m in slices])
+
+    def counts(summary: RunSummary, what: str) -> np.ndarray:
+        return np.array([[getattr(summary.cells[c][cls], what) for cls in TESTED] for c in shared])
+
+    base_fired, base_scored = counts(baseline, "fired"), counts(baseline, "scored")
+    family = stats.Family(base_fired, base_scored, counts(candidate, "fired"), counts(candidate, "scored"), mask)
+    tested = stats.compare(family, alpha=settings.alpha, correction=settings.correction,
+                           permutations=settings.permutations)
+    advice = Advice(stats.advice_rates(base_fired, base_scored),
+                     stats.advice_rates(base_fired, base_scored, upper=SAFE_SIDE), mask,
+                     settings.alpha, settings.correction, settings.min_effect)
+    verdicts = []
+    for cls in GATE_CLASSES:
+        pairs = [(baseline.cells[c][cls], candidate.cells[c][cls]) for c in shared]
+        scored = [(i, b, k) for i, (b, k) in enumerate(pairs) if b.scored and k.scored]
+        base_total, cand_total = baseline.total(cls), candidate.total(cls)
+        if cls in GUARANTEES:
+            diffs = [k.rate - b.rate for _, b, k in scored]
+            delta = float(np.mean(diffs)) if diffs else None
+            verdict, reason = (("violated", f"broken in {cand_total.fired} candidate conversation(s)")
+                               if cand_total.fired else ("held", "no violation in the candidate"))
+            verdicts.append(ClassVerdict(cls, class_kind(cls), base_total, cand_total, len(scored),
+                                         None, None, delta, None, None, None, None, None, verdict, reason))
+            continue
+        verdicts.append(_tested_class(cls, TESTED.index(cls), tested, slices, shared, baseline, candidate,
+                                      scored, advice.base_rates, settings))
+    moved = sorted((MovedCell(cls, c, baseline.cells[c][cls], candidate.cells[c][cls])
+                    for cls in GATE_CLASSES for c in shared
+                    if baseline.cells[c][cls].scored and candidate.cells[c][cls].scored
+                    and candidate.cells[c][cls].rate > baseline.cells[c][cls].rate),
+                   key=lambda m: (-m.rise, -m.candidate.fired, GATE_CLASSES.index(m.cls), m.cell))
+    flips, why = _flips(baseline, candidate, shared, verdicts)
+    return GateResult(baseline, candidate, settings.alpha, settings.min_effect, settings.min_effect_slice,
+                      settings.correction, settings.permutations, tested.tests, len(shared), tuple(verdicts),
+                      tuple(moved), flips, why, left_out, advice)
+
+
+def _tested_class(cls, k, tested, slices, shared, baseline, candidate, scored, advice_rates,
+                  settings) -> ClassVerdict:
+    base_total, cand_total = baseline.total(cls), candidate.total(cls)
+    if not tested.cells[k, 0]:
+        return ClassVerdict(cls, class_kind(cls), base_total, cand_total, 0, None, None, None, None, None, None,
+                            None, None, "untested", "no cell scored in both runs")
+    low, high = tested.interval(k, 0)
+    p = None if np.isnan(tested.p[k, 0]) else float(tested.p[k, 0])
+    p_adj = None if np.isnan(tested.p_adjusted[k, 0]) else float(tested.p_adjusted[k, 0])
+    delta = float(tested.delta[k, 0])
+    index = [i for i, _, _ in scored]
+    detectable = stats.detectable_rise(advice_rates[index, k], [b.scored for _, b, _ in scored],
+                                       [c.scored for _, _, c in scored], critical=tested.critical,
+                                       alpha=settings.alpha, min_effect=settings.min_effect)
+    overall, reason = _decide(delta, p_adj, tested.upper(k, 0, settings.alpha), settings.min_effect, settings)
+    cut = {i for i, _, _ in scored}
+    slice_verdicts = []
+    for g, (dimension, name, mask) in enumerate(slices[1:], start=1):
+        if not tested.cells[k, g] or np.isnan(tested.p_adjusted[k, g]):
+            continue
+        members = [shared[i] for i in np.flatnonzero(mask) if i in cut]
+        b = sum((baseline.cells[c][cls] for c in members), Counts(0, 0, 0))
+        c_ = sum((candidate.cells[c][cls] for c in members), Counts(0, 0, 0))
+        sd = float(tested.delta[k, g])
+        verdict, why = _decide(sd, float(tested.p_adjusted[k, g]), tested.upper(k, g, settings.alpha),
+                               settings.min_effect_slice, settings)
+        slice_verdicts.append(SliceVerdict(cls, dimension, name, b, c_, len(members), sd,
+                                           float(tested.p_adjusted[k, g]), verdict, why))
+    failing = [s for s in slice_verdicts if s.failed]
+    verdict = "regression" if overall == "regression" or failing else "ok"
+    return ClassVerdict(cls, class_kind(cls), base_total, cand_total, int(tested.cells[k, 0]),
+                        float(tested.baseline_rate[k, 0]), float(tested.candidate_rate[k, 0]), delta, low, high,
+                        p, p_adj, detectable, verdict, reason, tuple(slice_verdicts), overall == "regression")
+
+
+def _decide(delta: float, p_adj: float | None, upper: float, min_effect: float, settings) -> tuple[str, str]:
+    """A regression: significant after correction, and not shown to be below the minimum effect."""
+    if p_adj is None:
+        return "ok", "nothing could vary in either run"
+    if p_adj < settings.alpha and upper >= min_effect - 1e-12:
+        return "regression", f"{pts(delta)}, corrected p {pval(p_adj)}"
+    if p_adj < settings.alpha:
+        return "ok", (f"significant, but the rise {pts(delta)} is at most {size(upper)} "
+                      f"({1 - settings.alpha:.0%} bound), below {size(min_effect)}")
+    return "ok", f"corrected p {pval(p_adj)} ≥ {settings.alpha}"
+
+
+def _flips(baseline: RunSummary, candidate: RunSummary, shared: list[Cell],
+           verdicts: list[ClassVerdict]) -> tuple[tuple[Flip, ...] | None, str]:
+    for summary in (baseline, candidate):
+        if summary.repetitions_held is None:
+            return None, f"flipped conversations cannot be listed: {summary.why_no_repetitions}"
+    failed = {v.cls for v in verdicts if v.failed}
+    out = []
+    for cls in GATE_CLASSES:
+        for cell in shared:
+            fired = candidate.repetitions_held[cell].fired.get(cls, frozenset())
+            for rep in sorted(baseline.repetitions_held[cell].clean(cls) & fired):
+                out.append(Flip(cls, cell, rep, candidate.conversation_id(cell, rep),
+                                baseline.conversation_id(cell, rep)))
+    out.sort(key=lambda f: (f.cls not in failed, GATE_CLASSES.index(f.cls), f.cell, f.repetition))
+    return tuple(out), ""

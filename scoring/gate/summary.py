@@ -1,0 +1,237 @@
+"""Run summaries: per-cell counts of every class, the only thing the gate compares.
+
+A summary comes from a stored run, from conversations scored in process (the calibration
+benchmark), or from a blessed baseline file (`scoring.gate.baseline`). Besides the counts, a
+summary keeps per cell the repetitions where each class fired (and those where it was not
+scored), so that the gate can name the conversations that flipped.
+
+A summary may come from a file the pull request it judges wrote, so `validate_summary` checks
+it: every count fits in the cell's repetitions, and the repetitions agree with the counts. A
+summary never holds a transcript: it is counts, the dataset hash and the scorer version, which
+is all a verdict needs and all two runs must agree on to be compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from scoring.checks.scorer import ALL_CLASSES, GUARANTEES, SCORER_VERSION, kind_of
+from scoring.errors import BaselineError, StoreError
+from scoring.input_files import printable
+from scoring.store import rates as R
+from scoring.store.database import Store
+from scoring.store.run_ids import checked_run_id
+from scoring.transcript import NOT_THE_RUNTIME, Scorecard
+
+GATE_CLASSES = (*ALL_CLASSES, *R.OUTCOME_CLASSES)   # every class the gate counts
+# Those it tests by statistics; guarantees are decided by the zero rule (`scoring.gate.compare`).
+TESTED = tuple(c for c in GATE_CLASSES if c not in GUARANTEES)
+
+
+@dataclass(frozen=True)
+class Counts:
+    fired: int              # conversations where the class fired
+    scored: int             # conversations where it could be decided (fired or clean)
+    unverifiable: int       # conversations where the evidence was missing
+
+    @property
+    def rate(self) -> float | None:
+        return self.fired / self.scored if self.scored else None
+
+    def __add__(self, other: "Counts") -> "Counts":
+        return Counts(self.fired + other.fired, self.scored + other.scored,
+                      self.unverifiable + other.unverifiable)
+
+    def __str__(self) -> str:
+        return f"{self.fired}/{self.scored}"
+
+
+ZERO = Counts(0, 0, 0)
+Cell = tuple[str, str]      # (persona, goal)
+
+
+@dataclass(frozen=True)
+class CellRepetitions:
+    """Which repetitions of one cell a run holds, and each class's status in them."""
+
+    held: frozenset[int]
+    fired: Mapping[str, frozenset[int]]         # class -> repetitions where it fired
+    unscored: Mapping[str, frozenset[int]]      # class -> repetitions where it was not scored
+    ids: Mapping[int, str] = field(default_factory=dict)   # only where not "persona/goal/repetition"
+
+    def clean(self, cls: str) -> frozenset[int]:
+        return self.held - self.fired.get(cls, frozenset()) - self.unscored.get(cls, frozenset())
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    dataset_hash: str
+    scorer_version: str
+    repetitions: int
+    cells: Mapping[Cell, Mapping[str, Counts]]
+    source: str             # where it came from, for messages: a file, or a run in a database
+    # Per cell, the repetitions behind the counts; None when the source does not say (a
+    # baseline file of format 1, a run whose conversations share repetition numbers).
+    repetitions_held: Mapping[Cell, CellRepetitions] | None = None
+    why_no_repetitions: str = ""
+
+    def total(self, cls: str) -> Counts:
+        out = ZERO
+        for counts in self.cells.values():
+            out = out + counts.get(cls, ZERO)
+        return out
+
+    @property
+    def personas(self) -> list[str]:
+        return sorted({p for p, _ in self.cells})
+
+    @property
+    def goals(self) -> list[str]:
+        return sorted({g for _, g in self.cells})
+
+    def conversation_id(self, cell: Cell, repetition: int) -> str:
+        ids = self.repetitions_held[cell].ids if self.repetitions_held and cell in self.repetitions_held else {}
+        return ids.get(repetition, f"{cell[0]}/{cell[1]}/{repetition}")
+
+
+def conversations_in(counts: Mapping[str, Counts]) -> int:
+    """A cell's conversations: guarantees are counted in every one, so any of them counts them all."""
+    probe = counts[ALL_CLASSES[-1]]
+    return probe.scored + probe.unverifiable
+
+
+# --- building ---------------------------------------------------------------------------------
+
+def summary_from_store(store: Store, run: str | None) -> RunSummary:
+    row = store.run(run)
+    source = f"run {row['run_id']} in {store.path}"
+    try:
+        run_id = checked_run_id(row["run_id"], str(store.path))
+    except StoreError as exc:
+        raise BaselineError(str(exc)) from None
+    counts = R.cell_counts(store, run_id)
+    cells = {cell: {cls: Counts(*counts[cell].get(cls, (0, 0, 0))) for cls in GATE_CLASSES}
+             for cell in sorted(counts)}
+    held, why = _repetitions_from_rows(R.cell_repetitions(store, run_id))
+    summary = RunSummary(run_id, row["dataset_hash"], row["scorer_version"], int(row["repetitions"]),
+                         cells, source, held, why)
+    validate_summary(summary)
+    return summary
+
+
+def _repetitions_from_rows(rows) -> tuple[dict[Cell, CellRepetitions] | None, str]:
+    held: dict[Cell, set[int]] = {}
+    statuses: dict[Cell, dict[str, dict[str, set[int]]]] = {}
+    ids: dict[Cell, dict[int, str]] = {}
+    for persona, goal, rep, cid, cls, status in rows:
+        cell = (persona, goal)
+        if cls is None:
+            if rep in held.setdefault(cell, set()):
+                return None, (f"its cell {persona}/{goal} holds repetition {rep} twice (imported conversations?), "
+                              "so a conversation is not known by its cell and repetition")
+            held[cell].add(rep)
+            if cid != f"{persona}/{goal}/{rep}":
+                ids.setdefault(cell, {})[rep] = cid
+        elif cls in GATE_CLASSES:
+            statuses.setdefault(cell, {}).setdefault(status, {}).setdefault(cls, set()).add(rep)
+    return {cell: CellRepetitions(frozenset(reps),
+                                  {c: frozenset(r) for c, r in statuses.get(cell, {}).get("fired", {}).items()},
+                                  {c: frozenset(r) for c, r in statuses.get(cell, {}).get("unscored", {}).items()},
+                                  ids.get(cell, {}))
+            for cell, reps in sorted(held.items())}, ""
+
+
+def scorecard_counts(scorecard: Scorecard) -> dict[str, Counts]:
+    """One conversation's contribution to its cell, by the rules of `scoring.store.rates`."""
+    counted = scorecard.end not in NOT_THE_RUNTIME
+    out: dict[str, Counts] = {}
+    for cls in ALL_CLASSES:
+        check = scorecard.checks.get(cls)
+        # Progress rates leave out conversations that are not the runtime's doing.
+        if check is None or (not counted and kind_of(cls) == "progress"):
+            out[cls] = ZERO
+            continue
+        status = check.status
+        out[cls] = Counts(int(status == "fired"), int(status != "unverifiable"), int(status == "unverifiable"))
+    if counted:
+        out["runtime_error"] = Counts(int(scorecard.end == "runtime_error"), 1, 0)
+        reached = scorecard.goal_reached
+        out["goal_not_reached"] = Counts(int(reached is False), int(reached is not None), int(reached is None))
+    else:
+        out["runtime_error"] = out["goal_not_reached"] = ZERO
+    return out
+
+
+def summary_from_scorecards(run_id: str, dataset_hash: str, repetitions: int,
+                            scored: Iterable[tuple[str, str, int, Scorecard]],
+                            scorer_version: str = SCORER_VERSION) -> RunSummary:
+    """A summary of conversations scored in process: (persona, goal, repetition, scorecard) each."""
+    return summary_from_counts(run_id, dataset_hash, repetitions,
+                               [(p, g, r, scorecard_counts(card)) for p, g, r, card in scored], scorer_version)
+
+
+def summary_from_counts(run_id: str, dataset_hash: str, repetitions: int,
+                        conversations: Iterable[tuple[str, str, int, Mapping[str, Counts]]],
+                        scorer_version: str = SCORER_VERSION) -> RunSummary:
+    """A summary of conversations given as (persona, goal, repetition, `scorecard_counts`) each."""
+    cells: dict[Cell, dict[str, Counts]] = {}
+    rows = []
+    for persona, goal, rep, counts in conversations:
+        cell = cells.setdefault((persona, goal), {cls: ZERO for cls in GATE_CLASSES})
+        cid = f"{persona}/{goal}/{rep}"
+        rows.append((persona, goal, rep, cid, None, "held"))
+        for cls, add in counts.items():
+            cell[cls] = cell[cls] + add
+            if add.fired or not add.scored:
+                rows.append((persona, goal, rep, cid, cls, "fired" if add.fired else "unscored"))
+    held, why = _repetitions_from_rows(rows)
+    return RunSummary(run_id, dataset_hash, scorer_version, repetitions, {c: cells[c] for c in sorted(cells)},
+                      f"run {run_id} (in process)", held, why)
+
+
+def validate_summary(summary: RunSummary) -> None:
+    """Every count fits in its cell, every cell in the repetitions, and the repetitions agree
+    with the counts. A summary that breaks any of these was not written by simrun."""
+    where = summary.source
+    for (persona, goal), counts in summary.cells.items():
+        key = f"{persona}/{goal}"
+        if set(counts) != set(GATE_CLASSES):
+            missing, extra = sorted(set(GATE_CLASSES) - set(counts)), sorted(set(counts) - set(GATE_CLASSES))
+            raise BaselineError(f"{where}: cell {key} does not count every class the scorer knows "
+                                f"(missing {missing}, unknown {printable(extra)})")
+        held = conversations_in(counts)
+        if held > summary.repetitions:
+            raise BaselineError(f"{where}: cell {key} holds {held} conversations, more than the run's "
+                                f"{summary.repetitions} repetitions")
+        for cls, c in counts.items():
+            if min(c.fired, c.scored, c.unverifiable) < 0:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: a negative count")
+            if c.fired > c.scored:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: fired {c.fired} > scored {c.scored}")
+            if c.scored + c.unverifiable > held:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: {c.scored} scored + {c.unverifiable} "
+                                    f"UNVERIFIABLE conversations, more than the cell's {held} (of "
+                                    f"{summary.repetitions} repetitions)")
+    if summary.repetitions_held is None:
+        return
+    if set(summary.repetitions_held) != set(summary.cells):
+        raise BaselineError(f"{where}: the repetitions are not given for the same cells as the counts")
+    for cell, reps in summary.repetitions_held.items():
+        key, counts = f"{cell[0]}/{cell[1]}", summary.cells[cell]
+        if any(not 0 <= r < summary.repetitions for r in reps.held) or len(reps.held) != conversations_in(counts):
+            raise BaselineError(f"{where}: cell {key}: repetitions {sorted(reps.held)[:20]} do not match its "
+                                f"{conversations_in(counts)} conversations of {summary.repetitions} repetitions")
+        for cls in set(reps.fired) | set(reps.unscored):
+            if cls not in GATE_CLASSES:
+                raise BaselineError(f"{where}: cell {key}: unknown class {printable(cls)} in its repetitions")
+        for cls, c in counts.items():
+            fired, unscored = reps.fired.get(cls, frozenset()), reps.unscored.get(cls, frozenset())
+            if not fired | unscored <= reps.held or fired & unscored:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: repetitions outside the cell's, or both "
+                                    "fired and not scored")
+            if len(fired) != c.fired or len(reps.held) - len(unscored) != c.scored:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: the repetitions ({len(fired)} fired, "
+                                    f"{len(reps.held) - len(unscored)} scored) disagree with the counts "
+                                    f"({c.fired} fired, {c.scored} scored)")

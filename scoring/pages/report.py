@@ -1,0 +1,157 @@
+"""The HTML report: one self-contained file (inline CSS and a few lines of JS, no URL at all).
+
+Aggregates come from DuckDB; only the worst transcripts are embedded, turn by turn, with their
+findings pinned to the turns they belong to. Against a baseline, it shows the gate's verdict and
+"What changed": the conversations that flipped, baseline and candidate side by side. Templates live in `scoring/pages/templates`, autoescaped:
+a runtime's reply is always shown as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+from jinja2 import Environment
+
+from scoring.checks.scorer import GUARANTEES
+from scoring.errors import SimrunError, StoreError
+from scoring.gate.compare import gate_verdict
+from scoring.gate.competence import competence
+from scoring.gate.release import release_check
+from scoring.gate.summary import GATE_CLASSES, summary_from_store
+from scoring.pages import charts
+from scoring.pages.dashboard import build_dashboard
+from scoring.pages.render import environment, write_page
+from scoring.store import rates as R
+from scoring.store.database import Store
+from scoring.store.run_ids import checked_run_id
+from scoring.transcript import Transcript
+
+MEMBERS_SHOWN = 300
+FLIPS_EMBEDDED = 20         # flipped conversations shown side by side; the rest are counted
+
+
+def _embedded(store: Store, run_id: str, conversation_id: str, row: dict | None = None) -> dict:
+    """A conversation as the transcript template shows it: its row, its turns, findings by turn."""
+    if row is None:
+        row = store.conversation_row(run_id, conversation_id)
+    by_turn: dict = {}
+    for f in store.findings(run_id, conversation_id):
+        by_turn.setdefault(f["turn"], []).append(f)
+    row.setdefault("classes", sorted({f["class"] for fs in by_turn.values() for f in fs}))
+    return {"row": row, "t": store.transcript(run_id, conversation_id), "findings": by_turn}
+
+
+def first_divergence(a: Transcript, b: Transcript) -> int | None:
+    """The first turn (1-based) where two transcripts differ: what the user sent, or what came back."""
+    for x, y in zip(a.turns, b.turns):
+        if (x.user.payload(), x.result) != (y.user.payload(), y.result):
+            return x.index
+    if len(a.turns) != len(b.turns):
+        return min(len(a.turns), len(b.turns)) + 1
+    return None
+
+
+def what_changed(store: Store, run_id: str, gate) -> dict:
+    """The flipped conversations, baseline and candidate side by side (the first FLIPS_EMBEDDED)."""
+    by_conversation: dict = {}
+    for f in gate.flips or ():
+        by_conversation.setdefault((f.conversation_id, f.baseline_id), []).append(f.cls)
+    # Shown in turns, one class after another (failing classes first), so that every class that
+    # flipped has examples among those embedded.
+    queues: dict = {}
+    for key, classes in by_conversation.items():
+        queues.setdefault(classes[0], []).append(key)
+    order = [key for group in itertools.zip_longest(*queues.values()) for key in group if key is not None]
+    try:
+        here = store.run(gate.baseline.run_id)["dataset_hash"] == gate.baseline.dataset_hash
+    except StoreError:      # a baseline file whose run is not in this database
+        here = False
+    pairs = []
+    for cid, base_id in order[:FLIPS_EMBEDDED]:
+        classes = by_conversation[(cid, base_id)]
+        cand = _embedded(store, run_id, cid)
+        base = _embedded(store, gate.baseline.run_id, base_id) if here else None
+        pairs.append({"id": cid, "classes": classes, "cand": cand, "base": base,
+                      "diverge": first_divergence(base["t"], cand["t"]) if base else None})
+    return {"pairs": pairs, "conversations": len(by_conversation), "baseline_here": here}
+def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: int = 3,
+                   baseline=None, gate_settings=None, shared_cells_only: bool = False, release=None) -> dict:
+    run = store.run(run_id)
+    run_id = run["run_id"]
+    gate = changed = None
+    if baseline is not None:
+        # The very function `simrun gate` decides with: the report and the gate cannot disagree.
+        gate = gate_verdict(baseline, summary_from_store(store, run_id), gate_settings,
+                            shared_cells_only=shared_cells_only)
+        changed = what_changed(store, run_id, gate)
+    class_rates = R.class_rates(store, run_id)
+    outcome = R.outcome(store, run_id)
+    # The worst overall, and a few of each class that fired, so that every rate can be read.
+    worst = R.worst(store, run_id, worst_limit)
+    embedded = {w["conversation_id"] for w in worst}
+    for rate in class_rates:
+        if rate.occurrences:
+            for row in R.worst(store, run_id, per_class, cls=rate.cls):
+                if row["conversation_id"] not in embedded:
+                    embedded.add(row["conversation_id"])
+                    worst.append(row)
+    transcripts = [_embedded(store, run_id, row["conversation_id"], row) for row in worst]
+    # Every rate links to its conversations; past a few hundred, the list names the first ones
+    # and the count, so that a run of 100,000 conversations still gives a small report.
+    members = {r.cls: R.conversations_with(store, run_id, r.cls, MEMBERS_SHOWN) for r in class_rates if r.occurrences}
+    cells = R.cells(store, run_id)
+    personas, goals = sorted({c["persona"] for c in cells}), sorted({c["goal"] for c in cells})
+    shares = R.cell_shares(store, run_id)
+    heatmaps = {"goal_reached": charts.heatmap(personas, goals, shares.get("goal_reached", {}), "good",
+                                               "goal reached")}
+    for rate in class_rates:
+        if rate.occurrences:
+            heatmaps[rate.cls] = charts.heatmap(personas, goals, shares.get(rate.cls, {}), "bad", rate.cls)
+    dist = R.distributions(store, run_id)
+    # The filters offer every class a shown transcript carries: those that fired, and those flipped.
+    flipped = {cls for pair in (changed or {}).get("pairs", []) for cls in pair["classes"]}
+    filter_classes = list(dict.fromkeys([r.cls for r in class_rates if r.occurrences]
+                                        + [cls for cls in GATE_CLASSES if cls in flipped]))
+    user = run["user_backend"]
+    return {
+        "costs": R.costs(store, run_id) if user != "scripted" else None,
+        "competence": competence(store, user) if user != "scripted" else None,
+        "gate": gate, "changed": changed, "filter_classes": filter_classes,
+        "release": release_check(class_rates, outcome, release) if release is not None else None,
+        "pass_k": R.pass_k(store, run_id), "heatmaps": heatmaps,
+        "histograms": [charts.histogram(dist["turns"], "turns to the goal (conversations that reached it)"),
+                       charts.histogram(dist["cost"], "cost per conversation", " USD"),
+                       charts.histogram(dist["duration"], "wall time per conversation", " ms")],
+        "run": run, "rates": class_rates, "outcome": outcome, "guarantees": GUARANTEES,
+        "violations": R.guarantee_violations(class_rates), "worst": transcripts, "embedded": embedded,
+        "members": members, "member_counts": R.fired_counts(store, run_id), "cells": cells, "severity": R.SEVERITY, "set_aside": R.set_aside(store, run_id),
+        "personas": personas, "goals": goals,
+        "cell_map": {(c["persona"], c["goal"]): c for c in cells},
+    }
+
+
+def build_report(store: Store, run_id: str | None, out_dir: Path | str = "reports",
+                 user_templates: Path | None = None, baseline=None, gate_settings=None,
+                 shared_cells_only: bool = False, release=None) -> Path:
+    """Write the run's report, and the dashboard of every run in the store beside it (each run
+    judged by the gate against the one before it, when `gate_settings` are given)."""
+    context = report_context(store, run_id, baseline=baseline, gate_settings=gate_settings,
+                             shared_cells_only=shared_cells_only, release=release)
+    env = environment(user_templates)
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SimrunError(f"cannot create the reports folder {out_dir}: {exc.strerror or exc}") from None
+    # The id comes from the database, which may have been crafted: it names a file only once
+    # it is known to be one simrun made, so that it cannot lead out of the reports folder.
+    path = out_dir / f"{checked_run_id(context['run']['run_id'], store.path)}.html"
+    write_page(path, env.get_template("report.html").render(**context))
+    build_index(store, out_dir, env, gate_settings)
+    return path
+
+
+def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings=None) -> Path:
+    """reports/index.html: the dashboard of every run in the store (`scoring.pages.dashboard`)."""
+    return build_dashboard([store], Path(out_dir) / "index.html", gate_settings=gate_settings, env=env)

@@ -1,0 +1,188 @@
+"""The gate's verdict of a run against the run before it, for the dashboard, remembered.
+
+Each pair is judged by `scoring.gate.compare.gate_verdict` itself, on summaries from
+`scoring.gate.summary.summary_from_store`, exactly as `simrun gate --baseline RUN --candidate RUN`
+judges it: the page and the gate cannot disagree. Only the verdict's outcome, its headline and
+the classes it names are kept.
+
+A verdict takes a few tenths of a second (the gate's permutation test), so judging 1,000 runs
+on every build would take minutes. Each verdict is remembered, keyed by everything it depends
+on: both runs' scores (their id, dataset, scorer version, when they were rescored, and their
+counts), the gate settings and the simrun version. A run resumed, rescored, or judged under
+other settings has a new key and is judged again.
+
+It is remembered in two places. The database of both runs keeps it (table `gate_verdicts`),
+written by the page a run builds when it finishes, which judges that run alone: so a database
+carries its own verdicts, and a dashboard of CI artifacts read-only judges only pairs that span
+two databases. Those, and the verdicts of read-only databases, go to a small JSON file beside
+the page. Both are only a memory: an entry that is damaged or foreign is ignored, never trusted
+for more than the verdict it holds under a key computed here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from scoring.gate.summary import GATE_CLASSES, RunSummary, summary_from_store
+from scoring.errors import SimrunError
+from scoring.gate.compare import gate_verdict
+from scoring.store.database import Store
+
+MEMORY = ".gate-verdicts.json"
+FORMAT = "simrun-gate-verdicts-1"
+MEMORY_BYTES = 16 << 20
+MEMORY_ENTRIES = 20_000
+HEADLINE_CHARS = 1_000
+JUDGED = ("passed", "failed", "not compared")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One side of a pair: a run, where it is stored, and a digest of its scores."""
+
+    run_id: str
+    store: Store
+    scores: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    state: str          # passed | failed | not compared
+    headline: str       # the gate's headline, or why the runs could not be compared
+    classes: tuple[str, ...] = ()   # the classes the gate failed the run on: what its headline names
+
+    @property
+    def failed(self) -> bool:
+        return self.state == "failed"
+
+
+def judge(pairs: Sequence[tuple[Judged, Judged]], settings: Any, folder: Path) -> list[Verdict]:
+    """(previous, run) pairs judged as the gate judges them, from memory where it holds them."""
+    memory_path = folder / MEMORY
+    stores = {id(side.store): side.store for pair in pairs for side in pair}
+    remembered = _recall(memory_path)
+    for store in stores.values():
+        remembered |= _valid(store_verdicts(store))
+    summaries: dict[tuple[int, str], RunSummary | SimrunError] = {}
+    context = _settings_key(settings)
+    used: dict[str, Verdict] = {}
+    keys = []
+    for previous, run in pairs:
+        key = hashlib.sha256(json.dumps([previous.scores, run.scores, context]).encode()).hexdigest()
+        verdict = used.get(key) or remembered.get(key)
+        if verdict is None:
+            verdict = _judge(_summary(summaries, previous), _summary(summaries, run), settings)
+        used[key] = verdict
+        keys.append(key)
+    if any(key not in remembered for key in used):
+        _remember(memory_path, used, remembered)
+        _keep_in_stores(pairs, keys, used, remembered)
+    return [used[key] for key in keys]
+
+
+def store_verdicts(store: Store) -> list:
+    try:
+        return store.gate_verdicts()
+    except (duckdb.Error, ValueError):
+        return []               # a file that lacks the table, or holds a damaged row: nothing remembered
+
+
+def _keep_in_stores(pairs, keys: list[str], verdicts: dict[str, Verdict], remembered: dict) -> None:
+    """New verdicts of pairs within one writable database, kept in it."""
+    by_store: dict[int, tuple[Store, dict]] = {}
+    for (previous, run), key in zip(pairs, keys):
+        if previous.store is run.store and not run.store.read_only and key not in remembered:
+            verdict = verdicts[key]
+            by_store.setdefault(id(run.store), (run.store, {}))[1][key] = (
+                key, verdict.state, verdict.headline, list(verdict.classes))
+    for store, rows in by_store.values():
+        try:
+            store.remember_gate_verdicts(list(rows.values()))
+        except SimrunError:
+            pass                # only a memory: judged again next time
+
+
+def _summary(summaries: dict, side: Judged) -> RunSummary | SimrunError:
+    key = (id(side.store), side.run_id)
+    if key not in summaries:
+        try:
+            summaries[key] = summary_from_store(side.store, side.run_id)
+        except SimrunError as exc:      # a run the gate cannot read is not compared, and says why
+            summaries[key] = exc
+    return summaries[key]
+
+
+def _judge(previous: RunSummary | SimrunError, run: RunSummary | SimrunError, settings: Any) -> Verdict:
+    for side in (previous, run):
+        if isinstance(side, SimrunError):
+            return Verdict("not compared", str(side)[:HEADLINE_CHARS])
+    try:
+        result = gate_verdict(previous, run, settings)
+    except SimrunError as exc:          # GateError: another scorer version, no cell in common...
+        return Verdict("not compared", str(exc)[:HEADLINE_CHARS])
+    return Verdict("passed" if result.passed else "failed", result.headline()[:HEADLINE_CHARS],
+                   tuple(c.cls for c in result.failures))
+
+
+def _settings_key(settings: Any) -> list:
+    if hasattr(settings, "model_dump"):
+        fields = settings.model_dump()
+    elif dataclasses.is_dataclass(settings):
+        fields = dataclasses.asdict(settings)
+    else:
+        fields = dict(vars(settings))
+    try:
+        version = metadata.version("simrun")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return [json.loads(json.dumps(fields, sort_keys=True, default=str)), version]
+
+
+def _recall(path: Path) -> dict[str, Verdict]:
+    try:
+        if path.stat().st_size > MEMORY_BYTES:
+            return {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    entries = data.get("verdicts") if isinstance(data, dict) and data.get("format") == FORMAT else None
+    if not isinstance(entries, dict):
+        return {}
+    return _valid((key, v.get("state"), v.get("headline"), v.get("classes"))
+                  for key, v in entries.items() if isinstance(v, dict))
+
+
+def _valid(entries) -> dict[str, Verdict]:
+    """(key, state, headline, classes) entries from a memory, those that can be verdicts."""
+    return {key: Verdict(state, headline[:HEADLINE_CHARS], tuple(classes))
+            for key, state, headline, classes in entries
+            if isinstance(key, str) and state in JUDGED and isinstance(headline, str)
+            and isinstance(classes, list) and all(c in GATE_CLASSES for c in classes)}
+
+
+def _remember(path: Path, used: dict[str, Verdict], remembered: dict[str, Verdict]) -> None:
+    """This build's verdicts first, then as many earlier ones as the file keeps (another page in the
+    same folder may be built from other databases)."""
+    kept = dict(used)
+    for key, verdict in remembered.items():
+        if len(kept) >= MEMORY_ENTRIES:
+            break
+        kept.setdefault(key, verdict)
+    text = json.dumps({"format": FORMAT, "verdicts": {k: dataclasses.asdict(v) for k, v in kept.items()}})
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)      # whole or not at all: two builds at once never mix their writes
+    except OSError:
+        # Only a memory: the page is written; its verdicts are judged again next time.
+        partial.unlink(missing_ok=True)

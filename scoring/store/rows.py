@@ -1,0 +1,88 @@
+"""How the store's rows hold a conversation: its transcript encoded, its scores and its calls.
+
+A transcript goes into the `conversations` and `turns` tables with its JSON already encoded,
+strings and numbers only, and comes back out whole (`Store.transcript`). A Ray worker encodes
+what it finished before sending it, so that the driver stores it without decoding anything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+from scoring.checks.scorer import kind_of
+from scoring.transcript import Scorecard, Transcript
+
+
+def to_json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, default=str)
+
+
+def from_json(value: Any) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def labels_of(stored: Any) -> list[str]:
+    """A run's labels as stored (a JSON list of names): the names, whatever a crafted file holds."""
+    try:
+        labels = json.loads(stored) if isinstance(stored, str) else stored
+    except ValueError:
+        return []
+    return [label for label in labels if isinstance(label, str)][:50] if isinstance(labels, list) else []
+
+
+@dataclass(frozen=True)
+class EncodedTranscript:
+    """A transcript as the store's rows hold it, its JSON already encoded: strings and numbers
+    only. A Ray worker sends these rather than the transcript's objects: the driver then stores
+    them without decoding anything, and pickling the objects there and back cost more CPU than
+    writing them (benchmarks/README.md, "Ray workers against one process")."""
+
+    conversation: tuple           # its columns of the conversations row (see `encode`)
+    turns: tuple[tuple, ...]      # a row of the turns table per turn, less the run and conversation ids
+
+
+def encode(transcript: Transcript) -> EncodedTranscript:
+    t = transcript
+    return EncodedTranscript(
+        (t.persona, t.goal, t.repetition, t.seed, to_json(t.initial_state), to_json(t.final_state), to_json(t.audit),
+         to_json(t.stop.to_json() if t.stop else None), to_json(t.error), t.end, t.session_id),
+        tuple((turn.index, to_json(turn.user.to_json()), to_json(turn.result), to_json(turn.state), turn.latency_ms)
+              for turn in t.turns))
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished conversation, as the store writes it; its transcript as objects, or encoded
+    where it finished."""
+
+    conversation_id: str
+    transcript: Transcript | EncodedTranscript
+    scorecard: Scorecard
+    started_at: float
+    duration_s: float
+    cost_usd: Decimal = Decimal(0)
+    model_calls: tuple[dict, ...] = ()
+
+    def encoded(self) -> "Finished":
+        if isinstance(self.transcript, EncodedTranscript):
+            return self
+        return replace(self, transcript=encode(self.transcript))
+
+
+def call_row(run_id: str, conversation_id: str, c: dict, now: dt.datetime) -> list:
+    return [run_id, conversation_id, c["turn"], c["backend"], c["model"], c["input_tokens"],
+            c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
+            c["cache_status"], c["request_hash"], now, c["cache_write_tokens"], to_json(c["request"]),
+            to_json(c["answer"]), to_json(c["response"])]
+
+def check_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
+    return [[run_id, conversation_id, cls, kind_of(cls), check.status, len(check.findings),
+             check.checked_turns, check.unverifiable_turns] for cls, check in scorecard.checks.items()]
+
+def finding_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
+    return [[run_id, conversation_id, f.turn, f.cls, kind_of(f.cls), f.detail, to_json(f.evidence)]
+            for f in scorecard.findings]

@@ -1,0 +1,181 @@
+"""What the `simrun` commands share: the console, one-line errors, and the common options."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scoring.store import rates as R
+from scoring.gate.competence import competence
+from scoring.secrets import redact, register_header
+from scoring.store.database import Store
+from scoring.errors import ConfigError, SimrunError
+from scoring.gate.release import ReleaseSettings, release_check
+
+class ClosableStdout:
+    """Standard output whose reader may go away (`simrun | head`). What can no longer be written
+    is dropped and the run goes on: its outcome, its store and its exit status do not depend on
+    who reads its output."""
+
+    def __init__(self) -> None:
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                sys.stdout.write(redact(text))
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.gone = True
+        # The interpreter flushes stdout again at exit; pointed at /dev/null, that flush is quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+    def isatty(self) -> bool:
+        return sys.stdout.isatty()
+
+    def fileno(self) -> int:
+        return sys.stdout.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return sys.stdout.encoding
+
+
+out = Console(file=ClosableStdout())
+if not out.is_terminal:
+    out = Console(file=ClosableStdout(), width=120)   # CI logs: keep class names whole
+
+
+def err_line(text: str) -> None:
+    # One line, never wrapped: editors and CI annotations jump to "file:line".
+    typer.secho(redact(text), err=True, fg="red", bold=True)
+
+
+def say(text: str) -> None:
+    """A line that may quote a server's words: printed as it is, never read as markup."""
+    out.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def fail(exc: SimrunError) -> None:
+    err_line(f"error: {exc}")
+    raise typer.Exit(2)
+
+
+CONFIG = typer.Option(None, "--config", help="Project file (default: ./simrun.toml if there is one).")
+BUDGETS = typer.Option(None, "--budgets", help="Prices, default budget and gate thresholds (default: ./budgets.toml).")
+DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
+PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
+TRANSPORT = typer.Option(None, "--transport", help="python, http or stdio (over simrun.toml's runtime.transport).")
+URL = typer.Option(None, "--url", help="http: the base URL of a running runtime.")
+RUNTIME_COMMAND = typer.Option(None, "--runtime-command", help="http or stdio: the command that starts the runtime.")
+TIMEOUT = typer.Option(None, "--timeout", help="Seconds one runtime request may take.")
+HEADER = typer.Option(None, "--header", help="http: NAME=VALUE request header; ${VAR} is read from the environment.")
+GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
+EXECUTOR = typer.Option(None, "--executor", help="in-process (default), or ray: the conversations on the "
+                        "workers of a Ray cluster (pip install 'simrun[ray]').")
+RAY_ADDRESS = typer.Option(None, "--ray-address", help="ray: the cluster to join (default auto: the one running "
+                           "on this machine, else a new one on its cores).")
+RAY_WORKERS = typer.Option(None, "--ray-workers", help="ray: workers to start (default: one per CPU of the cluster).")
+
+
+
+def runtime_flags(transport, url, command, timeout, headers) -> dict:
+    """Runtime settings given as flags, over simrun.toml's [runtime]."""
+    flags: dict = {}
+    if transport:
+        flags["transport"] = transport
+    if url:
+        flags |= {"url": url, "command": None, "transport": transport or "http"}
+    if command:
+        flags |= {"command": command, "url": None}
+    if timeout is not None:
+        flags["timeout_s"] = timeout
+    for item in headers or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{name.strip() or item[:20]!r}...: write a header as NAME=VALUE (VALUE may use ${{VAR}})",
+                              field="--header")
+        register_header(name, value, from_flag=True)
+        flags.setdefault("headers", {})[name.strip()] = value
+    return flags
+
+
+def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = None) -> int:
+    """The run's rates; 1 when a guarantee was broken or a release criterion failed, else 0."""
+    rates = R.class_rates(store, run_id)
+    outcome = R.outcome(store, run_id)
+    table = Table(title=f"run {run_id}", title_justify="left")
+    for col in ("class", "kind", "rate", "95% interval", "conversations", "UNVERIFIABLE"):
+        table.add_column(col, justify="left" if col in ("class", "kind") else "right")
+    pct = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    for r in [*rates, outcome.runtime_error_rate]:
+        low, high = r.interval
+        style = "bold red" if r.occurrences and r.kind == "guarantee" else ("yellow" if r.occurrences else None)
+        table.add_row(r.cls, r.kind, pct(r.rate), f"{pct(low)} – {pct(high)}", f"{r.occurrences}/{r.scored}",
+                      str(r.unverifiable), style=style)
+    out.print(table)
+    low, high = outcome.goal_interval
+    ends = ", ".join(f"{k} {v}" for k, v in outcome.ends.items())
+    out.print(f"goal reached: {pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, "
+              f"95% {pct(low)} – {pct(high)}); ends: {ends}", highlight=False, soft_wrap=True)
+    if outcome.runtime_errors:
+        out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): see runtime_error in the report",
+                  style="yellow", highlight=False)
+    code = 0
+    first = store.first_error(run_id, "provider_error")
+    if first is not None:
+        said = first.get("server_message") or first.get("message")
+        out.print(f"first provider error ({first['conversation_id']}, turn {first.get('turn')}): {said}",
+                  style="yellow", highlight=False, markup=False, soft_wrap=True)
+    print_competence(store, store.run(run_id)["user_backend"])
+    broken = [r for r in rates if r.kind == "guarantee" and r.occurrences]
+    if broken:
+        out.print("FAILED: guarantees broken: " + ", ".join(
+            f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken),
+            style="bold red", highlight=False, soft_wrap=True)
+        code = 1
+    elif outcome.conversations and not outcome.counted:
+        # Nothing was judged: no guarantee was shown to hold either. Never a pass.
+        err_line(f"error: no conversation was judged: all {outcome.conversations} ended for reasons that are not "
+                 f"the runtime's ({ends}); see the lines above")
+        return 2
+    else:
+        out.print("every guarantee held", style="green")
+    if release is not None:
+        check = release_check(rates, outcome, release)
+        for criterion in check.failures:
+            out.print(f"FAILED release check: {criterion.line()}", style="bold red", highlight=False, soft_wrap=True)
+        if check.passed:
+            out.print(check.headline(), style="green", highlight=False, soft_wrap=True)
+        code = max(code, 0 if check.passed else 1)
+    return code
+
+
+def print_competence(store: Store, backend: str) -> None:
+    """The user model's check-user result beside the rates, or how to get one."""
+    if backend == "scripted":
+        return
+    found = competence(store, backend)
+    if found is None:
+        out.print(f"no check-user result for {backend}: `simrun check-user --user {backend}` measures how often it "
+                  "reaches goals that are known to be reachable", highlight=False, soft_wrap=True)
+        return
+    out.print(found.headline(), style="yellow" if found.low else None, highlight=False, soft_wrap=True)
+    if found.warning():
+        out.print(f"WARNING: {found.warning()}", style="bold yellow", highlight=False, soft_wrap=True)

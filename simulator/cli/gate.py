@@ -1,0 +1,216 @@
+"""The commands around comparing runs: `baseline bless`, `gate`, `rescore`, `export`, `import`.
+
+A thin shell over `scoring.gate.summary`, `scoring.gate.compare`, `scoring.store.rescore` and `scoring.store.bundle`,
+registered on the main app by `register(app)`. Exit status as for every simrun command: 2 on a
+user error, printed as one line. `simrun gate` exits 1 when the candidate fails the gate.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from scoring.gate import text as T
+from scoring.gate.compare import gate_verdict
+from scoring.gate.baseline import baseline_from_git, open_baseline, write_baseline
+from scoring.gate.summary import RunSummary, summary_from_store
+from scoring.gate.verdict import GateResult
+from scoring.store.bundle import export_bundle, import_bundle, load_bundle, write_bundle
+from scoring.store.rescore import rescore_run
+from scoring.store.run_ids import new_run_id
+from scoring.store.database import Store
+from simulator.cli.common import fail, out
+from simulator.project import given_file, project_db
+from simulator import __version__
+from simulator.config import Budgets, Project, load_budgets, load_project
+from scoring.dataset.files import Dataset, load_dataset
+from scoring.errors import ConfigError, GateError, SimrunError, StoreError
+
+DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
+CONFIG = typer.Option(None, "--config", help="Project file, for the personas and goals folders (default: ./simrun.toml).")
+PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
+GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
+
+
+def current_dataset(config: Optional[str], personas: Optional[str], goals: Optional[str]) -> Dataset:
+    """The project's personas and goals, resolved as `simrun` resolves them (paths relative to simrun.toml)."""
+    config_file = given_file(config, "simrun.toml", "--config")
+    project = load_project(config_file) if config_file else Project()
+    base = config_file.parent if config_file else Path(".")
+    return load_dataset(Path(personas) if personas else base / project.run.personas,
+                        Path(goals) if goals else base / project.run.goals)
+
+
+def _write(path: str, text: str, what: str) -> None:
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise SimrunError(f"{path}: the folder {target.parent} does not exist; create it, or write the {what} elsewhere")
+    target.write_text(text, encoding="utf-8")
+
+
+# --- baseline bless --------------------------------------------------------------------------
+
+baseline_app = typer.Typer(add_completion=False, rich_markup_mode=None, no_args_is_help=True,
+                           help="Blessed baselines: small per-cell summaries of a run, to commit and gate on.")
+
+
+@baseline_app.command("bless")
+def bless(run: str = typer.Argument(..., help="Run id, or 'latest'."),
+          out_file: str = typer.Option(..., "--out", help="The JSON file to write (commit it)."),
+          db: Optional[str] = DB) -> None:
+    """Write a run's per-cell counts, dataset hash and scorer version to a baseline file."""
+    try:
+        with Store(project_db(db), create=False) as store:
+            summary = summary_from_store(store, run)
+        path = write_baseline(summary, out_file, simrun_version=__version__)
+    except SimrunError as exc:
+        fail(exc)
+    out.print(f"blessed run {summary.run_id} ({len(summary.cells)} cells, dataset {summary.dataset_hash}, "
+              f"scorer {summary.scorer_version}) -> {path}", highlight=False, soft_wrap=True)
+
+
+# --- gate ------------------------------------------------------------------------------------
+
+BASELINE_REF = typer.Option(None, "--baseline-ref", help="Read the baseline file from git, as REF:PATH "
+                            "(e.g. origin/main:baselines/main.json): the protected branch, never the pull request.")
+SHARED_CELLS_ONLY = typer.Option(False, "--shared-cells-only", help="Compare only the cells both runs hold "
+                                 "(the others are listed); without it, runs of different cells are refused.")
+
+
+def chosen_baseline(baseline: Optional[str], baseline_ref: Optional[str], database: str) -> RunSummary:
+    """--baseline FILE|RUN or --baseline-ref REF: exactly one of them."""
+    if (baseline is None) == (baseline_ref is None):
+        raise ConfigError("give exactly one of --baseline FILE|RUN and --baseline-ref REF:PATH", field="--baseline")
+    return baseline_from_git(baseline_ref) if baseline_ref else open_baseline(baseline, database)
+
+
+def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file, or a run id."),
+         candidate: str = typer.Option(..., "--candidate", help="The run to judge (a run id, or 'latest')."),
+         baseline_ref: Optional[str] = BASELINE_REF,
+         shared_cells_only: bool = SHARED_CELLS_ONLY,
+         db: Optional[str] = DB,
+         budgets: Optional[str] = typer.Option(None, "--budgets", help="Gate thresholds (default: ./budgets.toml)."),
+         markdown: Optional[str] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
+         junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here.")) -> None:
+    """Compare a candidate run with a baseline: exit 1 on a significant regression (over all cells, or in
+    one goal or persona) or any guarantee violation."""
+    database = project_db(db)
+    try:
+        budgets_file = given_file(budgets, "budgets.toml", "--budgets")
+        settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
+        base = chosen_baseline(baseline, baseline_ref, database)
+        with Store(database, create=False) as store:
+            try:
+                cand = summary_from_store(store, candidate)
+            except StoreError as exc:
+                raise GateError(f"no candidate run {candidate!r}: {exc}") from None
+        result = gate_verdict(base, cand, settings, shared_cells_only=shared_cells_only)
+        text = T.markdown(result)
+        if markdown:
+            _write(markdown, text, "Markdown summary")
+        if junit:
+            _write(junit, T.junit_xml(result), "JUnit XML")
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_file:
+            with open(summary_file, "a", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+    except SimrunError as exc:
+        fail(exc)
+    except OSError as exc:
+        fail(SimrunError(f"cannot write the gate's summary: {exc}"))
+    _print(result)
+    raise typer.Exit(result.exit_code)
+
+
+def _print(result: GateResult) -> None:
+    # Narrower than the Markdown table, so that a CI log of 120 columns keeps every row on a line.
+    table = Table(title=f"gate: candidate {result.candidate.run_id} vs baseline {result.baseline.run_id} "
+                        f"({result.baseline.source})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    cols = [("class", "class"), ("rates", "base → candidate"), *[c for c in T.columns(result)
+                                                                     if c[0] not in ("class", "kind", "baseline",
+                                                                                     "candidate")]]
+    for key, title in cols:
+        table.add_column(title, justify="left" if key in ("class", "verdict") else "right", no_wrap=True)
+    for row, c in zip(T.rows(result), result.classes):
+        row["rates"] = f"{row['baseline']} → {row['candidate']}"
+        table.add_row(*(row[key] for key, _ in cols), style="bold red" if c.failed else None)
+    out.print(table)
+    say = lambda text, **kw: out.print(text, highlight=False, soft_wrap=True, markup=False, **kw)  # noqa: E731
+    if result.left_out:
+        say(T.subset_text(result), style="yellow")
+    for line in result.regressions():
+        say(line, style="bold red")
+    moved, more = T.moved_lines(result)
+    say("cells whose rate rose most:" if moved else more)
+    for line in moved:
+        say(f"  {line}")
+    if moved and more:
+        say(f"  {more}")
+    say(T.flip_summary(result))
+    flips, rest = T.flip_lines(result)
+    for line in flips + ([rest] if rest else []):
+        say(f"  {line}")
+    say(T.method_text(result), style="dim")
+    say(result.headline(), style="green" if result.passed else "bold red")
+
+
+# --- rescore, export, import -----------------------------------------------------------------
+
+def rescore(run: str = typer.Argument(..., help="Run id, or 'latest'."), db: Optional[str] = DB,
+            config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS,
+            goals: Optional[str] = GOALS) -> None:
+    """Score a stored run's transcripts again with the current scorer (no runtime, no model, no cost)."""
+    try:
+        dataset = current_dataset(config, personas, goals)
+        with Store(project_db(db), create=False) as store:
+            result = rescore_run(store, run, dataset)
+    except SimrunError as exc:
+        fail(exc)
+    out.print(f"rescored run {result.run_id}: {result.conversations} conversations with scorer "
+              f"{result.scorer_version} (was {result.previous_version}); {result.changed} changed",
+              highlight=False, soft_wrap=True)
+
+
+def export(run: str = typer.Argument(..., help="Run id, or 'latest'."),
+           out_file: str = typer.Option(..., "--out", help="The bundle file to write."),
+           db: Optional[str] = DB) -> None:
+    """Export a run's conversations as a Plumbline-style bundle (turns, responses, whole records)."""
+    try:
+        with Store(project_db(db), create=False) as store:
+            bundle = export_bundle(store, run, producer=f"simrun {__version__}")
+        path = write_bundle(bundle, out_file)
+    except SimrunError as exc:
+        fail(exc)
+    out.print(f"exported run {bundle['run']['run_id']}: {len(bundle['items'])} items -> {path}", highlight=False)
+
+
+def import_(bundle: str = typer.Argument(..., help="A bundle file (from `simrun export` or Plumbline-style)."),
+            db: Optional[str] = DB, config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS,
+            goals: Optional[str] = GOALS) -> None:
+    """Score the recorded conversations of a bundle into a new run, offline."""
+    try:
+        loaded = load_bundle(bundle)
+        dataset = current_dataset(config, personas, goals)
+        with Store(project_db(db)) as store:
+            result = import_bundle(store, loaded, dataset, run_id=new_run_id(), source=bundle,
+                                   simrun_version=__version__)
+    except SimrunError as exc:
+        fail(exc)
+    for warning in result.warnings:
+        out.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
+    out.print(f"imported {result.conversations} conversations from {bundle} into run {result.run_id} "
+              f"(database {project_db(db)})", highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(baseline_app, name="baseline")
+    app.command("gate")(gate)
+    app.command("rescore")(rescore)
+    app.command("export")(export)
+    app.command("import")(import_)

@@ -1,0 +1,170 @@
+"""The commands that check a project before a run: `validate`, `check-runtime`, `plan`, `schema`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from simulator import eventloop
+from simulator.cli.common import (BUDGETS, CONFIG, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
+                                  URL, fail, out, runtime_flags)
+from scoring.errors import ConfigError, SimrunError
+from simulator.money import usd
+from simulator.plan import estimate
+from simulator.project import load_plan, runtime_for
+from scoring.store.database import Store
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def validate(config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS,
+                 personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
+                 transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
+                 runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
+                 header: Optional[list[str]] = HEADER) -> None:
+        """Check personas, goals, simrun.toml and budgets.toml, and that the runtime answers."""
+        try:
+            plan = load_plan(config=config, budgets=budgets, personas=personas, goals=goals,
+                             runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
+            health = eventloop.run(_health(runtime_for(plan)))
+        except SimrunError as exc:
+            fail(exc)
+        files = ", ".join(f"{p} ok" for p in plan.files) or "no simrun.toml or budgets.toml (defaults)"
+        out.print(f"ok: {len(plan.dataset.personas)} personas, {len(plan.dataset.goals)} goals "
+                  f"(dataset {plan.dataset.hash}); {files}; runtime {health.get('runtime')} "
+                  f"{health.get('version')} speaks protocol {health['protocol']}", highlight=False, soft_wrap=True)
+
+
+    async def _health(runtime) -> dict:
+        try:
+            return await runtime.health()
+        finally:
+            await runtime.aclose()
+
+
+    @app.command("check-runtime")
+    def check_runtime_command(
+            config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
+            goal: Optional[str] = typer.Option(None, "--goal", help="The goal whose setup and words to use."),
+            transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
+            runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
+            header: Optional[list[str]] = HEADER) -> None:
+        """Hold a short conformance conversation with the runtime and report what it supplies.
+
+        Exit 0 when it keeps protocol 1, 1 on a protocol violation, 2 when it cannot be reached."""
+        from simulator.conformance import check_runtime
+
+        try:
+            plan = load_plan(config=config, personas=personas, goals=goals,
+                             runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
+            chosen = plan.dataset.goal(goal) if goal else plan.dataset.goals[0]
+            report = eventloop.run(check_runtime(runtime_for(plan), chosen))
+        except StopIteration:
+            fail(ConfigError(f"no goal {goal!r}; goals are: {', '.join(g.id for g in plan.dataset.goals)}",
+                              field="--goal"))
+        except SimrunError as exc:
+            fail(exc)
+        health = report.health or {}
+        out.print(f"runtime {report.runtime}: {health.get('runtime')} {health.get('version')}, protocol "
+                  f"{health.get('protocol')}; probe goal {chosen.id}, {len(report.turns)} turns", highlight=False,
+                  soft_wrap=True)
+        ops = Table(title="operations", title_justify="left")
+        ops.add_column("operation")
+        ops.add_column("")
+        for op in ("health", "start", "turn", "state", "audit", "close"):
+            ops.add_row(op, report.operations.get(op, "not called"))
+        out.print(ops)
+        if report.crash is not None:
+            crash = report.crash
+            where = f"in turn {crash['turn']}" if crash.get("turn") else "at start"
+            out.print(f"CRASH {where} ({crash['kind']}): {crash['message']}", style="red", highlight=False,
+                      markup=False, soft_wrap=True)
+            tail = crash.get("traceback") or crash.get("stderr")
+            if tail:
+                out.print("    " + tail.strip().replace("\n", "\n    "), highlight=False, markup=False, soft_wrap=True)
+        fields = Table(title="turn-result fields (turns that carried each)", title_justify="left")
+        fields.add_column("field")
+        fields.add_column("turns", justify="right")
+        answered = sum(1 for t in report.turns if t.result is not None)
+        for name, n in report.field_presence().items():
+            fields.add_row(name, f"{n}/{answered}", style=None if n == answered else "yellow")
+        out.print(fields)
+        unverifiable = report.unverifiable()
+        if unverifiable:
+            out.print("UNVERIFIABLE in a run (never counted as passes):", style="yellow")
+            for cls, lacking in unverifiable.items():
+                out.print(f"  {cls}: needs {', '.join(lacking)}", highlight=False, markup=False)
+        else:
+            out.print("every class and guarantee can be checked", style="green")
+        for v in report.violations:
+            out.print(f"VIOLATION at {v.where}: {v.problem}\n    {v.json}", style="red", highlight=False,
+                      markup=False, soft_wrap=True)
+        if report.violations:
+            raise typer.Exit(1)
+        out.print("protocol 1 kept", style="green")
+
+
+    @app.command("plan")
+    def plan_command(
+            budget: Optional[str] = typer.Option(None, "--budget", help="The budget to compare with, e.g. 5usd."),
+            config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS, personas: Optional[str] = PERSONAS,
+            goals: Optional[str] = GOALS,
+            repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n"),
+            seed: Optional[int] = typer.Option(None, "--seed"),
+            user: Optional[str] = typer.Option(None, "--user", help="Price only this backend (default: every priced one)."),
+            transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
+            runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
+            header: Optional[list[str]] = HEADER) -> None:
+        """Estimate what the matrix costs per model backend, before spending anything.
+
+        A free dry run with the scripted user gives the conversations' lengths; their prompts are
+        priced with budgets.toml, the stable prefix as cached after each conversation's first call."""
+        try:
+            plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
+                             repetitions=repetitions, seed=seed, check_user=False,
+                             runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
+            if user and user != "scripted" and user not in plan.budgets.prices:
+                from simulator.pricing import price_for
+
+                price_for(plan.budgets, user)
+            store = Store(plan.db, create=False) if plan.db.exists() else None   # history; never created here
+            try:
+                estimates = eventloop.run(estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
+                                                 repetitions=plan.repetitions, seed=plan.seed, store=store,
+                                                 backends=[user] if user and user != "scripted" else None))
+            finally:
+                if store is not None:
+                    store.close()
+        except SimrunError as exc:
+            fail(exc)
+        table = Table(title=f"{plan.conversations} conversations, budget {usd(plan.budget)}", title_justify="left")
+        for col in ("backend", "calls", "input tokens", "cached", "cache writes", "output", "cost p50–p90",
+                    "per conversation", "the budget buys"):
+            table.add_column(col, justify="left" if col == "backend" else "right", no_wrap=col == "backend")
+        table.add_row("scripted", "0", "0", "0", "0", "0", "$0.00", "$0.00", f"{plan.conversations} (all)")
+        for e in estimates:
+            share = f"{e.affordable} ({e.affordable / e.conversations:.0%})" if e.conversations else "–"
+            table.add_row(e.backend, str(e.calls), f"{e.usage.input_tokens:,}", f"{e.usage.cached_input_tokens:,}",
+                          f"{e.usage.cache_write_tokens:,}", f"{e.usage.output_tokens:,}", e.range_text,
+                          f"${e.per_conversation:.5f}", share)
+        out.print(table)
+        for e in estimates:
+            out.print(f"{e.backend}: {e.basis}", highlight=False, soft_wrap=True)
+        out.print("a prior counts tokens as characters / 4; a run prints its actual spend beside its estimate",
+                  highlight=False)
+
+
+    @app.command()
+    def schema(out_dir: str = typer.Option("schemas", "--out", help="Folder to write the JSON Schemas to.")) -> None:
+        """Write the JSON Schemas of persona and goal files, for editors."""
+        from scoring.dataset.files import json_schemas
+
+        folder = Path(out_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, body in json_schemas().items():
+            (folder / f"{name}.schema.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+            out.print(f"wrote {folder / f'{name}.schema.json'}", highlight=False)

@@ -1,0 +1,199 @@
+"""The commands that read stored runs: `runs`, `report`, `dashboard`, `show` and `merge`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from scoring.pages.report import build_report
+from scoring.store.database import Store, reading
+from simulator.cli.common import BUDGETS, DB, fail, out, print_summary
+from simulator.cli.gate import BASELINE_REF, SHARED_CELLS_ONLY, chosen_baseline
+from simulator.config import Budgets, load_budgets
+from scoring.errors import ConfigError, SimrunError
+from simulator.money import usd
+from simulator.project import given_file, project_db, project_reports
+
+
+def _budgets(budgets: str | None) -> Budgets:
+    """--budgets (or ./budgets.toml): the gate's thresholds for the dashboard's verdicts, and
+    the release criteria."""
+    budgets_file = given_file(budgets, "budgets.toml", "--budgets")
+    return load_budgets(budgets_file) if budgets_file else Budgets()
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def runs(db: Optional[str] = DB) -> None:
+        """List the runs in the database, newest first."""
+        try:
+            with Store(project_db(db), create=False) as store:
+                rows = store.runs()
+        except SimrunError as exc:
+            fail(exc)
+        table = Table(box=box.SIMPLE_HEAD)
+        # The run id is its start time (UTC), so no column repeats it.
+        for col in ("run", "status", "user", "dataset", "convs", "goal reached", "spent",
+                    "labels · runtime version · commit"):
+            table.add_column(col, no_wrap=col in ("run", "status"),
+                             justify="right" if col in ("convs", "goal reached", "spent") else "left")
+        for r in rows:
+            rate = "–" if r["goal_rate"] is None else f"{100 * r['goal_rate']:.1f}%"
+            # This command holds the database's only write lock, so no run in it is running now:
+            # one still marked running was killed (kill -9, a lost machine). Resuming finishes it.
+            status = "killed" if r["status"] == "running" else r["status"]
+            identity = " · ".join([", ".join(r["labels"]) or "–", r["runtime_version"] or "–",
+                                   (r["git_commit"] or "–")[:8] + (f" {r['git_branch']}" if r["git_branch"] else "")])
+            # Labels and versions are anyone's text: shown as they are, never read as console markup.
+            table.add_row(r["run_id"], status, r["user_backend"], r["dataset_hash"][:8],
+                          str(r["conversations"]), rate, usd(r["spent_usd"]), Text(identity))
+        out.print(table)
+
+
+    @app.command()
+    def report(run: str = typer.Argument("latest", help="Run id, or 'latest'."), db: Optional[str] = DB,
+               reports: str = typer.Option("reports", "--reports", help="Output folder."),
+               baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file or a run id: "
+                                                      "the report shows each class's delta, the gate's verdict and "
+                                                      "the conversations that flipped (side by side, for a run)."),
+               baseline_ref: Optional[str] = BASELINE_REF,
+               shared_cells_only: bool = SHARED_CELLS_ONLY,
+               budgets: Optional[str] = BUDGETS) -> None:
+        """Write (again) the HTML report of a stored run, against a baseline if given."""
+        try:
+            database = project_db(db)
+            base = chosen_baseline(baseline, baseline_ref, database) if baseline or baseline_ref else None
+            budgets_file = given_file(budgets, "budgets.toml", "--budgets")
+            money = load_budgets(budgets_file) if budgets_file else Budgets()
+            with Store(database, create=False) as store:
+                path = build_report(store, run, reports, baseline=base, gate_settings=money.gate,
+                                    shared_cells_only=shared_cells_only, release=money.release)
+        except SimrunError as exc:
+            fail(exc)
+        out.print(f"report: {path}", highlight=False)
+
+
+    @app.command()
+    def dashboard(db: Optional[list[str]] = typer.Option(None, "--db", help="A DuckDB file to read; repeat for "
+                                                         "several (one per release, or per CI job). Default: the "
+                                                         "project's database."),
+                  out_file: Optional[str] = typer.Option(None, "--out", help="The page to write (default: "
+                                                         "index.html in the project's reports folder)."),
+                  baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file: its "
+                                                         "rates are drawn as a line in its dataset's charts."),
+                  budgets: Optional[str] = BUDGETS) -> None:
+        """Write the dashboard of every run in one or more databases (read-only, never merged)."""
+        from scoring.gate.baseline import load_baseline
+        from scoring.pages.dashboard import build_dashboard
+
+        try:
+            paths = db or [project_db(None)]
+            target = Path(out_file) if out_file else project_reports() / "index.html"
+            if target.is_dir():
+                raise ConfigError(f"{target} is a folder; name the page to write, e.g. {target / 'index.html'}",
+                                  field="--out")
+            base = load_baseline(baseline) if baseline else None
+            settings = _budgets(budgets).gate
+            with contextlib.ExitStack() as stack:
+                stores = [stack.enter_context(reading(path)) for path in paths]
+                path = build_dashboard(stores, target, baseline=base, gate_settings=settings)
+        except SimrunError as exc:
+            fail(exc)
+        out.print(f"dashboard: {path}", highlight=False)
+
+
+    @app.command()
+    def show(run: str = typer.Argument(..., help="Run id, or 'latest'."),
+             conversation: Optional[str] = typer.Argument(None, help="persona/goal/repetition; omit to list them."),
+             db: Optional[str] = DB, as_json: bool = typer.Option(False, "--json", help="Print the raw transcript."),
+             cls: Optional[str] = typer.Option(None, "--class", help="List only this class's findings.")) -> None:
+        """Print one stored conversation turn by turn (or list a run's conversations and findings by class)."""
+        from scoring.checks.scorer import ALL_CLASSES
+
+        try:
+            if cls is not None and cls not in (*ALL_CLASSES, "runtime_error"):
+                raise ConfigError(f"no class {cls!r}; classes are: {', '.join(ALL_CLASSES)}", field="--class")
+            with Store(project_db(db), create=False) as store:
+                run_id = store.run(run)["run_id"]
+                if conversation is None:
+                    _list_run(store, run_id, cls)
+                    return
+                t = store.transcript(run_id, conversation)
+                findings = store.findings(run_id, conversation)
+                detail = store.conversation_row(run_id, conversation)
+        except SimrunError as exc:
+            fail(exc)
+        if as_json:
+            from dataclasses import asdict
+
+            sys.stdout.write(json.dumps(asdict(t), indent=2, default=str) + "\n")
+            return
+        session = f", runtime session {t.session_id}" if t.session_id else ""
+        out.print(f"{conversation}: end {detail['end_reason']}, {len(t.turns)} turns, seed {t.seed}{session}; "
+                  f"goal: {detail['goal_detail']}", highlight=False, soft_wrap=True)
+        for turn in t.turns:
+            said = f"clicks {turn.user.offer}" if turn.user.kind == "click" else turn.user.text
+            out.print(f"#{turn.index} user:    {said}", highlight=False, markup=False)
+            if turn.result:
+                out.print(f"   runtime: {turn.result.get('reply')}", highlight=False, markup=False)
+            for f in findings:
+                if f["turn"] == turn.index:
+                    out.print(f"   ! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
+        for f in findings:
+            if f["turn"] is None:
+                out.print(f"! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
+        if t.error:
+            collateral = " (collateral: the runtime went down in another conversation)" if t.error.get("collateral") else ""
+            read = f"; read after it: {t.error['read_after']}" if t.error.get("read_after") else ""
+            out.print(f"error: {t.error.get('message')}{collateral}{read}", style="red", highlight=False, markup=False)
+
+
+    def _list_run(store: Store, run_id: str, cls: str | None) -> None:
+        """A run's conversations (unless one class is asked for), then its findings by class."""
+        if cls is None:
+            for cid, end, reached, session in store.conversation_list(run_id):
+                goal = "goal reached" if reached else "goal UNVERIFIABLE" if reached is None else "goal not reached"
+                at = f"  session {session}" if session else ""
+                out.print(f"{cid}  {end}  {goal}{at}", highlight=False, soft_wrap=True, markup=False)
+        grouped = store.findings_by_class(run_id, cls)
+        if not grouped:
+            out.print(f"no {cls + ' ' if cls else ''}findings in run {run_id}", highlight=False)
+            return
+        out.print("findings by class:" if cls is None else f"{cls} findings:", highlight=False)
+        for name, rows in grouped.items():
+            conversations = sorted({r["conversation_id"] for r in rows})
+            out.print(f"  {name}: {len(conversations)} conversation(s)", style="red", highlight=False, markup=False)
+            for r in rows:
+                at = f" turn {r['turn']}" if r["turn"] is not None else ""
+                out.print(f"    {r['conversation_id']}{at}: {r['detail']}", highlight=False, markup=False,
+                          soft_wrap=True)
+
+
+    @app.command()
+    def merge(shards: list[str] = typer.Argument(..., help="The DuckDB files of shards 0..n-1 of one run."),
+              out_file: str = typer.Option(..., "--out", help="The DuckDB file to write the joined run to."),
+              reports: str = typer.Option("reports", "--reports", help="Folder for the joined run's report."),
+              partial: bool = typer.Option(False, "--partial", help="Join shards that did not finish too; the "
+                                           "joined run is then marked interrupted."),
+              budgets: Optional[str] = BUDGETS) -> None:
+        """Join the shards of a run (each from `simrun --shard i/n`) into one run, and report it."""
+        from scoring.store.merge import merge as merge_shards
+
+        try:
+            settings = _budgets(budgets)
+            run_id = merge_shards(out_file, shards, partial=partial)
+            with Store(out_file, create=False) as store:
+                code = print_summary(store, run_id, settings.release)
+                path = build_report(store, run_id, reports, gate_settings=settings.gate, release=settings.release)
+        except SimrunError as exc:
+            fail(exc)
+        out.print(f"merged {len(shards)} shards into run {run_id} in {out_file}; report: {path}", highlight=False)
+        raise typer.Exit(code)

@@ -1,0 +1,172 @@
+"""A Ray worker: one process of the cluster that runs conversations the way the in-process
+executor does, on its own event loop, and sends them back to the driver to be stored.
+
+A worker reads nothing of its own machine's project: the driver gives it the plan (personas
+and goals as loaded there), the secrets the driver knows (so that anything it says is cut the
+same way), the environment variables the runtime and the user model read (API keys, the
+`${VAR}`s of headers), and handles to the cluster's budget and rate limits
+(`simulator/cluster/shared.py`). It builds its own runtime from the plan: a python target is imported
+here; an HTTP `url` is shared by every worker; an HTTP `command` or a stdio child is started here
+and stopped when the worker ends (its supervisor stops it even if the worker is killed).
+
+`simulator/cluster/executor.py` makes `Worker` an actor; Ray runs its coroutines on one event loop,
+several chunks at a time, with at most `plan.concurrency` conversations in flight among them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import gc
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from scoring import secrets
+from scoring.errors import SimrunError
+from scoring.store.rows import Finished
+from simulator.cluster.shared import LedgerLost, RemoteLedger, RemoteLimiter
+from simulator.conversation import Cell, converse
+from simulator.project import Plan, environment_of, runtime_for, user_backend
+
+CellKey = tuple[str, str, int, int]          # persona id, goal id, repetition, seed: what travels
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    plan: Plan                    # with the output form the driver settled, and this worker's user concurrency
+    environment: dict[str, str]   # the variables the runtime and the user model read here, from the driver
+    secrets: tuple[str, ...]      # every secret the driver knows
+    # The cluster's actors, by name (Ray keeps an argument that holds a handle in its object
+    # store, from which a restarted worker cannot always be rebuilt): the budget, and the rate
+    # limits when budgets.toml limits the user backend.
+    budget: str
+    rates: str | None
+
+    @classmethod
+    def for_plan(cls, plan: Plan, user, workers: int, budget: str, rates: str | None) -> "WorkerSpec":
+        """What a worker needs to run `plan` as the driver would, given the driver's user backend."""
+        project = plan.project
+        if getattr(user, "output", None) is not None:
+            # Settled here once (a probe costs money): every worker asks in the same form.
+            project = project.model_copy(update={"run": project.run.model_copy(update={"user_output": user.output})})
+        if project.user.concurrency is not None:
+            # A server's slots are the cluster's, not each worker's.
+            slots = max(1, project.user.concurrency // workers)
+            project = project.model_copy(update={"user": project.user.model_copy(update={"concurrency": slots})})
+        runtime = plan.runtime
+        if runtime.transport == "python" and runtime.target.partition(":")[0].endswith(".py"):
+            path, _, name = runtime.target.partition(":")
+            runtime = runtime.model_copy(update={"target": f"{Path(path).resolve()}:{name}"})
+        if runtime.transport != "python" and runtime.cwd is None:
+            runtime = runtime.model_copy(update={"cwd": str(Path.cwd())})   # where a command runs in-process
+        return cls(dataclasses.replace(plan, project=project, runtime=runtime), environment_of(plan),
+                   tuple(secrets.registered()), budget, rates)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """What a worker sends back for a chunk of cells: the conversations it finished, their
+    transcripts encoded as the store writes them (a cell it did not start, because the budget ran
+    out or the user model stopped, is not among them), why the user model stopped if it did, and
+    the replay cache's hits and misses since its last chunk."""
+
+    done: list[Finished]
+    stopped: str | None
+    replay: tuple[int, int]
+
+
+class Worker:
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.replay = None
+        self.ready: asyncio.Task | None = None
+        self.slots: asyncio.Semaphore | None = None
+
+    async def start(self, replay=None) -> dict[str, Any]:
+        """Start the runtime and the user backend, once (again after Ray restarted this worker).
+        `replay`: the recorded answers of a `--replay` run, sent once to each worker."""
+        if self.ready is None:
+            self.replay = replay
+            self.ready = asyncio.ensure_future(self._start())
+        try:
+            await self.ready
+        except SimrunError as exc:
+            # Ray writes what a worker raises to the cluster's logs: cut the secrets out first.
+            raise type(exc)(secrets.redact(str(exc))) from None
+        return {"pid": os.getpid()}
+
+    async def _start(self) -> None:
+        spec = self.spec
+        os.environ.update(spec.environment)
+        for value in spec.secrets:
+            secrets.register(value)
+        plan = spec.plan
+        self.ledger = RemoteLedger(ray.get_actor(spec.budget))
+        limit = plan.budgets.limits.get(plan.user)
+        self.limiter = (RemoteLimiter(ray.get_actor(spec.rates), plan.user, limit.requests_per_minute,
+                                      limit.tokens_per_minute, limit.window_s)
+                        if limit is not None and spec.rates else None)
+        self.user = user_backend(plan, self.ledger, self.replay, limiter=self.limiter)
+        self.runtime = runtime_for(plan)
+        self.personas = {p.id: p for p in plan.dataset.personas}
+        self.goals = {g.id: g for g in plan.dataset.goals}
+        self.slots = asyncio.Semaphore(max(1, plan.concurrency))
+        try:
+            await self.runtime.health()
+            if hasattr(self.user, "start"):
+                await self.user.start(plan.project.run.user_output)
+        except BaseException:
+            await self.stop()
+            raise
+        # What lives now (Ray, the plan, the clients) is never garbage: frozen, the collector
+        # stops scanning it, as the runner does in-process (simulator.runner.frozen_heap).
+        gc.freeze()
+
+    async def run(self, cells: list[CellKey]) -> Chunk:
+        if self.ready is None:
+            raise RuntimeError("a chunk was sent to a worker that was not started")
+        await self.start()
+
+        async def one(key: CellKey) -> Finished | None:
+            persona, goal, repetition, seed = key
+            cell = Cell(self.personas[persona], self.goals[goal], repetition, seed)
+            async with self.slots:
+                if self.ledger.exhausted or getattr(self.user, "stopped", None):
+                    return None
+                conversation = await converse(cell, self.user, self.runtime)
+            if self.ledger.lost or (self.limiter is not None and self.limiter.lost):
+                # Its calls could not be held or booked: it ended on that, which is no finding.
+                raise LedgerLost("the cluster's budget or rate-limit actor is gone")
+            return conversation.finished().encoded()
+
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(one(key)) for key in cells]
+        return Chunk([t.result() for t in tasks if t.result() is not None], getattr(self.user, "stopped", None),
+                     self._replay_counts())
+
+    def _replay_counts(self) -> tuple[int, int]:
+        if self.replay is None:
+            return 0, 0
+        counts = self.replay.hits, self.replay.misses
+        self.replay.hits = self.replay.misses = 0
+        return counts
+
+    async def stop(self) -> None:
+        """Send the budget what this worker owes it, stop the runtime it started, and close the
+        user model's connections."""
+        ledger = getattr(self, "ledger", None)
+        if ledger is not None and not ledger.lost:
+            try:
+                await ledger.flush()
+            except LedgerLost:
+                pass   # what it held is then counted as spent, at its worst case
+        for close in (getattr(self, "runtime", None), getattr(self, "user", None)):
+            if close is not None:
+                try:
+                    await close.aclose()
+                except Exception:
+                    pass   # stopping is best effort; the supervisor stops a runtime whatever happens here

@@ -1,0 +1,12 @@
+"""The simulated users: who talks to the runtime, turn by turn.
+
+    base       the role (one async call per turn) and `make_user(spec)`, which picks a backend
+    scripted   the scripted user: deterministic, offline and free, the default
+    manners    how a persona's manner changes what the scripted user writes
+    model      a user played by a model, paid for under a hard budget, with a replay cache
+    prompt     what a model-played user is told, and how its answer is read
+    providers  the model APIs through their official SDKs (OpenAI and compatible, Anthropic)
+
+Imports: `scoring` (personas, goals, transcripts, the judge's reading of a turn) and the rest of
+`simulator` (ledger, limits, pricing, retry); the model SDKs only when such a backend is made.
+"""

@@ -1,0 +1,282 @@
+"""Any runtime, any language: the http and stdio transports, runtime faults as data, no leftovers."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from scoring.store.database import Store
+from simulator.adapters.http import HttpRuntime
+from simulator.adapters.python import PythonRuntime
+from simulator.adapters.stdio import StdioRuntime
+from scoring.dataset.files import load_dataset
+from scoring.errors import RuntimeUnavailable
+from simulator.runner import run_matrix
+from simulator.users.scripted import ScriptedUser
+from tripdesk import TripDesk
+
+from tests.conftest import ROOT
+from tests.fixtures.processes import leftovers, port_is_free
+
+PY = sys.executable
+ODD = str(ROOT / "tests" / "fixtures" / "odd_runtime.py")
+SERVER = [PY, "-m", "tripdesk.server", "--port", "{port}"]
+STDIO = [PY, "-m", "tripdesk.stdio"]
+MODES = ("crash", "hang", "garbage", "status", "noreply")
+
+pytestmark = pytest.mark.usefixtures("tagged")
+
+
+def stored(db: Path, dataset, runtime, repetitions=1, concurrency=1):
+    with Store(db) as store:
+        run_id = asyncio.run(run_matrix(dataset, runtime, ScriptedUser(), store, repetitions=repetitions,
+                                        seed=3, budget=Decimal(0), concurrency=concurrency)).run_id
+        turns = store.con.execute("SELECT conversation_id, turn, user_turn, result, state FROM turns "
+                                  "WHERE run_id = ? ORDER BY 1, 2", [run_id]).fetchall()
+        findings = store.con.execute("SELECT conversation_id, turn, class, detail FROM findings "
+                                     "WHERE run_id = ? ORDER BY 1, 2, 3", [run_id]).fetchall()
+        ends = dict(store.con.execute("SELECT conversation_id, end_reason FROM conversations WHERE run_id = ?",
+                                      [run_id]).fetchall())
+        errors = {cid: err for cid, err in store.con.execute(
+            "SELECT conversation_id, error FROM conversations WHERE run_id = ?", [run_id]).fetchall()}
+    return turns, findings, ends, errors
+
+
+def test_python_http_and_stdio_give_identical_transcripts_and_findings(tmp_path, demo):
+    faults = "loop=0.3,phantom_receipt=0.2"
+    python = stored(tmp_path / "p.duckdb", demo, PythonRuntime(TripDesk(faults=faults, fault_seed=4)), 2, 4)
+    http = stored(tmp_path / "h.duckdb", demo,
+                  HttpRuntime(command=[*SERVER, "--faults", faults, "--fault-seed", "4"], concurrency=4), 2, 4)
+    stdio = stored(tmp_path / "s.duckdb", demo, StdioRuntime([*STDIO, "--faults", faults, "--fault-seed", "4"]), 2, 4)
+    assert python[0] and python[1], "the planted faults were found"
+    assert http[:3] == python[:3]
+    assert stdio[:3] == python[:3]
+    assert not leftovers("tripdesk.server") and not leftovers("tripdesk.stdio")
+
+
+def odd_dataset(tmp_path: Path, demo):
+    personas, goals = tmp_path / "personas", tmp_path / "goals"
+    personas.mkdir()
+    goals.mkdir()
+    shutil.copy(ROOT / "personas" / "plain-paula.yaml", personas)
+    text = (ROOT / "goals" / "single-add-bag.yaml").read_text()
+    for n, mode in enumerate(MODES):
+        (goals / f"{n}-{mode}.yaml").write_text(text.replace("id: single-add-bag", f"id: odd-{mode}"))
+    (goals / "9-healthy.yaml").write_text(text.replace("id: single-add-bag", "id: healthy"))
+    return load_dataset(personas, goals)
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_every_runtime_fault_is_recorded_with_evidence_and_the_run_goes_on(tmp_path, demo, transport):
+    dataset = odd_dataset(tmp_path, demo)
+    if transport == "http":
+        runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}"], timeout_s=1.0)
+    else:
+        runtime = StdioRuntime([PY, ODD, "stdio"], timeout_s=1.0)
+    turns, findings, ends, errors = stored(tmp_path / "o.duckdb", dataset, runtime)
+    ev = {cid.split("/")[1]: __import__("json").loads(err) for cid, err in errors.items() if err}
+    assert ends.pop("plain-paula/healthy/0") == "goal_reached"      # a later, healthy conversation passes
+    assert set(ends.values()) == {"runtime_error"} and len(ends) == len(MODES)
+    crash = ev["odd-crash"]
+    assert crash["kind"] == ("connection" if transport == "http" else "exited")
+    assert "crashing on purpose" in crash["stderr"]
+    # A runtime that still answers after an error is read; one that is gone is not asked.
+    assert crash["read_after"] == "nothing: the runtime no longer answers"
+    assert ev["odd-status"]["read_after"] == "the store, the audit stream"
+    assert ev["odd-hang"]["kind"] == "timeout" and ev["odd-hang"]["elapsed_ms"] >= 1000
+    assert ev["odd-garbage"]["kind"] == "malformed" and "not json" in ev["odd-garbage"]["body"]
+    assert ev["odd-status"]["kind"] == ("http_status" if transport == "http" else "error")
+    assert ev["odd-status"]["status"] == 503 and "temporarily unavailable" in ev["odd-status"]["body"]
+    assert ev["odd-noreply"]["kind"] == "missing_reply" and '"understood": true' in ev["odd-noreply"]["body"]
+    assert all(e["turn"] == 1 for e in ev.values())
+    assert runtime.restarts >= 1            # the dead process was replaced for the next conversation
+    assert not leftovers(ODD)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])  # Ctrl-C; a cancelled CI job
+def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project, stop):
+    proc = subprocess.Popen(
+        [str(Path(PY).with_name("simrun")), "--transport", "http", "--runtime-command",
+         f"{PY} {ODD} http --port {{port}}", "--concurrency", "1"],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    banner = proc.stdout.readline()
+    port = int(re.search(r"127\.0\.0\.1:(\d+)", banner).group(1))
+    time.sleep(0.5)
+    assert leftovers(ODD), "the runtime server is up while the run goes"
+    proc.send_signal(stop)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert not leftovers(ODD) and port_is_free(port)
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    run_id, status, done = con.execute("SELECT run_id, status, (SELECT count(*) FROM conversations) FROM runs").fetchone()
+    assert status == "interrupted" and 0 < done < 350
+    assert f"run {run_id} is marked interrupted" in err
+
+
+def test_a_finished_run_leaves_no_process_and_no_port(tmp_path, demo):
+    runtime = HttpRuntime(command=SERVER)
+    port = int(runtime.url.rsplit(":", 1)[1])
+    stored(tmp_path / "f.duckdb", load_dataset(ROOT / "personas", ROOT / "goals"), runtime)
+    assert not leftovers("tripdesk.server") and port_is_free(port)
+
+
+def test_another_protocol_version_is_refused_before_the_run():
+    runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}", "--protocol", "2"])
+
+    async def go():
+        try:
+            await runtime.health()
+        finally:
+            await runtime.aclose()
+
+    with pytest.raises(RuntimeUnavailable, match="speaks protocol 2.*this simrun speaks protocol 1"):
+        asyncio.run(go())
+    assert not leftovers(ODD)
+
+
+def test_a_runtime_that_will_not_start_says_why(tmp_path):
+    runtime = HttpRuntime(command=[PY, "-c", "import sys; sys.stderr.write('no config found\\n'); sys.exit(4)"])
+    with pytest.raises(RuntimeUnavailable, match="(?s)exited with status 4.*no config found"):
+        asyncio.run(runtime.health())
+    with pytest.raises(RuntimeUnavailable, match="cannot start"):
+        asyncio.run(StdioRuntime(["/no/such/program"]).health())
+
+
+def test_headers_come_from_the_environment_and_are_never_stored(project, monkeypatch):
+    from typer.testing import CliRunner
+
+    from simulator.cli.main import app
+
+    monkeypatch.chdir(project)
+    secret = "s3cr3t-token-4f9a"
+    command = f"{PY} {ODD} http --port {{port}} --token {secret}"
+    header = "Authorization=Bearer ${ODD_TOKEN}"
+    missing = CliRunner().invoke(app, ["-n", "1", "--runtime-command", command, "--transport", "http",
+                                       "--header", header])
+    assert missing.exit_code == 2 and "ODD_TOKEN" in missing.output
+    monkeypatch.setenv("ODD_TOKEN", secret)
+    result = CliRunner().invoke(app, ["-n", "1", "--runtime-command", "X", "--transport", "http",
+                                      "--header", header, "--url", "http://127.0.0.1:9"])
+    assert result.exit_code == 2   # nothing listens there: refused before the run
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('transport = "python"', 'transport = "http"').replace(
+        'target = "tripdesk:TripDesk"   # the bundled reference runtime',
+        f'command = "{PY} {ODD} http --port {{port}}"\nheaders = {{Authorization = "Bearer ${{ODD_TOKEN}}"}}'))
+    result = CliRunner().invoke(app, ["-n", "1"])
+    assert result.exit_code == 0, result.output
+    for path in [project / "simrun.duckdb", *Path(project / "reports").glob("*.html")]:
+        assert secret.encode() not in path.read_bytes(), path
+    # The stored configuration names the header, not its value.
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    assert '"headers":["Authorization"]' in con.execute("SELECT config FROM runs").fetchone()[0].replace(" ", "")
+
+
+def test_a_started_command_gets_its_env_and_working_directory(tmp_path):
+    (tmp_path / "version.txt").write_text("7.1")
+    script = ("import json, os, sys\n"
+              "for line in sys.stdin:\n"
+              "    req = json.loads(line)\n"
+              "    body = {'protocol': 1, 'runtime': os.environ['RT_NAME'], 'version': open('version.txt').read()}\n"
+              "    print(json.dumps({'id': req['id'], 'result': body}), flush=True)\n")
+    runtime = StdioRuntime([PY, "-c", script], env={"RT_NAME": "envy"}, cwd=str(tmp_path))
+
+    async def go():
+        try:
+            return await runtime.health()
+        finally:
+            await runtime.aclose()
+
+    assert asyncio.run(go()) == {"protocol": 1, "runtime": "envy", "version": "7.1"}
+
+
+def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
+    from aiohttp import web
+
+    from scoring.errors import RuntimeFault
+
+    seen = []
+
+    async def elsewhere(request):
+        seen.append(dict(request.headers))
+        return web.json_response({"session": "stolen"})
+
+    async def go():
+        other = web.AppRunner(web.Application())
+        other.app.router.add_route("*", "/{tail:.*}", elsewhere)
+        await other.setup()
+        await web.TCPSite(other, "127.0.0.1", 0).start()
+        other_port = other.addresses[0][1]
+
+        async def moved(request):
+            if request.path == "/v1/health":
+                return web.json_response({"protocol": 1, "runtime": "moved", "version": "1"})
+            raise web.HTTPTemporaryRedirect(f"http://127.0.0.1:{other_port}{request.path}")
+
+        main = web.AppRunner(web.Application())
+        main.app.router.add_route("*", "/{tail:.*}", moved)
+        await main.setup()
+        await web.TCPSite(main, "127.0.0.1", 0).start()
+        runtime = HttpRuntime(url=f"http://127.0.0.1:{main.addresses[0][1]}", headers={"X-Api-Key": "SECRET-1"})
+        try:
+            await runtime.health()
+            with pytest.raises(RuntimeFault) as fault:
+                await runtime.start({"seed": 1, "persona": "p", "goal": "g", "setup": {}})
+            return fault.value
+        finally:
+            await runtime.aclose()
+            await main.cleanup()
+            await other.cleanup()
+
+    fault = asyncio.run(go())
+    assert fault.kind == "http_status" and fault.evidence["status"] == 307
+    assert seen == []
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_conversations_a_dying_server_takes_down_with_it_are_marked_collateral(transport):
+    """A's turn kills the started server; B, still talking to it, fails only because of A (and
+    is marked collateral); C starts on a new server, where B's session no longer exists."""
+    from scoring.errors import RuntimeFault
+
+    if transport == "http":
+        runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}"], timeout_s=5.0)
+    else:
+        runtime = StdioRuntime([PY, ODD, "stdio"], timeout_s=5.0)
+    hello = {"message": "Add a bag to Lisbon offsite."}
+
+    async def go():
+        await runtime.health()
+        try:
+            b = await runtime.start({"seed": 1, "persona": "p", "goal": "healthy", "setup": {}})
+            a = await runtime.start({"seed": 2, "persona": "p", "goal": "odd-crash", "setup": {}})
+            assert "reply" in await runtime.turn(b, hello)
+            faults = {}
+            for who, session in (("a", a), ("b", b)):
+                with pytest.raises(RuntimeFault) as caught:
+                    await runtime.turn(session, hello)
+                faults[who] = caught.value.evidence
+            c = await runtime.start({"seed": 3, "persona": "p", "goal": "healthy", "setup": {}})
+            with pytest.raises(RuntimeFault) as caught:
+                await runtime.turn(b, hello)
+            faults["b-later"] = caught.value.evidence
+            assert "reply" in await runtime.turn(c, hello)
+            return faults
+        finally:
+            await runtime.aclose()
+
+    faults = asyncio.run(go())
+    assert not faults["a"].get("collateral"), "the conversation whose turn took it down is not collateral"
+    assert faults["b"]["collateral"] is True
+    assert faults["b-later"]["collateral"] is True and "another conversation" in faults["b-later"]["message"]
+    assert runtime.restarts == 1
+    assert not leftovers(ODD)
