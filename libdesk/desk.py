@@ -23,11 +23,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from libdesk import __version__
 from libdesk.catalogue import BRANCHES, KIND_OF, MAX_WEEKS, NEEDS, BadSetup, Catalogue
 from libdesk.truth import STAFF_NOTE, SessionFaults, TruthLog, UnknownFault, parse
 from libdesk.words import a_title, clock, count, long_date, read
 
+__version__ = "1.0.0"          # what `health` reports; the package's __version__ is this one
 CHIT_CHAT = re.compile(r"\b(?:hi|hello|hey|thanks?|thank you|hope|appreciate|cheers|lovely|good morning|"
                        r"ugh|honestly|seriously|slow|simpler|tedious|forever|patience|trouble)\b", re.I)
 VERB = {"renew": "Renew", "move_pickup": "Change the pickup branch for", "cancel_hold": "Cancel the hold on"}
