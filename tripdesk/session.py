@@ -4,7 +4,8 @@ A message is read first against what the last turn offered (a correction of the 
 given, the card, the pending ask, a next step named in words or by its place in the list), and
 only then over the whole catalogue; a click takes the offer it names, and an expired one is
 declined unless the stale_click fault honours it. Whatever the route, the turn ends in
-`Session._finish`, the one place a turn result is finished.
+`Session._finish`, which hands it to `reply.finish`: one method to wrap to change every reply of
+every session, as the report tests do.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from tripdesk.values import fill, match_offer, values
 
 
 class Session(SessionState):
+    """A conversation: what it remembers (`SessionState`) and how each of its turns is taken."""
+
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         self.turn += 1
         out = Out()
@@ -38,7 +41,7 @@ class Session(SessionState):
         return self._finish(out)
 
     def _finish(self, out: Out) -> dict[str, Any]:
-        # A method, so that a test can wrap every reply of every session in one place.
+        # A method, not a bare call of `finish`: the one place to wrap every reply (tests do).
         return finish(self, out)
 
     def _message(self, message: str, out: Out) -> None:
