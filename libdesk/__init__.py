@@ -5,8 +5,6 @@ It can break any class on purpose (`LibDesk(faults={"loop": 0.1})`) and logs, in
 every conversation where it broke one, planted or not: what simrun's scorer is checked against.
 """
 
-__version__ = "1.0.0"
-
-from libdesk.desk import LibDesk  # noqa: E402
+from libdesk.desk import LibDesk, __version__
 
 __all__ = ["LibDesk", "__version__"]

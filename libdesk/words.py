@@ -26,6 +26,9 @@ QUESTION = ("when", "what", "how", "where", "which", "until")
 CONFIRM = ("yes", "yep", "yeah", "confirm", "sure", "ok", "okay", "fine", "proceed", "ahead", "right")
 DECLINE = ("no", "nope", "keep", "don't", "dont", "stop")
 CORRECTION = ("sorry", "meant", "mean", "actually", "instead", "correction", "oops")
+# Greetings, thanks and complaints: they ask for nothing, and are not a title given alone.
+CHIT_CHAT = re.compile(r"\b(?:hi|hello|hey|thanks?|thank you|hope|appreciate|cheers|lovely|good morning|"
+                       r"ugh|honestly|seriously|slow|simpler|tedious|forever|patience|trouble)\b", re.I)
 # Another patron's details, or staff-only codes: never given out.
 PRIVATE = re.compile(r"\b(?:home\s+address|address|phone(?:\s+number)?|e-?mail|pin|password|"
                      r"who\s+(?:has|borrowed)|borrowed\s+by)\b", re.I)

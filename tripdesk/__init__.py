@@ -4,8 +4,6 @@ It keeps every guarantee of the Turnframe record and can break any one of them o
 (`TripDesk(faults={"loop": 0.2})`), so that simrun's scorer is proven against known faults.
 """
 
-__version__ = "1.0.0"
-
-from tripdesk.runtime import TripDesk  # noqa: E402
+from tripdesk.runtime import TripDesk, __version__
 
 __all__ = ["TripDesk", "__version__"]

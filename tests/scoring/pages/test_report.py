@@ -28,16 +28,16 @@ def test_report_is_self_contained_and_complete(tmp_path, demo):
 
 
 def test_replies_are_shown_as_text(tmp_path, demo, monkeypatch):
-    import tripdesk.runtime as rt
+    from tripdesk.session import Session
 
-    original = rt.Session._finish
+    original = Session._finish
 
     def hostile(self, out):
         result = original(self, out)
         result["reply"] = '<script>alert(1)</script><img src=x onerror="alert(2)"> ' + result["reply"]
         return result
 
-    monkeypatch.setattr(rt.Session, "_finish", hostile)
+    monkeypatch.setattr(Session, "_finish", hostile)
     db = tmp_path / "s.duckdb"
     run_id = stored_run(db, demo, dead_end=1.0)
     with Store(db) as store:

@@ -35,10 +35,10 @@ FAULTS = {"phantom_receipt": 0.4, "loop": 0.4, "dead_end": 0.3, "audit_gap": 0.3
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, demo) -> Path:
     """A report of the demo matrix with faults planted, every runtime reply prefixed with markup."""
-    import tripdesk.runtime as rt
+    from tripdesk.session import Session
 
     tmp = tmp_path_factory.mktemp("browser-report")
-    original = rt.Session._finish
+    original = Session._finish
 
     def hostile(self, out):
         result = original(self, out)
@@ -46,7 +46,7 @@ def report(tmp_path_factory, demo) -> Path:
         return result
 
     with pytest.MonkeyPatch.context() as mp, ThreadPoolExecutor(1) as pool:
-        mp.setattr(rt.Session, "_finish", hostile)
+        mp.setattr(Session, "_finish", hostile)
         # In a thread of its own: once Playwright's sync API has started, this thread has an
         # event loop running, and the run's asyncio.run() would refuse to start.
         run_id = pool.submit(stored_run, tmp / "s.duckdb", demo, **FAULTS).result()
