@@ -182,11 +182,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--in-flight", type=int, default=64, help="throughput: conversations in flight, in all")
     parser.add_argument("--waves", type=int, default=10, help="throughput: conversations per slot")
+    parser.add_argument("--ray-address", default="auto", help="auto, local (a cluster of its own) or HOST:PORT")
     args = parser.parse_args()
     from simulator.cluster.connect import connect
     from simulator.cluster.executor import RayExecutor
 
-    print(f"{connect()}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"{connect(args.ray_address)}; load average {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         if args.part in ("harness", "both"):
             harness(args, Path(tmp), RayExecutor)

@@ -3,6 +3,8 @@ pickups), written from the README and docs/protocol.md, in another style than Tr
 
 It can break any class on purpose (`LibDesk(faults={"loop": 0.1})`) and logs, in `truth`,
 every conversation where it broke one, planted or not: what simrun's scorer is checked against.
+
+Imports: nothing of simrun's; it was written from the protocol, as an outside team would.
 """
 
 from libdesk.desk import LibDesk, __version__

@@ -22,12 +22,17 @@ SMALL = {
                       r"\n\s+4\s+\d+\s+[\d,]+\s+[\d,]+\s+[\d.]+%"),
     "prompt_caching.py": (["--repetitions", "1"], r"\d+%"),
     "real_model.py": (["--fake"], r"ledger: runs.spent \$[\d.]+; sum of \d+ stored calls \$[\d.]+; equal"),
-    "ray_scaling.py": (["--rounds", "1", "--repetitions", "1", "--in-flight", "4", "--waves", "1"],
+    # A Ray cluster of its own, never one another test (or the machine) runs.
+    "ray_scaling.py": (["--rounds", "1", "--repetitions", "1", "--in-flight", "4", "--waves", "1", "--ray-address",
+                        "local"],
                        r"harness ratio, Ray / in-process \(medians\): [\d.]+x(.|\n)+in-process [\d.]+%, Ray [\d.]+%"),
 }
 
 
-@pytest.mark.parametrize("script", SMALL)
+# The Ray benchmark runs on the xdist worker of the Ray tests, so that two clusters never share
+# the machine's cores at once.
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.xdist_group("ray")) if "ray" in s else s
+                                    for s in SMALL])
 def test_each_benchmark_runs_and_prints_its_figures(script):
     args, figure = SMALL[script]
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], capture_output=True,

@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 
 from simulator.cli.main import app
 
+from tests.conftest import ROOT
+
 SIMRUN = str(Path(sys.executable).with_name("simrun"))
 FAULTS = 'faults = "loop=0.2,phantom_receipt=0.1,dead_end=0.1"'
 
@@ -121,30 +123,36 @@ def holds_the_lock(db: Path) -> bool:
     return False
 
 
-GATED = """import asyncio, pathlib, time
-
-from tripdesk import TripDesk
+GATED = ROOT / "tests" / "fixtures" / "gated_runtime.py"
 
 
-class Gated(TripDesk):
-    \"\"\"TripDesk that starts no conversation until the file `release` exists (a minute at most):
-    the run holds its database, writing, for as long as the test needs it to.\"\"\"
+def gated(project: Path, open: int) -> None:
+    """The project's runtime behind a gate (tests/fixtures/gated_runtime.py): `open`
+    conversations start, the rest wait until the file `release` appears in the project."""
+    toml = project / "simrun.toml"
+    text = toml.read_text().replace('target = "tripdesk:TripDesk"', f'target = "{GATED}:Gated"')
+    toml.write_text(text.replace("[runtime.options]\n", f"[runtime.options]\nopen = {open}\n"))
 
-    async def start(self, request):
-        deadline = time.monotonic() + 60
-        while not pathlib.Path("release").exists() and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        return super().start(request)
-"""
+
+def interrupted_at_the_gate(args: list[str], project: Path) -> subprocess.Popen:
+    """A run stopped by Ctrl-C while its next conversations wait at the gate, then the gate
+    released, so that the same command finishes it."""
+    proc = subprocess.Popen(args, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (project / "waiting").exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "the run never reached the gate"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    (project / "release").touch()
+    return proc
 
 
 def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
-    # The first run holds the file until the second has tried it: a runtime that waits to start
-    # conversations, rather than a run long enough to outlast the second one's start on a busy
-    # machine.
-    (project / "gated.py").write_text(GATED)
-    toml = project / "simrun.toml"
-    toml.write_text(toml.read_text().replace('target = "tripdesk:TripDesk"', 'target = "gated.py:Gated"'))
+    # The first run holds the file until the second has tried it: its runtime starts no
+    # conversation until then, rather than the run being long enough to outlast the second
+    # one's start on a busy machine.
+    gated(project, open=0)
     first = subprocess.Popen([SIMRUN, "-n", "2"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     first.stdout.readline()   # the banner: the run begins
@@ -163,40 +171,30 @@ def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
 
 
 def test_resume_command_finishes_an_interrupted_run(project):
-    proc = subprocess.Popen([SIMRUN, "-n", "20"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.readline()   # the banner: the run has begun
-    time.sleep(2.0)           # past the start (git, health, the run's row), well before the end of 1,400
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    gated(project, open=40)
+    assert interrupted_at_the_gate([SIMRUN, "-n", "2"], project).returncode == 130
     result = subprocess.run([SIMRUN, "resume"], cwd=project, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "resumed run" in result.stdout
+    assert re.search(r"resumed run r\S+: \d+ conversations were stored already", result.stdout), result.stdout
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
-    assert con.execute("SELECT count(DISTINCT conversation_id), count(*) FROM conversations").fetchone() == (1400, 1400)
+    assert con.execute("SELECT count(DISTINCT conversation_id), count(*) FROM conversations").fetchone() == (140, 140)
 
 
 def test_a_run_over_http_that_simrun_started_resumes_though_its_server_got_a_new_port(project):
-    http = ["--transport", "http", "--runtime-command", f"{sys.executable} -m tripdesk.server --port {{port}}",
-            "-n", "20"]
-    proc = subprocess.Popen([SIMRUN, *http], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.readline()   # the banner: the run has begun
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) == 130
+    server = f"{sys.executable} {GATED} --port {{port}} --open 40"
+    http = ["--transport", "http", "--runtime-command", server, "-n", "2"]
+    assert interrupted_at_the_gate([SIMRUN, *http], project).returncode == 130
     again = subprocess.run([SIMRUN, *http], cwd=project, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert "resumed run" in again.stdout
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
     assert con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchone() == (1, 1)
-    assert con.execute("SELECT count(DISTINCT conversation_id), count(*) FROM conversations").fetchone() == (1400, 1400)
+    assert con.execute("SELECT count(DISTINCT conversation_id), count(*) FROM conversations").fetchone() == (140, 140)
 
 
 def test_resume_finishes_the_run_it_is_given_or_says_why_it_cannot(project):
-    proc = subprocess.Popen([SIMRUN, "-n", "20"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.readline()
-    time.sleep(2.0)           # past the start (git, health, the run's row), well before the end of 1,400
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    gated(project, open=40)
+    interrupted_at_the_gate([SIMRUN, "-n", "2"], project)
     done = subprocess.run([SIMRUN, "-n", "1"], cwd=project, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0      # a finished run, newer than the interrupted one
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)

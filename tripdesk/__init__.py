@@ -2,6 +2,9 @@
 
 It keeps every guarantee of the Turnframe record and can break any one of them on purpose
 (`TripDesk(faults={"loop": 0.2})`), so that simrun's scorer is proven against known faults.
+
+Imports: nothing of simrun's. It speaks PROTOCOL.md as a runtime written elsewhere would, so that
+simrun drives it the way it drives an outside runtime.
 """
 
 from tripdesk.runtime import TripDesk, __version__

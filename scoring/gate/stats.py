@@ -50,12 +50,25 @@ _NULL_DRAWS = 2_000             # simulated A/A pairs behind a predicted critica
 _TIE = 1e-9
 
 
-def _norm():
-    """scipy's normal distribution, imported on first use: importing scipy.stats takes about a
-    second, which a command that compares nothing (`simrun --help`, `simrun runs`) need not pay."""
-    from scipy.stats import norm
+def _special():
+    """scipy.special, imported on first use: the standard normal's functions as scipy.stats.norm
+    computes them (its ppf is `ndtri`, its sf `ndtr` of -x), without importing scipy.stats,
+    which costs a second that every run writing its dashboard would otherwise pay."""
+    from scipy import special
 
-    return norm
+    return special
+
+
+def _ppf(q):
+    return _special().ndtri(q)
+
+
+def _isf(q):
+    return -_special().ndtri(q)
+
+
+def _sf(x):
+    return _special().ndtr(-x)
 
 
 @dataclass(frozen=True)
@@ -96,13 +109,13 @@ class Tested:
         """Two-sided normal interval of delta, from the same standard error the test uses."""
         if not self.cells[k, g]:
             return None, None
-        half = float(_norm().ppf(0.5 + confidence / 2) * self.se[k, g])
+        half = float(_ppf(0.5 + confidence / 2) * self.se[k, g])
         delta = float(self.delta[k, g])
         return max(-1.0, delta - half), min(1.0, delta + half)
 
     def upper(self, k: int, g: int, alpha: float) -> float:
         """One-sided (1 - alpha) upper bound of delta: the rise is shown to be below this."""
-        return float(self.delta[k, g] + _norm().ppf(1 - alpha) * self.se[k, g])
+        return float(self.delta[k, g] + _ppf(1 - alpha) * self.se[k, g])
 
 
 def _cell_terms(fb, nb, fa, na):
@@ -179,7 +192,7 @@ def compare(family: Family, *, alpha: float, correction: str = "max-t", permutat
     elif correction == "max-t":
         critical = float(np.quantile(largest, 1 - alpha))
     else:
-        critical = float(_norm().isf(alpha / len(hyp)))
+        critical = float(_isf(alpha / len(hyp)))
     if correction == "max-t":
         adjusted = (1 + step_hits) / (permutations + 1)
         adjusted[order] = np.maximum.accumulate(adjusted[order])         # keep the step-down monotone
@@ -244,7 +257,7 @@ def advice_rates(fired, scored, *, upper: float | None = None) -> np.ndarray:
     shrunk = np.where(seen, weight * rate + (1 - weight) * pooled, pooled)
     if upper is None:
         return shrunk
-    z = float(_norm().ppf(upper))
+    z = float(_ppf(upper))
     # Wilson's upper bound of each class's pooled rate.
     top = (pooled + z * z / (2 * np.maximum(total, 1)) + z * np.sqrt(
         pooled * (1 - pooled) / np.maximum(total, 1) + z * z / (4 * np.maximum(total, 1) ** 2))) / (
@@ -272,7 +285,7 @@ def critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray,
     if not hyp:
         return math.inf
     if correction != "max-t":
-        return float(_norm().isf(alpha / len(hyp)))
+        return float(_isf(alpha / len(hyp)))
     weights = np.zeros((len(cell_of), len(hyp)))
     for h, (k, g) in enumerate(hyp):
         weights[member[g] & (class_of == k), h] = 1.0
@@ -320,10 +333,10 @@ def power_of_rise(rise: float, base_rates, n_base, n_cand=None, *, critical: flo
     var_base, var_cand = base * (1 - base), cand * (1 - cand)
     spread = math.sqrt(float(np.sum(var_base / nb + var_cand / nc))) / cells
     se = math.sqrt(max(_expected_spread(base, var_base, cand, var_cand, nb, nc), 0.0)) / cells
-    threshold = max(critical * se, min_effect - float(_norm().ppf(1 - alpha)) * se)
+    threshold = max(critical * se, min_effect - float(_ppf(1 - alpha)) * se)
     if spread == 0:
         return 1.0 if true_rise >= threshold else 0.0
-    return float(_norm().sf((threshold - true_rise) / spread))
+    return float(_sf((threshold - true_rise) / spread))
 
 
 def detectable_rise(base_rates, n_base, n_cand=None, *, critical: float, alpha: float, min_effect: float,

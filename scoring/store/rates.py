@@ -1,7 +1,7 @@
 """Rates with intervals, computed in SQL over the store.
 
 A class rate is `conversations with at least one occurrence / scored conversations`, with a
-95% Wilson interval (scipy). A conversation whose evidence for a class was missing is counted
+95% Wilson interval. A conversation whose evidence for a class was missing is counted
 as UNVERIFIABLE for it and left out of that class's denominator: never a pass.
 
 Progress classes and goal-reached are the runtime's rates, so conversations that ended for a
@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import Decimal
+from statistics import NormalDist
 
 from scoring.checks.scorer import ALL_CLASSES, GUARANTEES, kind_of
 from scoring.store.database import Store
@@ -23,22 +24,29 @@ from scoring.transcript import NOT_THE_RUNTIME
 _EXCLUDED = ", ".join(f"'{r}'" for r in sorted(NOT_THE_RUNTIME))
 
 
+def z_score(confidence: float) -> float:
+    """The two-sided normal quantile of `confidence`: 1.96 at 95%."""
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
 def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float | None, float | None]:
+    """The Wilson score interval of k in n, as scipy's `binomtest(k, n).proportion_ci(method=
+    "wilson")` gives it (Newcombe 1998, no continuity correction), to the last few bits; written
+    out because importing scipy.stats costs every run a second (tests/scoring/store compares the
+    two)."""
     if n == 0:
         return None, None
-    # Imported here: importing scipy.stats takes about a second, which `simrun --help` need not pay.
-    from scipy.stats import binomtest
-
-    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return float(ci.low), float(ci.high)
+    z, p = z_score(confidence), k / n
+    denom = 2 * (n + z * z)
+    centre = (2 * n * p + z * z) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z * z)
+    return (0.0 if k == 0 else centre - delta), (1.0 if k == n else centre + delta)
 
 
 def wilson_sql(k: str, n: str, confidence: float = 0.95) -> tuple[str, str]:
     """`wilson` as two DuckDB expressions over the columns `k` and `n` (NULL when n is 0), so
     that the intervals of thousands of rates come out of the query that counts them."""
-    from scipy.stats import norm
-
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = z_score(confidence)
     p, z2 = f"({k})::DOUBLE / ({n})", z * z
     centre = f"({p} + {z2!r} / (2 * ({n})))"
     half = f"({z!r} * sqrt({p} * (1 - {p}) / ({n}) + {z2!r} / (4 * ({n}) * ({n}))))"

@@ -90,7 +90,7 @@ GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
 EXECUTOR = typer.Option(None, "--executor", help="in-process (default), or ray: the conversations on the "
                         "workers of a Ray cluster (pip install 'simrun[ray]').")
 RAY_ADDRESS = typer.Option(None, "--ray-address", help="ray: the cluster to join (default auto: the one running "
-                           "on this machine, else a new one on its cores).")
+                           "on this machine, else a new one on its cores; local: always a new one).")
 RAY_WORKERS = typer.Option(None, "--ray-workers", help="ray: workers to start (default: one per CPU of the cluster).")
 
 

@@ -20,13 +20,14 @@ CONNECT_S = 5.0        # how long a cluster's address has to answer
 
 def connect(address: str = "auto") -> str:
     """Join the Ray cluster at `address`; with "auto", the one running on this machine if there
-    is one, else a new one on this machine's cores. Returns what was done, in words."""
+    is one, else a new one on this machine's cores; with "local", always a new one of this run's
+    own. Returns what was done, in words."""
     if ray.is_initialized():
         return f"Ray already running in this process ({cpus()} CPUs)"
     # Workers' own output stays in the cluster's logs; a worker's failure reaches the driver as
     # an exception. Ray's notices (token authentication, and the like) are not this run's news.
     quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
-    found = _cluster_at(address)
+    found = None if address == "local" else _cluster_at(address)
     if found is not None:
         try:
             # "auto" as such: Ray then also takes up the token of a cluster found on this machine.
@@ -39,7 +40,8 @@ def connect(address: str = "auto") -> str:
     # Ray starts its workers at nice 15, to yield to whatever else the machine runs; here the
     # workers are the run itself, and the driver (at the caller's priority) only stores.
     os.environ.setdefault("RAY_worker_niceness", "0")
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, **quiet)
+    # "local": a new cluster even where one runs (Ray would otherwise join the one `ray start` made).
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, **quiet)
     return f"started a local Ray cluster on this machine's {cpus()} cores"
 
 

@@ -24,6 +24,9 @@ from tests.conftest import ROOT
 from tests.scoring.pages.test_dashboard import HOSTILE, SETTINGS, a_run, fewer_goals
 from tests.fixtures.browser import open_page
 
+# On one xdist worker: its browser and its runs are made once.
+pytestmark = pytest.mark.xdist_group("dashboard-browser")
+
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory, demo):

@@ -26,6 +26,9 @@ from scoring.store.database import Store
 from tests.fixtures.browser import open_page
 from tests.scoring.store.test_store import stored_run
 
+# On one xdist worker: its browser and its report are made once.
+pytestmark = pytest.mark.xdist_group("report-browser")
+
 SCRIPT = "<script>alert(1)</script>"
 IMG = '<img src=x onerror="window.__pwned=1">'
 HOSTILE = f"{SCRIPT}{IMG} "

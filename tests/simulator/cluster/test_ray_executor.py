@@ -38,7 +38,8 @@ from tests.conftest import ROOT
 from tests.fixtures.model_api import FakeModelAPI, serve
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.ray
+# Every test here on one xdist worker, with the Ray benchmark's test: one cluster at a time.
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 USER = "openai:gpt-4.1-mini"
 KEY = "sk-ray-planted-5c1e9a77d2"
@@ -48,7 +49,8 @@ KEY = "sk-ray-planted-5c1e9a77d2"
 def cluster():
     """One local cluster for every test of this module; its workers start from this process's
     environment, so a test's variables reach them only through the driver (as on other machines)."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    # "local": a cluster of its own, never one running on the machine.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
@@ -291,9 +293,10 @@ class Timed(FakeModelAPI):
 
 def test_the_rate_limit_holds_for_the_whole_cluster_measured_at_the_server(cluster, project, monkeypatch):
     """Two workers, sixteen conversations in flight, one limit of 900 requests a minute held over
-    windows of ten seconds (150 each): over two windows of traffic the server sees 150 give or
-    take 10%, in every ten-second window. (The window is shortened so that the test takes twenty
-    seconds, not a minute: the rule, booking in one window for the whole cluster, is the same.)"""
+    windows of ten seconds (150 each): over two windows of traffic the server sees at most 150
+    (give or take 10%) in any ten-second window, and the cluster reaches it. (The window is
+    shortened so that the test takes twenty seconds, not a minute: the rule, booking in one
+    window for the whole cluster, is the same.)"""
     limit, window = 900, 10
     share = limit * window // 60
     with open(project / "budgets.toml", "a") as toml:
@@ -312,7 +315,8 @@ def test_the_rate_limit_holds_for_the_whole_cluster_measured_at_the_server(clust
         store = Store(project / "rate.duckdb")
         try:
             run = asyncio.ensure_future(execute(plan, store, executor=RayExecutor(plan, workers=2)))
-            while not run.done() and not (api.times and time.monotonic() - api.times[0] > 2 * window + 1):
+            # Two windows after the workers' first call (the driver's output probe comes before).
+            while not run.done() and not (len(api.times) > 1 and time.monotonic() - api.times[1] > 2 * window + 1):
                 await asyncio.sleep(0.25)
             run.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -324,10 +328,11 @@ def test_the_rate_limit_holds_for_the_whole_cluster_measured_at_the_server(clust
         eventloop.run(two_windows())
     finally:
         server.should_exit = True
-    first, times = api.times[0], sorted(api.times)
-    in_first_window = sum(1 for t in times if t < first + window)
+    # However long the workers take to start: once they run, the cluster reaches its share of
+    # the limit in some window, and no window ever holds more than the share allows.
+    times = sorted(api.times)
     busiest = max(sum(1 for u in times if t <= u < t + window) for t in times)
-    assert share * 0.9 <= in_first_window and busiest <= share * 1.1, (in_first_window, busiest)
+    assert share * 0.9 <= busiest <= share * 1.1, busiest
     ledger = ledger_of(project / "rate.duckdb")
     assert ledger["run"]["status"] == "interrupted"
-    assert Decimal(ledger["run"]["spent_usd"]) == ledger["sum"] and ledger["calls"] >= in_first_window
+    assert Decimal(ledger["run"]["spent_usd"]) == ledger["sum"] and ledger["calls"] >= busiest
