@@ -18,7 +18,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from scoring import secrets
-from simulator.adapters.http import HttpRuntime
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
 from simulator.config import Budgets, Project, RuntimeSection, load_budgets, load_project
@@ -196,6 +195,10 @@ def runtime_for(plan: Plan):
         return PythonRuntime.from_target(rt.target, rt.options, max_result_bytes=rt.max_result_bytes)
     env = {k: expand(v, f"runtime.env.{k}") for k, v in rt.env.items()}
     if rt.transport == "http":
+        # Imported here: aiohttp takes a third of a second to import, which commands that reach
+        # no runtime over HTTP (`simrun --help`, `runs`, `gate`, a python or stdio runtime) need not pay.
+        from simulator.adapters.http import HttpRuntime
+
         headers = {k: expand(v, f"runtime.headers.{k}") for k, v in rt.headers.items()}
         for name, value in headers.items():
             secrets.register_header(name, value)

@@ -27,6 +27,13 @@ from tripdesk.faults import FAULTS
 from tests.fixtures.processes import TAG
 
 ROOT = Path(__file__).resolve().parent.parent
+# The modules whose tests take longest (real processes, a Ray cluster, a browser, calibration
+# runs: tens of seconds each) run first, so that pytest-xdist's workers finish together rather
+# than one of them running a long test alone at the end. Within each part the order is kept.
+LONGEST_FIRST = ("tests/test_gate_calibration.py", "tests/test_stamina.py", "tests/test_benchmarks.py",
+                 "tests/simulator/cluster/test_ray_executor.py", "tests/test_ledger_paths.py",
+                 "tests/scoring/pages/test_dashboard_browser.py", "tests/security/test_hostile_runtime.py",
+                 "tests/scoring/pages/test_report_browser.py", "tests/test_faults.py")
 # More repetitions make the fault and manner tests look harder (SIMRUN_TEST_REPETITIONS=10
 # before a release); three keep the suite fast.
 DEMO_REPETITIONS = int(os.environ.get("SIMRUN_TEST_REPETITIONS", "3"))
@@ -123,3 +130,7 @@ def tagged(monkeypatch):
     leftovers (`tests.fixtures.processes.leftovers`) finds only its own, not those of a
     benchmark or another test running beside it."""
     monkeypatch.setenv(TAG, uuid.uuid4().hex)
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONGEST_FIRST)

@@ -7,7 +7,6 @@ import contextlib
 import itertools
 
 import duckdb
-import pandas as pd
 
 from scoring import secrets
 
@@ -24,6 +23,10 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list, *, leadi
     if secrets.active():
         leading = tuple(secrets.redact(v) if isinstance(v, str) else v for v in leading)
         rows = [[secrets.redact(v) if isinstance(v, str) else v for v in row] for row in rows]
+    # Imported here: pandas takes almost half a second to import, which a command that writes
+    # nothing (`simrun --help`, `runs`, `show`, `gate`) need not pay.
+    import pandas as pd
+
     name = f"_rows_{next(_names)}"
     frame = pd.DataFrame(rows, columns=[f"c{i}" for i in range(len(rows[0]))], dtype=object)
     con.register(name, frame)
