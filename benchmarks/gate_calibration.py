@@ -142,15 +142,16 @@ def demo_run(seed: int, repetitions: int, faults: dict[str, float] | None = None
 class Plan:
     settings: GateSection
     repetitions: int                         # the default matrix's
-    advised: int | None                      # repetitions the gate's advice names for a +5-point rise
+    advised: int | None                      # repetitions the gate's advice names for the broad rise
     sizes: tuple[int, ...]                   # where the broad rise is judged
     broad_faults: dict[str, float]
     local_faults: dict[str, dict[str, float]]   # goal -> its faults (only goals a 60-point rise fits in)
     class_per_fault: float                   # the class's rate per unit of its fault's rate
+    broad_rise: float = BROAD_RISE           # the rise planted in every cell
 
 
 def make_plan(settings: GateSection, repetitions: int = DEFAULT_REPETITIONS, seed0: int = 1,
-              pilot: int = 10) -> Plan:
+              pilot: int = 10, broad_rise: float = BROAD_RISE) -> Plan:
     """Pilot runs of the default matrix: how far the planted fault moves its class, and the
     gate's advice, from a gate on the first two of them (an A/A pair at the default matrix)."""
     with ProcessPoolExecutor(max(1, min(pilot, os.cpu_count() or 1))) as pool:
@@ -165,10 +166,10 @@ def make_plan(settings: GateSection, repetitions: int = DEFAULT_REPETITIONS, see
     per_fault = total.fired / total.scored / base
     local = {g.id: {**RUNTIME_FAULTS, fault: base + LOCAL_RISE / per_fault} for g in demo_dataset().goals}
     pilot_result = gate_verdict(runs[0].summary(repetitions), runs[1].summary(repetitions), settings)
-    advised = pilot_result.repetitions_needed(BROAD_RISE).get(cls)
+    advised = pilot_result.repetitions_needed(broad_rise).get(cls)
     sizes = tuple(sorted({repetitions, *(() if advised is None else (max(repetitions + 1, advised // 2), advised))}))
-    return Plan(settings, repetitions, advised, sizes, {**RUNTIME_FAULTS, fault: base + BROAD_RISE / per_fault},
-                local, per_fault)
+    return Plan(settings, repetitions, advised, sizes, {**RUNTIME_FAULTS, fault: base + broad_rise / per_fault},
+                local, per_fault, broad_rise)
 
 
 def _pilot_run(args: tuple) -> DemoRun:
@@ -227,7 +228,7 @@ def pair_job(args: tuple) -> dict:
             out["broad"][n] = {"overall": verdict.regressed_overall, "failed": verdict.failed,
                                "others": [c.cls for c in result.failures if c.cls != cls],
                                "rise": verdict.delta,
-                               "predicted": {r: result.power(cls, r) for r in PREDICTED_AT}}
+                               "predicted": {r: result.power(cls, r) for r in {*PREDICTED_AT, plan.broad_rise}}}
     return out
 
 

@@ -1,12 +1,14 @@
 """A small version of each part of `benchmarks/gate_calibration.py`, on real runs of the demo.
 
-The benchmark runs 200 pairs of each; here three and two pairs on fixed seeds keep it to about
+The benchmark runs 200 pairs of each; here three pairs of each on fixed seeds (and a 10-point
+broad rise rather than 5, which the advice needs far fewer repetitions for) keep it to about
 half a minute. With the benchmark's figures (A/A false alarms near 5%, a broken goal caught in
 nearly every pair, a 5-point rise caught with 80% power at the repetitions the advice names),
 these seeds pass with no false alarm and every planted rise caught; the bounds are strict
-(none of three A/A pairs fails, every broken goal is named), so that a gate that ignored the
-correction (it would fail A/A pairs nearly always), tested no slice (the broken goal goes
-unnamed) or gave wrong advice (the prediction leaves 0.6 to 1) fails them.
+(none of three A/A pairs fails, every broken goal is named, every broad rise caught), so that
+a gate that ignored the correction (it would fail A/A pairs nearly always), tested no slice
+(the broken goal goes unnamed) or gave wrong advice (the prediction leaves 0.6 to 1) fails
+them.
 """
 
 from __future__ import annotations
@@ -44,11 +46,15 @@ def test_a_a_pairs_pass_with_slices_on_and_a_broken_goal_is_caught_by_name(plan)
     assert not any(r["others"] for r in local)
 
 
-def test_a_broad_five_point_rise_is_caught_at_the_repetitions_the_advice_names(plan):
-    assert plan.advised is not None and plan.repetitions < plan.advised <= 60
+def test_a_broad_rise_is_caught_at_the_repetitions_the_advice_names():
+    """A 10-point rise, at the 7 or so repetitions the advice names for it: the benchmark's own
+    five points need 24, over three times the conversations, to show the same mechanism."""
+    rise = 0.10
+    plan = make_plan(GateSection(permutations=2_000), pilot=2, broad_rise=rise)
+    assert plan.advised is not None and plan.repetitions < plan.advised <= 20
     broad = dataclasses.replace(plan, sizes=(plan.advised,))
-    rows = [r["broad"][plan.advised] for r in run_pairs(broad, 2, ("broad",), seed0=1)]
+    rows = [r["broad"][plan.advised] for r in run_pairs(broad, 3, ("broad",), seed0=1)]
     assert all(r["overall"] for r in rows)
-    assert all(0.6 <= r["predicted"][BROAD_RISE] <= 1.0 for r in rows), rows
-    assert 0.02 <= sum(r["rise"] for r in rows) / len(rows) <= 0.09
-    assert BROAD_RISE == 0.05
+    assert all(0.6 <= r["predicted"][rise] <= 1.0 for r in rows), rows
+    assert rise - 0.03 <= sum(r["rise"] for r in rows) / len(rows) <= rise + 0.04
+    assert BROAD_RISE == 0.05       # the benchmark's figure, in the README, is for five points

@@ -101,11 +101,16 @@ def test_a_budget_cut_run_stores_every_call_it_paid_for(project, slow_api):
 
 def test_kill_9_then_resume_leaves_spent_equal_to_the_stored_calls(project, slow_api):
     api, env = slow_api
+    api.hold_from = 40                     # the run holds after 40 calls...
     proc = start(project, env)
-    after_calls(api, 40, proc)
-    time.sleep(1.2)                        # a periodic flush of the calls has happened
+    deadline = time.monotonic() + 60
+    while not api.held:
+        assert time.monotonic() < deadline and proc.poll() is None, "the run never made its 41st call"
+        time.sleep(0.05)
+    time.sleep(2.5)                        # ...long enough for its periodic flushes (every FLUSH_S)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
+    api.hold_from = None
     killed = ledger(project / "simrun.duckdb")
     assert killed["status"] == "running" and killed["calls"] > 0   # paid calls stored before the kill
     finish = subprocess.run([SIMRUN, "resume"], cwd=project, env=env, capture_output=True, text=True, timeout=300)

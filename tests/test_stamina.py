@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from simulator.cli.main import app
 
 from tests.conftest import ROOT
+from tests.fixtures.gated_runtime import gate
 
 SIMRUN = str(Path(sys.executable).with_name("simrun"))
 FAULTS = 'faults = "loop=0.2,phantom_receipt=0.1,dead_end=0.1"'
@@ -126,14 +127,6 @@ def holds_the_lock(db: Path) -> bool:
 GATED = ROOT / "tests" / "fixtures" / "gated_runtime.py"
 
 
-def gated(project: Path, open: int) -> None:
-    """The project's runtime behind a gate (tests/fixtures/gated_runtime.py): `open`
-    conversations start, the rest wait until the file `release` appears in the project."""
-    toml = project / "simrun.toml"
-    text = toml.read_text().replace('target = "tripdesk:TripDesk"', f'target = "{GATED}:Gated"')
-    toml.write_text(text.replace("[runtime.options]\n", f"[runtime.options]\nopen = {open}\n"))
-
-
 def interrupted_at_the_gate(args: list[str], project: Path) -> subprocess.Popen:
     """A run stopped by Ctrl-C while its next conversations wait at the gate, then the gate
     released, so that the same command finishes it."""
@@ -152,7 +145,7 @@ def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
     # The first run holds the file until the second has tried it: its runtime starts no
     # conversation until then, rather than the run being long enough to outlast the second
     # one's start on a busy machine.
-    gated(project, open=0)
+    gate(project, open=0)
     first = subprocess.Popen([SIMRUN, "-n", "2"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     first.stdout.readline()   # the banner: the run begins
@@ -171,7 +164,7 @@ def test_a_second_writer_gets_a_clear_message_and_nothing_is_corrupted(project):
 
 
 def test_resume_command_finishes_an_interrupted_run(project):
-    gated(project, open=40)
+    gate(project, open=40)
     assert interrupted_at_the_gate([SIMRUN, "-n", "2"], project).returncode == 130
     result = subprocess.run([SIMRUN, "resume"], cwd=project, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -193,7 +186,7 @@ def test_a_run_over_http_that_simrun_started_resumes_though_its_server_got_a_new
 
 
 def test_resume_finishes_the_run_it_is_given_or_says_why_it_cannot(project):
-    gated(project, open=40)
+    gate(project, open=40)
     interrupted_at_the_gate([SIMRUN, "-n", "2"], project)
     done = subprocess.run([SIMRUN, "-n", "1"], cwd=project, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0      # a finished run, newer than the interrupted one

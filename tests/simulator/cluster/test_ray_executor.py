@@ -292,12 +292,13 @@ class Timed(FakeModelAPI):
 
 
 def test_the_rate_limit_holds_for_the_whole_cluster_measured_at_the_server(cluster, project, monkeypatch):
-    """Two workers, sixteen conversations in flight, one limit of 900 requests a minute held over
-    windows of ten seconds (150 each): over two windows of traffic the server sees at most 150
-    (give or take 10%) in any ten-second window, and the cluster reaches it. (The window is
-    shortened so that the test takes twenty seconds, not a minute: the rule, booking in one
-    window for the whole cluster, is the same.)"""
-    limit, window = 900, 10
+    """Two workers, sixteen conversations in flight, one limit of 360 requests a minute held over
+    windows of thirty seconds (180 each): over a window of traffic the server sees at most 180
+    (give or take 10%) in any thirty seconds, and the cluster reaches it. (The window is halved
+    so that the test takes half a minute, not a minute: the rule, booking in one window for the
+    whole cluster, is the same. Shorter, a second's delay in delivering calls on a busy machine
+    would be a larger share of the window than the 10% the test allows.)"""
+    limit, window = 360, 30
     share = limit * window // 60
     with open(project / "budgets.toml", "a") as toml:
         toml.write(f'\n[limits."openai:bench"]\nrequests_per_minute = {limit}\nwindow_s = {window}\n'
@@ -311,12 +312,12 @@ def test_the_rate_limit_holds_for_the_whole_cluster_measured_at_the_server(clust
     plan = load_plan(user="openai:bench", repetitions=3, concurrency=8, budget="5usd")
     from simulator.cluster.executor import RayExecutor
 
-    async def two_windows() -> None:
+    async def a_window() -> None:
         store = Store(project / "rate.duckdb")
         try:
             run = asyncio.ensure_future(execute(plan, store, executor=RayExecutor(plan, workers=2)))
-            # Two windows after the workers' first call (the driver's output probe comes before).
-            while not run.done() and not (len(api.times) > 1 and time.monotonic() - api.times[1] > 2 * window + 1):
+            # A window after the workers' first call (the driver's output probe comes before).
+            while not run.done() and not (len(api.times) > 1 and time.monotonic() - api.times[1] > window + 1):
                 await asyncio.sleep(0.25)
             run.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -325,7 +326,7 @@ def test_the_rate_limit_holds_for_the_whole_cluster_measured_at_the_server(clust
             store.close()
 
     try:
-        eventloop.run(two_windows())
+        eventloop.run(a_window())
     finally:
         server.should_exit = True
     # However long the workers take to start: once they run, the cluster reaches its share of
