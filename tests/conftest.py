@@ -134,3 +134,14 @@ def tagged(monkeypatch):
 
 def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONGEST_FIRST)
+
+
+def pytest_runtest_setup(item):
+    """On an xdist worker with --dist loadgroup, a test of an xdist_group must carry its group
+    in its id, or the group's tests are spread over the workers: two Ray clusters at once,
+    module fixtures (a cluster, a browser, pilot runs) made on every worker. A pytest release
+    once broke this silently (pytest-dev/pytest-xdist#1386); fail saying so instead."""
+    if (getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group")
+            and "@" not in item.nodeid.rpartition("]")[2]):
+        pytest.fail("pytest-xdist did not keep this test's xdist_group on one worker; install the "
+                    "pytest that pyproject.toml's test extra names", pytrace=False)
