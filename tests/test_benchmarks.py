@@ -23,8 +23,8 @@ SMALL = {
     "prompt_caching.py": (["--repetitions", "1"], r"\d+%"),
     "real_model.py": (["--fake"], r"ledger: runs.spent \$[\d.]+; sum of \d+ stored calls \$[\d.]+; equal"),
     # A Ray cluster of its own, never one another test (or the machine) runs.
-    "ray_scaling.py": (["--rounds", "1", "--repetitions", "1", "--in-flight", "4", "--waves", "1", "--ray-address",
-                        "local"],
+    "ray_scaling.py": (["--rounds", "1", "--repetitions", "1", "--in-flight", "4", "--waves", "1", "--latency", "0.005",
+                        "--ray-address", "local"],
                        r"harness ratio, Ray / in-process \(medians\): [\d.]+x(.|\n)+in-process [\d.]+%, Ray [\d.]+%"),
 }
 
