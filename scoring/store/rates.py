@@ -155,8 +155,8 @@ def cells(store: Store, run_id: str) -> list[dict]:
         SELECT c.persona, c.goal, count(DISTINCT c.conversation_id) AS n,
                count(DISTINCT c.conversation_id) FILTER (WHERE c.goal_reached) AS reached,
                count(DISTINCT c.conversation_id) FILTER (WHERE c.end_reason IN ({_EXCLUDED})) AS excluded,
-               list(DISTINCT k.class) FILTER (WHERE k.status = 'fired') AS classes,
-               list(DISTINCT c.end_reason) FILTER (WHERE c.end_reason IN ('runtime_error', {_EXCLUDED}))
+               list(DISTINCT k.class ORDER BY k.class) FILTER (WHERE k.status = 'fired') AS classes,
+               list(DISTINCT c.end_reason ORDER BY c.end_reason) FILTER (WHERE c.end_reason IN ('runtime_error', {_EXCLUDED}))
                    AS failures
         FROM conversations c LEFT JOIN checks k USING (run_id, conversation_id)
         WHERE c.run_id = ? GROUP BY ALL ORDER BY c.persona, c.goal""", [run_id])
@@ -178,7 +178,7 @@ def worst(store: Store, run_id: str, limit: int = 20, cls: str | None = None) ->
                count(f.class) FILTER (WHERE f.kind = 'guarantee') AS guarantee_findings,
                count(f.class) FILTER (WHERE f.kind = 'progress') AS progress_findings,
                count(f.class) FILTER (WHERE f.kind = 'simulator') AS simulator_findings,
-               list(DISTINCT f.class) FILTER (WHERE f.class IS NOT NULL) AS classes
+               list(DISTINCT f.class ORDER BY f.class) FILTER (WHERE f.class IS NOT NULL) AS classes
         FROM conversations c LEFT JOIN findings f USING (run_id, conversation_id)
         WHERE c.run_id = ? {only}
         GROUP BY c.conversation_id, c.persona, c.goal, c.end_reason, c.goal_reached, c.goal_detail, c.turns
