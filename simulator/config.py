@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scoring import input_files
 from scoring.errors import ConfigError
-from scoring.gate.release import CEILING_CLASSES
+from scoring.gate.release import CEILING_CLASSES, DEFAULT_PROGRESS_CEILING
 from simulator.identity import clean_labels
 from simulator.money import parse_usd
 
@@ -75,6 +75,8 @@ class ReleaseSection(_Model):
     min_goal_reached: float | None = Field(None, ge=0, le=1, description="The goal-reached rate a run must reach.")
     max_rate: dict[Literal[CEILING_CLASSES], Annotated[float, Field(ge=0, le=1)]] = Field(
         default_factory=dict, description="Class -> the highest rate a run may have.")
+    progress_ceiling: float = Field(DEFAULT_PROGRESS_CEILING, ge=0, le=1, description=(
+        "The ceiling of each progress class that max_rate does not name (1.0 switches it off)."))
 
 
 class Budgets(_Model):
@@ -146,8 +148,15 @@ class UserSection(_Model):
                                     "a single-slot local server); conversations wait their turn.")
 
 
+class ProjectGate(_Model):
+    baseline: str | None = Field(None, description=(
+        "The blessed baseline plain `simrun` gates against: a file (relative to simrun.toml), or REF:PATH as "
+        "git holds it (e.g. origin/main:baselines/main.json, the protected branch's, never the pull request's)."))
+
+
 class Project(_Model):
     run: RunSection = RunSection()
+    gate: ProjectGate = ProjectGate()
     runtime: RuntimeSection = RuntimeSection()
     user: UserSection = UserSection()
 

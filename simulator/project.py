@@ -22,7 +22,9 @@ from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
 from simulator.config import Budgets, Project, RuntimeSection, load_budgets, load_project
 from scoring.dataset.files import Dataset, load_dataset
-from scoring.errors import ConfigError
+from scoring.errors import ConfigError, SimrunError
+from scoring.gate.baseline import baseline_from_git, load_baseline
+from scoring.gate.summary import RunSummary
 from simulator.identity import git_state, labels_flag
 from simulator.ledger import Ledger
 from simulator.money import parse_usd
@@ -45,6 +47,7 @@ class Plan:
     runtime: RuntimeSection
     files: tuple[str, ...] = ()      # the configuration files read
     labels: tuple[str, ...] = ()     # what the run is called (a release, a branch): never part of its key
+    baseline: RunSummary | None = None   # gate.baseline of simrun.toml, read before anything runs
 
     @property
     def conversations(self) -> int:
@@ -90,6 +93,23 @@ def project_reports(config: str | Path | None = None) -> Path:
     return config_file.parent / load_project(config_file).run.reports if config_file else Path("reports")
 
 
+def project_baseline(project: Project, config_file: Path | None) -> RunSummary | None:
+    """gate.baseline of simrun.toml: a file relative to it, else a git REF:PATH read in its folder.
+    A baseline that cannot be read is bad input, refused before anything runs."""
+    given = project.gate.baseline
+    if not given:
+        return None
+    base = config_file.parent if config_file else Path(".")
+    where = str(config_file or "simrun.toml")
+    try:
+        if (base / given).is_file() or ":" not in given:
+            return load_baseline(base / given)
+        return baseline_from_git(given, cwd=base)
+    except SimrunError as exc:
+        raise ConfigError(str(exc).replace(f"--baseline-ref {given}", given), path=where,
+                          field="gate.baseline") from None
+
+
 def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = None,
               budget: str | None = None, personas: str | None = None, goals: str | None = None,
               repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
@@ -126,7 +146,8 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
                 concurrency=concurrency or run.concurrency, user=user or run.user,
                 db=Path(db) if db else base / run.db, reports=Path(reports) if reports else base / run.reports,
                 runtime=runtime, files=tuple(str(f) for f in (config_file, budgets_file) if f),
-                labels=labels_flag(labels) if labels else tuple(run.labels))
+                labels=labels_flag(labels) if labels else tuple(run.labels),
+                baseline=project_baseline(project, config_file))
     if not plan.db.parent.is_dir():
         raise ConfigError(f"the folder {plan.db.parent} does not exist", field="--db")
     if plan.reports.exists() and not plan.reports.is_dir():

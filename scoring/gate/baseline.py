@@ -2,7 +2,10 @@
 
 One line per cell, so that a diff shows which cells moved. `simrun baseline bless RUN --out
 FILE` writes it; `--baseline FILE` and `--baseline-ref REF` (a blob git holds) read it back.
-Files blessed before repetitions were kept (format 1) still load, without them.
+Format 3 keeps each persona's and goal's content hash, so that a pull request that adds or edits
+goals is gated on the cells it shares with the baseline (`scoring.gate.sharing`). Older files
+still load: format 2 (no content hashes) gates only a candidate of the same dataset, and format 1
+(no repetitions either) cannot list the conversations that flipped.
 
 A baseline may come from the pull request it judges, so it is untrusted: its size, its JSON,
 its text fields and its counts are checked, and every error names the file and field.
@@ -30,7 +33,7 @@ from scoring.store.database import Store
 from scoring.store.run_ids import RUN_ID
 
 FORMAT = "simrun-baseline"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 COUNT_FIELDS = ("fired", "scored", "unverifiable")
 MAX_BYTES = 64 * 2**20          # a baseline of a million cells is far smaller
 GIT_TIMEOUT_S = 30
@@ -61,7 +64,8 @@ class RepetitionsOfCell(_Model):
 
 class BaselineFile(_Model):
     format: Literal["simrun-baseline"] = Field(description="Always 'simrun-baseline'.")
-    format_version: Literal[1, 2] = Field(description="Version of this file's layout (1: without repetitions).")
+    format_version: Literal[1, 2, 3] = Field(description="Version of this file's layout (1: without repetitions; "
+                                             "2: without the persona and goal hashes).")
     run_id: str = Field(pattern=f"^{RUN_ID.pattern}$", description="The blessed run.")
     dataset_hash: str = Field(pattern=r"^[0-9a-f]{16}$", description="Hash of the personas and goals the run used.")
     scorer_version: str = Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,31}$",
@@ -76,6 +80,9 @@ class BaselineFile(_Model):
         description="'persona/goal' -> class -> [fired, scored, unverifiable].")
     repetitions: dict[str, RepetitionsOfCell] | None = Field(
         None, description="'persona/goal' -> the repetitions behind the counts (format 2).")
+    items: dict[Annotated[str, Field(pattern=f"^(persona|goal):{_ID}$")],
+                Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]] | None = Field(
+        None, description="'persona:<id>' / 'goal:<id>' -> content hash, of the whole dataset (format 3).")
 
     @model_validator(mode="after")
     def _consistent(self) -> "BaselineFile":
@@ -99,7 +106,9 @@ class BaselineFile(_Model):
                 sorted({k.split("/")[0] for k in self.cells}), sorted({k.split("/")[1] for k in self.cells})):
             raise ValueError("matrix.personas and matrix.goals must be the personas and goals of the cells")
         if (self.repetitions is None) != (self.format_version == 1):
-            raise ValueError("repetitions: format 2 holds them, format 1 does not")
+            raise ValueError("repetitions: formats 2 and 3 hold them, format 1 does not")
+        if (self.items is None) != (self.format_version < 3):
+            raise ValueError("items: format 3 holds the persona and goal hashes, formats 1 and 2 do not")
         return self
 
 
@@ -108,7 +117,10 @@ def baseline_json(summary: RunSummary, *, simrun_version: str) -> str:
     if summary.repetitions_held is None:
         raise BaselineError(f"{summary.source}: cannot be blessed: {summary.why_no_repetitions}")
     head = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "run_id": summary.run_id,
+        # A run that does not keep its persona and goal hashes (written by hand, or in process)
+        # is blessed as format 2: it gates candidates of its own dataset only.
+        "format": FORMAT, "format_version": FORMAT_VERSION if summary.items is not None else 2,
+        "run_id": summary.run_id,
         "dataset_hash": summary.dataset_hash, "scorer_version": summary.scorer_version,
         "simrun_version": simrun_version,
         "blessed_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
@@ -117,6 +129,7 @@ def baseline_json(summary: RunSummary, *, simrun_version: str) -> str:
                    "conversations": sum(conversations_in(c) for c in summary.cells.values())},
         "classes": list(GATE_CLASSES), "count_fields": list(COUNT_FIELDS), "cells": "@CELLS@",
         "repetitions": "@REPETITIONS@",
+        **({"items": dict(sorted(summary.items.items()))} if summary.items is not None else {}),
     }
     counts = {f"{p}/{g}": {cls: [c.fired, c.scored, c.unverifiable] for cls, c in cell.items()}
               for (p, g), cell in summary.cells.items()}
@@ -194,7 +207,7 @@ def parse_baseline(data: bytes, where: str, fix: str) -> RunSummary:
     why = "" if held is not None else (f"the baseline {where} was blessed before simrun kept repetitions "
                                         "(format 1); bless it again to list them")
     summary = RunSummary(model.run_id, model.dataset_hash, model.scorer_version, model.matrix.repetitions,
-                         cells, where, held, why)
+                         cells, where, held, why, model.items)
     try:
         validate_summary(summary)
     except BaselineError as exc:

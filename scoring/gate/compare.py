@@ -19,11 +19,11 @@ Besides the verdict, the result names what moved: the cells whose rate rose most
 conversations that flipped (clean at a cell and repetition in the baseline, fired at the same
 cell and repetition in the candidate).
 
-Two runs are compared only when the baseline is fit to judge the candidate: the same dataset
-(personas and goals by content), the same scorer version, every class the scorer knows, counts
-that fit in the repetitions (`scoring.gate.summary.validate_summary`), and the same cells, or a
-subset the caller asked for (`shared_cells_only`) and the result lists. Anything else is a
-`GateError` that says how to fix it.
+Two runs are compared only where the baseline is fit to judge the candidate: on the cells whose
+persona and goal are unchanged by content (`scoring.gate.sharing`: the other cells are listed as
+new, not gated, and the baseline's cells the candidate lacks as removed), with the same scorer
+version, every class the scorer knows, and counts that fit in the repetitions
+(`scoring.gate.summary.validate_summary`). Anything else is a `GateError` that says how to fix it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from scoring.checks.scorer import GUARANTEES
 from scoring.errors import GateError
 from scoring.gate import stats
 from scoring.gate.advice import Advice
+from scoring.gate.sharing import Sharing, sharing
 from scoring.gate.formats import pts, pval, size
 from scoring.gate.summary import Cell, Counts, GATE_CLASSES, RunSummary, TESTED, validate_summary
 from scoring.gate.verdict import ClassVerdict, Flip, GateResult, MovedCell, SliceVerdict, class_kind
@@ -51,13 +52,8 @@ class GateSettings(Protocol):
     permutations: int
 
 
-def check_comparable(baseline: RunSummary, candidate: RunSummary, shared_cells_only: bool = False) -> None:
-    if baseline.dataset_hash != candidate.dataset_hash:
-        raise GateError(
-            f"dataset mismatch: baseline ({baseline.source}) has dataset {baseline.dataset_hash}, candidate "
-            f"({candidate.source}) has {candidate.dataset_hash}; runs are compared only on the same personas "
-            "and goals: run the candidate on the baseline's dataset, or bless a new baseline "
-            "(`simrun baseline bless RUN --out FILE`)")
+def check_comparable(baseline: RunSummary, candidate: RunSummary) -> Sharing:
+    """The cells the two runs may be compared on (`scoring.gate.sharing`), or a GateError."""
     if baseline.scorer_version != candidate.scorer_version:
         raise GateError(
             f"scorer mismatch: baseline ({baseline.source}) was scored by scorer version "
@@ -65,20 +61,7 @@ def check_comparable(baseline: RunSummary, candidate: RunSummary, shared_cells_o
             "rescore the older run with `simrun rescore RUN` and bless it again")
     for summary in (baseline, candidate):
         validate_summary(summary)
-    base, cand = set(baseline.cells), set(candidate.cells)
-    if not base & cand:
-        raise GateError(f"no cell in common between baseline ({baseline.source}) and candidate "
-                        f"({candidate.source}); nothing to compare")
-    if base != cand and not shared_cells_only:
-        def some(cells: set[Cell]) -> str:
-            names = [f"{p}/{g}" for p, g in sorted(cells)[:3]]
-            return f" ({', '.join(names)}{', …' if len(cells) > 3 else ''})" if cells else ""
-        raise GateError(
-            f"baseline ({baseline.source}) and candidate ({candidate.source}) hold different cells: "
-            f"{len(cand - base)} of the candidate's {len(cand)} cells are not in the baseline{some(cand - base)}, "
-            f"and {len(base - cand)} of the baseline's {len(base)} not in the candidate{some(base - cand)}; "
-            "gate runs of the same matrix, or pass --shared-cells-only to compare the cells both hold "
-            "(the others are listed in the verdict)")
+    return sharing(baseline, candidate)
 
 
 def _slices(cells: list[Cell]) -> list[tuple[str, str, np.ndarray]]:
@@ -92,12 +75,10 @@ def _slices(cells: list[Cell]) -> list[tuple[str, str, np.ndarray]]:
     return out
 
 
-def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, *,
-                 shared_cells_only: bool = False) -> GateResult:
+def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSettings) -> GateResult:
     """The gate's decision. Raises GateError when the two runs must not be compared."""
-    check_comparable(baseline, candidate, shared_cells_only)
-    shared = sorted(set(baseline.cells) & set(candidate.cells))
-    left_out = tuple(sorted(set(baseline.cells) ^ set(candidate.cells)))
+    shares = check_comparable(baseline, candidate)
+    shared = list(shares.gated)
     slices = _slices(shared)
     mask = np.array([m for _, _, m in slices])
 
@@ -134,7 +115,7 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSett
     flips, why = _flips(baseline, candidate, shared, verdicts)
     return GateResult(baseline, candidate, settings.alpha, settings.min_effect, settings.min_effect_slice,
                       settings.correction, settings.permutations, tested.tests, len(shared), tuple(verdicts),
-                      tuple(moved), flips, why, left_out, advice)
+                      tuple(moved), flips, why, shares, advice)
 
 
 def _tested_class(cls, k, tested, slices, shared, baseline, candidate, scored, advice_rates,

@@ -5,7 +5,17 @@ in one line; the report shows the same verdict, made by the same function. The c
 
 - `fail_on_runtime_error` (on by default): any conversation that ended in runtime_error;
 - `min_goal_reached` (off by default): the goal-reached rate must reach this floor;
-- `max_rate` (off by default): per class, the highest rate a run may have.
+- `max_rate` (none by default): per class, the highest rate a run may have;
+- `progress_ceiling` (10% by default): the ceiling of each progress class (dead_end, loop,
+  refused_offer, not_understood, unanswered, simulator_error) that `max_rate` does not name. A
+  run where one conversation in ten dead-ends is not a clean release, and the reference runtime,
+  clean, has none; 1.0 switches it off. A class this default cannot decide (every conversation
+  UNVERIFIABLE for it: the runtime does not give that evidence) is listed as not checked rather
+  than failed; a ceiling set by hand on such a class fails.
+
+The same criteria hold a goal or persona that a pull request adds or edits: its cells are not
+gated against the baseline, so they answer to these absolute criteria alone (`check_counts`,
+called by `scoring.gate.run_verdict`).
 
 A rate that could not be decided (every conversation UNVERIFIABLE for it) fails its criterion:
 UNVERIFIABLE is never a pass.
@@ -14,19 +24,31 @@ UNVERIFIABLE is never a pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from scoring.store.rates import Outcome, Rate
-from scoring.checks.scorer import ALL_CLASSES
+from scoring.checks.scorer import ALL_CLASSES, PROGRESS_CLASSES
 
 CEILING_CLASSES = (*ALL_CLASSES, "runtime_error")
+DEFAULT_PROGRESS_CEILING = 0.10
 
 
 class ReleaseSettings(Protocol):
     fail_on_runtime_error: bool
     min_goal_reached: float | None
     max_rate: Mapping[str, float]
+    progress_ceiling: float
+
+
+@dataclass(frozen=True)
+class ReleaseDefaults:
+    """The criteria of a budgets.toml with no [release] table (`simulator.config.ReleaseSection`)."""
+
+    fail_on_runtime_error: bool = True
+    min_goal_reached: float | None = None
+    max_rate: Mapping[str, float] = field(default_factory=dict)
+    progress_ceiling: float = DEFAULT_PROGRESS_CEILING
 
 
 @dataclass(frozen=True)
@@ -42,6 +64,7 @@ class Criterion:
 @dataclass(frozen=True)
 class ReleaseCheck:
     criteria: tuple[Criterion, ...]
+    unchecked: tuple[str, ...] = ()     # default ceilings on classes no conversation could decide
 
     @property
     def failures(self) -> list[Criterion]:
@@ -59,27 +82,40 @@ class ReleaseCheck:
 
 
 def release_check(rates: list[Rate], outcome: Outcome, settings: ReleaseSettings) -> ReleaseCheck:
+    counts = {r.cls: (r.occurrences, r.scored) for r in [*rates, outcome.runtime_error_rate]}
+    return check_counts(counts, (outcome.goal_reached, outcome.goal_scored), settings)
+
+
+def check_counts(counts: Mapping[str, tuple[int, int]], goal: tuple[int, int], settings: ReleaseSettings,
+                 where: str = "") -> ReleaseCheck:
+    """The criteria over (fired, decided) per class and (reached, decided) for the goal; `where`
+    names a part of the run ("in goal renew-two") in every criterion's name."""
     criteria = []
+    suffix = f" {where}" if where else ""
     if settings.fail_on_runtime_error:
-        n = outcome.runtime_errors
-        criteria.append(Criterion("release.fail_on_runtime_error", n == 0,
-                                  f"the runtime failed in {n} of {outcome.counted} conversations"
-                                  if n else "no runtime_error"))
+        n, counted = counts["runtime_error"]
+        criteria.append(Criterion("release.fail_on_runtime_error" + suffix, n == 0,
+                                  f"the runtime failed in {n} of {counted} conversations" if n else "no runtime_error"))
     if settings.min_goal_reached is not None:
         floor = settings.min_goal_reached
-        rate = outcome.goal_rate
-        ok = rate is not None and rate >= floor
-        criteria.append(Criterion("release.min_goal_reached", ok, _compared(
-            "goal reached", outcome.goal_reached, outcome.goal_scored,
-            f"at least the floor {floor:.1%}" if ok else f"below the floor {floor:.1%}")))
-    by_class = {r.cls: r for r in [*rates, outcome.runtime_error_rate]}
-    for cls, ceiling in settings.max_rate.items():
-        rate = by_class[cls]
-        ok = rate.rate is not None and rate.rate <= ceiling
-        criteria.append(Criterion(f"release.max_rate.{cls}", ok, _compared(
-            cls, rate.occurrences, rate.scored,
-            f"within the ceiling {ceiling:.1%}" if ok else f"above the ceiling {ceiling:.1%}")))
-    return ReleaseCheck(tuple(criteria))
+        reached, scored = goal
+        ok = scored > 0 and reached / scored >= floor
+        criteria.append(Criterion("release.min_goal_reached" + suffix, ok, _compared(
+            "goal reached", reached, scored, f"at least the floor {floor:.1%}" if ok else f"below the floor {floor:.1%}")))
+    unchecked = []
+    ceilings = [(cls, ceiling, "") for cls, ceiling in settings.max_rate.items()]
+    if settings.progress_ceiling < 1:
+        ceilings += [(cls, settings.progress_ceiling, " (release.progress_ceiling)")
+                     for cls in PROGRESS_CLASSES if cls not in settings.max_rate]
+    for cls, ceiling, by_default in ceilings:
+        k, n = counts[cls]
+        if not n and by_default:
+            unchecked.append(f"the ceiling on {cls}{suffix}: no conversation could decide it (UNVERIFIABLE)")
+            continue
+        ok = n > 0 and k / n <= ceiling
+        criteria.append(Criterion(f"release.max_rate.{cls}{suffix}", ok, _compared(
+            cls, k, n, f"within the ceiling {ceiling:.1%}" if ok else f"above the ceiling {ceiling:.1%}") + by_default))
+    return ReleaseCheck(tuple(criteria), tuple(unchecked))
 
 
 def _compared(what: str, k: int, n: int, verdict: str) -> str:

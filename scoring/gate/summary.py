@@ -13,10 +13,12 @@ is all a verdict needs and all two runs must agree on to be compared.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from scoring.checks.scorer import ALL_CLASSES, GUARANTEES, SCORER_VERSION, kind_of
+from scoring.dataset.files import canonical_json
 from scoring.errors import BaselineError, StoreError
 from scoring.input_files import printable
 from scoring.store import rates as R
@@ -76,6 +78,9 @@ class RunSummary:
     # baseline file of format 1, a run whose conversations share repetition numbers).
     repetitions_held: Mapping[Cell, CellRepetitions] | None = None
     why_no_repetitions: str = ""
+    # "persona:<id>" / "goal:<id>" -> content hash: what tells which cells two datasets share
+    # (`scoring.gate.sharing`); None for a baseline file that kept only the dataset hash.
+    items: Mapping[str, str] | None = None
 
     def total(self, cls: str) -> Counts:
         out = ZERO
@@ -116,7 +121,7 @@ def summary_from_store(store: Store, run: str | None) -> RunSummary:
              for cell in sorted(counts)}
     held, why = _repetitions_from_rows(R.cell_repetitions(store, run_id))
     summary = RunSummary(run_id, row["dataset_hash"], row["scorer_version"], int(row["repetitions"]),
-                         cells, source, held, why)
+                         cells, source, held, why, _items_of(row.get("dataset"), row["dataset_hash"]))
     validate_summary(summary)
     return summary
 
@@ -166,15 +171,16 @@ def scorecard_counts(scorecard: Scorecard) -> dict[str, Counts]:
 
 def summary_from_scorecards(run_id: str, dataset_hash: str, repetitions: int,
                             scored: Iterable[tuple[str, str, int, Scorecard]],
-                            scorer_version: str = SCORER_VERSION) -> RunSummary:
+                            scorer_version: str = SCORER_VERSION, items: Mapping[str, str] | None = None) -> RunSummary:
     """A summary of conversations scored in process: (persona, goal, repetition, scorecard) each."""
     return summary_from_counts(run_id, dataset_hash, repetitions,
-                               [(p, g, r, scorecard_counts(card)) for p, g, r, card in scored], scorer_version)
+                               [(p, g, r, scorecard_counts(card)) for p, g, r, card in scored], scorer_version,
+                               items)
 
 
 def summary_from_counts(run_id: str, dataset_hash: str, repetitions: int,
                         conversations: Iterable[tuple[str, str, int, Mapping[str, Counts]]],
-                        scorer_version: str = SCORER_VERSION) -> RunSummary:
+                        scorer_version: str = SCORER_VERSION, items: Mapping[str, str] | None = None) -> RunSummary:
     """A summary of conversations given as (persona, goal, repetition, `scorecard_counts`) each."""
     cells: dict[Cell, dict[str, Counts]] = {}
     rows = []
@@ -188,13 +194,15 @@ def summary_from_counts(run_id: str, dataset_hash: str, repetitions: int,
                 rows.append((persona, goal, rep, cid, cls, "fired" if add.fired else "unscored"))
     held, why = _repetitions_from_rows(rows)
     return RunSummary(run_id, dataset_hash, scorer_version, repetitions, {c: cells[c] for c in sorted(cells)},
-                      f"run {run_id} (in process)", held, why)
+                      f"run {run_id} (in process)", held, why, items)
 
 
 def validate_summary(summary: RunSummary) -> None:
     """Every count fits in its cell, every cell in the repetitions, and the repetitions agree
     with the counts. A summary that breaks any of these was not written by simrun."""
     where = summary.source
+    if summary.items is not None:
+        _validate_items(summary)
     for (persona, goal), counts in summary.cells.items():
         key = f"{persona}/{goal}"
         if set(counts) != set(GATE_CLASSES):
@@ -235,3 +243,29 @@ def validate_summary(summary: RunSummary) -> None:
                 raise BaselineError(f"{where}: cell {key}, class {cls}: the repetitions ({len(fired)} fired, "
                                     f"{len(reps.held) - len(unscored)} scored) disagree with the counts "
                                     f"({c.fired} fired, {c.scored} scored)")
+
+
+def _items_hash(items: Mapping[str, str]) -> str:
+    return hashlib.sha256(canonical_json(dict(sorted(items.items()))).encode()).hexdigest()[:16]
+
+
+def _items_of(stored, dataset_hash: str) -> dict[str, str] | None:
+    """A stored run's persona and goal hashes, if they are those its dataset hash was made of (a
+    run written by hand, or damaged, is gated as a baseline of format 2 would gate it)."""
+    if not isinstance(stored, dict) or not stored or any(not isinstance(v, str) for v in stored.values()):
+        return None
+    return dict(stored) if _items_hash(stored) == dataset_hash else None
+
+
+def _validate_items(summary: RunSummary) -> None:
+    """The content hashes must be those the dataset hash was made of, and name every cell's
+    persona and goal: a baseline cannot claim a cell is unchanged that its hash does not cover."""
+    where, items = summary.source, summary.items
+    if any(not isinstance(k, str) or not isinstance(v, str) for k, v in items.items()):
+        raise BaselineError(f"{where}: the persona and goal hashes are not all text")
+    if _items_hash(items) != summary.dataset_hash:
+        raise BaselineError(f"{where}: the persona and goal hashes do not make its dataset hash "
+                            f"{summary.dataset_hash}")
+    for persona, goal in summary.cells:
+        if f"persona:{persona}" not in items or f"goal:{goal}" not in items:
+            raise BaselineError(f"{where}: cell {persona}/{goal} has no hash for its persona or goal")

@@ -9,7 +9,9 @@ from __future__ import annotations
 from xml.etree import ElementTree as ET
 
 from scoring.gate.formats import cell_name, pct, pts, pval, size
+from scoring.gate.sharing import cell_list
 from scoring.gate.stats import CONFIDENCE, POWER
+from scoring.gate.summary import GATE_CLASSES
 from scoring.gate.verdict import ClassVerdict, GateResult
 
 MOVED_SHOWN = 10
@@ -83,12 +85,29 @@ def flip_lines(result: GateResult, limit: int = FLIPS_SHOWN) -> tuple[list[str],
 
 
 def subset_text(result: GateResult) -> str:
-    if not result.left_out:
+    """One line on what the gate did not compare ("" when it compared every cell of both runs)."""
+    shares = result.sharing
+    if shares.complete:
         return ""
-    names = ", ".join(f"{p}/{g}" for p, g in result.left_out[:20])
-    more = f", … and {len(result.left_out) - 20} more" if len(result.left_out) > 20 else ""
-    return (f"compared on {result.cells} of {result.cells + len(result.left_out)} cells (--shared-cells-only); "
-            f"left out, held by one run only: {names}{more}")
+    every = result.cells + len(shares.new) + len(shares.removed)
+    parts = [f"compared on {result.cells} of {every} cells: those whose persona and goal are unchanged by content"]
+    if shares.new:
+        parts.append(f"{len(shares.new)} new, not gated against the baseline (held to the absolute criteria)")
+    if shares.removed:
+        parts.append(f"{len(shares.removed)} of the baseline's not in the candidate (removed)")
+    return "; ".join(parts)
+
+
+def sharing_lines(result: GateResult) -> list[str]:
+    """The new goals and personas with their rates, then what was removed: one line each."""
+    lines = [f"new, not gated against the baseline: {s}: {s.rate_text(GATE_CLASSES)}" for s in result.new]
+    removed = [c for c in result.sharing.changes if c.change == "removed"]
+    lines += [f"removed: {c.kind} {c.id}" for c in removed]
+    gone = {(c.kind, c.id) for c in removed}
+    rest = tuple(c for c in result.sharing.removed if ("persona", c[0]) not in gone and ("goal", c[1]) not in gone)
+    if rest:
+        lines.append(f"removed: the candidate does not hold the baseline's cells {cell_list(rest)}")
+    return lines
 
 
 def method_text(result: GateResult) -> str:
@@ -117,7 +136,7 @@ def markdown(result: GateResult) -> str:
     if result.regressions():
         lines += [f"- **{line}**" for line in result.regressions()] + [""]
     if result.left_out:
-        lines += [f"⚠️ {subset_text(result)}", ""]
+        lines += [f"⚠️ {subset_text(result)}", ""] + [f"- {line}" for line in sharing_lines(result)] + [""]
     lines += ["| " + " | ".join(title for _, title in cols) + " |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for row, c in zip(rows(result), result.classes):
@@ -167,7 +186,8 @@ def junit_xml(result: GateResult) -> str:
             ET.SubElement(case, "system-out").text = f"{c.verdict}: {c.reason}; {detail}"
     moved, more = moved_lines(result)
     flips, rest = flip_lines(result)
-    parts = [result.headline(), *result.regressions(), subset_text(result), "cells whose rate rose most:", *moved,
+    parts = [result.headline(), *result.regressions(), subset_text(result), *sharing_lines(result),
+             "cells whose rate rose most:", *moved,
              more, flip_summary(result), *flips, rest, method_text(result)]
     ET.SubElement(suite, "system-out").text = "\n".join(p for p in parts if p)
     ET.indent(suites)

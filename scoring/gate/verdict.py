@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from scoring.checks.scorer import kind_of
 from scoring.gate.advice import Advice
+from scoring.gate.sharing import NewSlice, Sharing, new_slices
 from scoring.gate.summary import Cell, Counts, RunSummary, TESTED
 
 SLICES_SHOWN = 5            # goals and personas named per class in the list of regressions
@@ -109,8 +110,18 @@ class GateResult:
     moved: tuple[MovedCell, ...]    # every cell and class whose rate rose, most first
     flips: tuple[Flip, ...] | None  # None: the repetitions are not known (see why_no_flips)
     why_no_flips: str
-    left_out: tuple[Cell, ...]      # cells only one run holds (compared on a stated subset)
+    sharing: Sharing                # the cells compared, and those new or removed (not gated)
     _advice: Advice = field(repr=False, compare=False)
+
+    @property
+    def left_out(self) -> tuple[Cell, ...]:
+        """Cells not compared: the candidate's new ones, and the baseline's the candidate lacks."""
+        return tuple(sorted(self.sharing.new + self.sharing.removed))
+
+    @property
+    def new(self) -> tuple[NewSlice, ...]:
+        """The candidate's cells not gated, by the goal or persona that made them new, with their counts."""
+        return new_slices(self.sharing, self.candidate)
 
     @property
     def failures(self) -> list[ClassVerdict]:

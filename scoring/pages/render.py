@@ -35,7 +35,8 @@ def environment(user_templates: Path | None = None) -> Environment:
     env.filters["sig4"] = significant
     env.filters["pts"] = size      # a difference of rates: "18.3 pts", as the CLI says
     env.globals.update(delta_text=gate_text.delta_text, method_text=gate_text.method_text,
-                       subset_text=gate_text.subset_text, flip_summary=gate_text.flip_summary,
+                       subset_text=gate_text.subset_text, sharing_lines=gate_text.sharing_lines,
+                       flip_summary=gate_text.flip_summary,
                        moved_lines=gate_text.moved_lines, gate_rows=gate_text.rows)
     return env
 

@@ -15,10 +15,9 @@ from jinja2 import Environment
 
 from scoring.checks.scorer import GUARANTEES
 from scoring.errors import SimrunError, StoreError
-from scoring.gate.compare import gate_verdict
 from scoring.gate.competence import competence
-from scoring.gate.release import release_check
-from scoring.gate.summary import GATE_CLASSES, summary_from_store
+from scoring.gate.run_verdict import RunVerdict, verdict_of_run
+from scoring.gate.summary import GATE_CLASSES
 from scoring.pages import charts
 from scoring.pages.dashboard import build_dashboard
 from scoring.pages.render import environment, write_page
@@ -76,17 +75,15 @@ def what_changed(store: Store, run_id: str, gate) -> dict:
                       "diverge": first_divergence(base["t"], cand["t"]) if base else None})
     return {"pairs": pairs, "conversations": len(by_conversation), "baseline_here": here}
 def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: int = 3,
-                   baseline=None, gate_settings=None, shared_cells_only: bool = False, release=None) -> dict:
+                   baseline=None, gate_settings=None, release=None, verdict: RunVerdict | None = None) -> dict:
     run = store.run(run_id)
     run_id = run["run_id"]
-    gate = changed = None
-    if baseline is not None:
-        # The very function `simrun gate` decides with: the report and the gate cannot disagree.
-        gate = gate_verdict(baseline, summary_from_store(store, run_id), gate_settings,
-                            shared_cells_only=shared_cells_only)
-        changed = what_changed(store, run_id, gate)
-    class_rates = R.class_rates(store, run_id)
-    outcome = R.outcome(store, run_id)
+    if verdict is None:
+        # The very verdict the command line prints and exits with: the two cannot disagree.
+        verdict = verdict_of_run(store, run_id, release, baseline=baseline, gate_settings=gate_settings)
+    gate = verdict.gate
+    changed = what_changed(store, run_id, gate) if gate is not None else None
+    class_rates, outcome = list(verdict.rates), verdict.outcome
     # The worst overall, and a few of each class that fired, so that every rate can be read.
     worst = R.worst(store, run_id, worst_limit)
     embedded = {w["conversation_id"] for w in worst}
@@ -117,8 +114,7 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
     return {
         "costs": R.costs(store, run_id) if user != "scripted" else None,
         "competence": competence(store, user) if user != "scripted" else None,
-        "gate": gate, "changed": changed, "filter_classes": filter_classes,
-        "release": release_check(class_rates, outcome, release) if release is not None else None,
+        "gate": gate, "changed": changed, "filter_classes": filter_classes, "verdict": verdict,
         "pass_k": R.pass_k(store, run_id), "heatmaps": heatmaps,
         "histograms": [charts.histogram(dist["turns"], "turns to the goal (conversations that reached it)"),
                        charts.histogram(dist["cost"], "cost per conversation", " USD"),
@@ -133,11 +129,12 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
 
 def build_report(store: Store, run_id: str | None, out_dir: Path | str = "reports",
                  user_templates: Path | None = None, baseline=None, gate_settings=None,
-                 shared_cells_only: bool = False, release=None) -> Path:
-    """Write the run's report, and the dashboard of every run in the store beside it (each run
-    judged by the gate against the one before it, when `gate_settings` are given)."""
+                 release=None, verdict: RunVerdict | None = None) -> Path:
+    """Write the run's report, its verdict first (`verdict`, or made here from the release
+    criteria and the baseline), and the dashboard of every run in the store beside it (each run
+    judged by the gate against the baseline and the one before it, when `gate_settings` are given)."""
     context = report_context(store, run_id, baseline=baseline, gate_settings=gate_settings,
-                             shared_cells_only=shared_cells_only, release=release)
+                             release=release, verdict=verdict)
     env = environment(user_templates)
     out_dir = Path(out_dir)
     try:

@@ -9,12 +9,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from scoring.store import rates as R
+from rich import box
+
+from scoring.gate import text as T
 from scoring.gate.competence import competence
+from scoring.gate.release import ReleaseSettings
+from scoring.gate.run_verdict import RunVerdict, verdict_of_run
+from scoring.gate.summary import RunSummary
+from scoring.gate.verdict import GateResult
 from scoring.secrets import redact, register_header
 from scoring.store.database import Store
 from scoring.errors import ConfigError, SimrunError
-from scoring.gate.release import ReleaseSettings, release_check
 
 class ClosableStdout:
     """Standard output whose reader may go away (`simrun | head`). What can no longer be written
@@ -116,10 +121,12 @@ def runtime_flags(transport, url, command, timeout, headers) -> dict:
     return flags
 
 
-def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = None) -> int:
-    """The run's rates; 1 when a guarantee was broken or a release criterion failed, else 0."""
-    rates = R.class_rates(store, run_id)
-    outcome = R.outcome(store, run_id)
+def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = None, *,
+                  baseline: RunSummary | None = None, gate_settings=None) -> RunVerdict:
+    """The run's rates, the gate against the baseline if one is set, and the run's verdict last
+    (`scoring.gate.run_verdict`): what the exit status is made from."""
+    verdict = verdict_of_run(store, run_id, release, baseline=baseline, gate_settings=gate_settings)
+    rates, outcome = verdict.rates, verdict.outcome
     table = Table(title=f"run {run_id}", title_justify="left")
     for col in ("class", "kind", "rate", "95% interval", "conversations", "UNVERIFIABLE"):
         table.add_column(col, justify="left" if col in ("class", "kind") else "right")
@@ -135,36 +142,71 @@ def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = N
     out.print(f"goal reached: {pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, "
               f"95% {pct(low)} – {pct(high)}); ends: {ends}", highlight=False, soft_wrap=True)
     if outcome.runtime_errors:
-        out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): see runtime_error in the report",
-                  style="yellow", highlight=False)
-    code = 0
+        out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): `simrun show {run_id} "
+                  "--class runtime_error` lists them, and `simrun show RUN CONVERSATION` shows each one's evidence",
+                  style="yellow", highlight=False, markup=False, soft_wrap=True)
     first = store.first_error(run_id, "provider_error")
     if first is not None:
         said = first.get("server_message") or first.get("message")
         out.print(f"first provider error ({first['conversation_id']}, turn {first.get('turn')}): {said}",
                   style="yellow", highlight=False, markup=False, soft_wrap=True)
     print_competence(store, store.run(run_id)["user_backend"])
-    broken = [r for r in rates if r.kind == "guarantee" and r.occurrences]
-    if broken:
-        out.print("FAILED: guarantees broken: " + ", ".join(
-            f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken),
-            style="bold red", highlight=False, soft_wrap=True)
-        code = 1
-    elif outcome.conversations and not outcome.counted:
-        # Nothing was judged: no guarantee was shown to hold either. Never a pass.
-        err_line(f"error: no conversation was judged: all {outcome.conversations} ended for reasons that are not "
-                 f"the runtime's ({ends}); see the lines above")
-        return 2
-    else:
-        out.print("every guarantee held", style="green")
-    if release is not None:
-        check = release_check(rates, outcome, release)
-        for criterion in check.failures:
-            out.print(f"FAILED release check: {criterion.line()}", style="bold red", highlight=False, soft_wrap=True)
-        if check.passed:
-            out.print(check.headline(), style="green", highlight=False, soft_wrap=True)
-        code = max(code, 0 if check.passed else 1)
-    return code
+    if verdict.gate is not None:
+        print_gate(verdict.gate)
+    print_verdict(verdict)
+    return verdict
+
+
+STYLES = {"status": "bold", "reason": "bold red", "held": "green", "not_checked": "yellow"}
+
+
+def print_verdict(verdict: RunVerdict) -> None:
+    """The run's verdict, the last lines a run prints: one line per reason, per thing that held,
+    and per thing not checked. A run nothing judged also says so on stderr, as an error."""
+    for kind, line in verdict.lines():
+        style = STYLES[kind] if kind != "status" else ("bold green" if verdict.passed else "bold red")
+        out.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
+    if verdict.status == "not judged":
+        err_line(f"error: {verdict.reasons[0]}; see the lines above")
+
+
+def print_gate(result: GateResult) -> None:
+    """The gate's table and lists; narrower than the Markdown table, so that a CI log of 120
+    columns keeps every row on a line."""
+    table = Table(title=f"gate: candidate {result.candidate.run_id} vs baseline {result.baseline.run_id} "
+                        f"({result.baseline.source})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    cols = [("class", "class"), ("rates", "base → candidate"), *[c for c in T.columns(result)
+                                                                     if c[0] not in ("class", "kind", "baseline",
+                                                                                     "candidate")]]
+    for key, title in cols:
+        table.add_column(title, justify="left" if key in ("class", "verdict") else "right", no_wrap=True)
+    for row, c in zip(T.rows(result), result.classes):
+        row["rates"] = f"{row['baseline']} → {row['candidate']}"
+        table.add_row(*(row[key] for key, _ in cols), style="bold red" if c.failed else None)
+    out.print(table)
+    if result.left_out:
+        say_styled(T.subset_text(result), "yellow")
+        for line in T.sharing_lines(result):
+            say_styled(f"  {line}", "yellow")
+    for line in result.regressions():
+        say_styled(line, "bold red")
+    moved, more = T.moved_lines(result)
+    say("cells whose rate rose most:" if moved else more)
+    for line in moved:
+        say(f"  {line}")
+    if moved and more:
+        say(f"  {more}")
+    say(T.flip_summary(result))
+    flips, rest = T.flip_lines(result)
+    for line in flips + ([rest] if rest else []):
+        say(f"  {line}")
+    say_styled(T.method_text(result), "dim")
+    say_styled(result.headline(), "green" if result.passed else "bold red")
+
+
+def say_styled(text: str, style: str) -> None:
+    out.print(text, highlight=False, soft_wrap=True, markup=False, style=style)
 
 
 def print_competence(store: Store, backend: str) -> None:

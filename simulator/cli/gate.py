@@ -12,19 +12,16 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from scoring.gate import text as T
 from scoring.gate.compare import gate_verdict
 from scoring.gate.baseline import baseline_from_git, open_baseline, write_baseline
 from scoring.gate.summary import RunSummary, summary_from_store
-from scoring.gate.verdict import GateResult
 from scoring.store.bundle import export_bundle, import_bundle, load_bundle, write_bundle
 from scoring.store.rescore import rescore_run
 from scoring.store.run_ids import new_run_id
 from scoring.store.database import Store
-from simulator.cli.common import fail, out
+from simulator.cli.common import fail, out, print_gate
 from simulator.project import given_file, project_db
 from simulator import __version__
 from simulator.config import Budgets, Project, load_budgets, load_project
@@ -78,8 +75,9 @@ def bless(run: str = typer.Argument(..., help="Run id, or 'latest'."),
 
 BASELINE_REF = typer.Option(None, "--baseline-ref", help="Read the baseline file from git, as REF:PATH "
                             "(e.g. origin/main:baselines/main.json): the protected branch, never the pull request.")
-SHARED_CELLS_ONLY = typer.Option(False, "--shared-cells-only", help="Compare only the cells both runs hold "
-                                 "(the others are listed); without it, runs of different cells are refused.")
+SHARED_CELLS_ONLY = typer.Option(False, "--shared-cells-only", hidden=True, help="Kept so that scripts that "
+                                 "pass it still run: the gate always compares the cells both runs share by "
+                                 "content, and lists the others.")
 
 
 def chosen_baseline(baseline: Optional[str], baseline_ref: Optional[str], database: str) -> RunSummary:
@@ -109,7 +107,7 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
                 cand = summary_from_store(store, candidate)
             except StoreError as exc:
                 raise GateError(f"no candidate run {candidate!r}: {exc}") from None
-        result = gate_verdict(base, cand, settings, shared_cells_only=shared_cells_only)
+        result = gate_verdict(base, cand, settings)
         text = T.markdown(result)
         if markdown:
             _write(markdown, text, "Markdown summary")
@@ -123,41 +121,8 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
         fail(exc)
     except OSError as exc:
         fail(SimrunError(f"cannot write the gate's summary: {exc}"))
-    _print(result)
+    print_gate(result)
     raise typer.Exit(result.exit_code)
-
-
-def _print(result: GateResult) -> None:
-    # Narrower than the Markdown table, so that a CI log of 120 columns keeps every row on a line.
-    table = Table(title=f"gate: candidate {result.candidate.run_id} vs baseline {result.baseline.run_id} "
-                        f"({result.baseline.source})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)
-    cols = [("class", "class"), ("rates", "base → candidate"), *[c for c in T.columns(result)
-                                                                     if c[0] not in ("class", "kind", "baseline",
-                                                                                     "candidate")]]
-    for key, title in cols:
-        table.add_column(title, justify="left" if key in ("class", "verdict") else "right", no_wrap=True)
-    for row, c in zip(T.rows(result), result.classes):
-        row["rates"] = f"{row['baseline']} → {row['candidate']}"
-        table.add_row(*(row[key] for key, _ in cols), style="bold red" if c.failed else None)
-    out.print(table)
-    say = lambda text, **kw: out.print(text, highlight=False, soft_wrap=True, markup=False, **kw)  # noqa: E731
-    if result.left_out:
-        say(T.subset_text(result), style="yellow")
-    for line in result.regressions():
-        say(line, style="bold red")
-    moved, more = T.moved_lines(result)
-    say("cells whose rate rose most:" if moved else more)
-    for line in moved:
-        say(f"  {line}")
-    if moved and more:
-        say(f"  {more}")
-    say(T.flip_summary(result))
-    flips, rest = T.flip_lines(result)
-    for line in flips + ([rest] if rest else []):
-        say(f"  {line}")
-    say(T.method_text(result), style="dim")
-    say(result.headline(), style="green" if result.passed else "bold red")
 
 
 # --- rescore, export, import -----------------------------------------------------------------

@@ -1,8 +1,10 @@
 """The run itself: plain `simrun` (and `simrun run`), and `simrun resume`.
 
-Exit status: 0 when the run kept every guarantee and met budgets.toml's [release] criteria, 1
-when a guarantee was broken or a criterion failed (a failed run, each criterion named in one
-line), 2 on a user error (bad input, unknown run), which is printed as one line with no traceback.
+Exit status: the run's verdict (`scoring.gate.run_verdict`): 0 when the run kept every guarantee,
+met budgets.toml's [release] criteria and, with gate.baseline set in simrun.toml, passed the gate
+against that baseline; 1 when any of these failed (each reason named in one line); 2 on a user
+error (bad input, unknown run), printed as one line with no traceback, or when no conversation
+could be judged.
 """
 
 from __future__ import annotations
@@ -208,10 +210,11 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True, executor=Non
             if kept != list(plan.labels):
                 out.print(f"it keeps the labels it started with ({', '.join(kept) or 'none'}): a resumed run "
                           "is the same run", highlight=False, markup=False)
-        code = print_summary(store, result.run_id, plan.budgets.release)
+        verdict = print_summary(store, result.run_id, plan.budgets.release, baseline=plan.baseline,
+                                gate_settings=plan.budgets.gate)
         path = build_report(store, result.run_id, plan.reports, gate_settings=plan.budgets.gate,
-                            release=plan.budgets.release)
-    return result, code, path, estimated
+                            release=plan.budgets.release, baseline=plan.baseline, verdict=verdict)
+    return result, verdict.exit_code, path, estimated
 
 
 def _spend_summary(plan, result, estimated, cache) -> None:

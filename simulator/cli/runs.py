@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
             money = load_budgets(budgets_file) if budgets_file else Budgets()
             with Store(database, create=False) as store:
                 path = build_report(store, run, reports, baseline=base, gate_settings=money.gate,
-                                    shared_cells_only=shared_cells_only, release=money.release)
+                                    release=money.release)
         except SimrunError as exc:
             fail(exc)
         out.print(f"report: {path}", highlight=False)
@@ -191,9 +191,10 @@ def register(app: typer.Typer) -> None:
             settings = _budgets(budgets)
             run_id = merge_shards(out_file, shards, partial=partial)
             with Store(out_file, create=False) as store:
-                code = print_summary(store, run_id, settings.release)
-                path = build_report(store, run_id, reports, gate_settings=settings.gate, release=settings.release)
+                verdict = print_summary(store, run_id, settings.release)
+                path = build_report(store, run_id, reports, gate_settings=settings.gate, release=settings.release,
+                                    verdict=verdict)
         except SimrunError as exc:
             fail(exc)
         out.print(f"merged {len(shards)} shards into run {run_id} in {out_file}; report: {path}", highlight=False)
-        raise typer.Exit(code)
+        raise typer.Exit(verdict.exit_code)

@@ -150,14 +150,13 @@ def test_runs_of_other_datasets_or_scorers_are_refused():
         gate_verdict(base, summary({"loop": np.zeros(10)}, scorer="2"), SETTINGS)
 
 
-def test_other_cells_are_compared_only_when_asked_and_then_listed():
+def test_cells_only_one_run_holds_are_left_out_of_the_comparison_and_listed():
+    # Issue 23: no flag is needed; the gate compares the cells both runs share and lists the rest.
     base = summary({"loop": np.full(21, 0.2)})
     cand = summary({"loop": np.full(14, 0.2)}, run_id=CAND_ID)
-    with pytest.raises(GateError, match="0 of the candidate's 14 cells are not in the baseline, and 7 of the "
-                                        "baseline's 21 not in the candidate .*--shared-cells-only"):
-        gate_verdict(base, cand, SETTINGS)
-    result = gate_verdict(base, cand, SETTINGS, shared_cells_only=True)
+    result = gate_verdict(base, cand, SETTINGS)
     assert result.cells == 14 and result.left_out == tuple((f"p{p}", "g2") for p in range(7))
+    assert result.sharing.removed == result.left_out and not result.sharing.new
     assert "compared on 14 of 21 cells" in markdown(result) and "p0/g2" in markdown(result)
 
 
@@ -277,7 +276,7 @@ def test_a_format_1_baseline_still_gates_and_says_flips_cannot_be_listed(tmp_pat
 
 
 @pytest.mark.parametrize("mutate, says", [
-    (lambda d: d.update(format_version=3), "(format_version)"),
+    (lambda d: d.update(format_version=4), "(format_version)"),
     (lambda d: d["cells"]["p0/g0"].update(loop=[6, 5, 0]), "fired 6 > scored 5"),
     (lambda d: d["cells"]["p0/g0"].pop("loop"), "missing ['loop']"),
     (lambda d: d.pop("dataset_hash"), "(dataset_hash)"),

@@ -149,13 +149,13 @@ def test_a_run_with_crashes_fails_the_release_check_and_says_which_criterion(cli
     toml.write_text(toml.read_text().replace('# faults = "loop=0.2,phantom_receipt=0.1"', 'faults = "crash=0.2"'))
     result = cli("-n", "1")
     assert result.exit_code == 1, result.output
-    failed = [line for line in result.output.splitlines() if line.startswith("FAILED release check")]
-    assert len(failed) == 1 and re.fullmatch(r"FAILED release check: release\.fail_on_runtime_error: the runtime "
+    failed = [line for line in result.output.splitlines() if line.startswith("FAILED: release.")]
+    assert len(failed) == 1 and re.fullmatch(r"FAILED: release\.fail_on_runtime_error: the runtime "
                                              r"failed in [1-9]\d* of 70 conversations", failed[0]), failed
     assert "every guarantee held" in result.output     # a crash breaks no guarantee: the release check fails it
     html = (project / re.search(r"report: (\S+)", result.output).group(1)).read_text()
-    tile = html.split('id="release"')[1].split("</div>\n")[0]
-    assert "FAILED" in tile and failed[0].removeprefix("FAILED release check: ") in tile
+    verdict = html.split('id="verdict"')[1].split("</section>")[0]     # the report's first element
+    assert "FAILED" in verdict and failed[0].removeprefix("FAILED: ") in verdict
 
     text = budgets.read_text()
     budgets.write_text(text.replace("fail_on_runtime_error = true", "fail_on_runtime_error = false"))
@@ -164,7 +164,7 @@ def test_a_run_with_crashes_fails_the_release_check_and_says_which_criterion(cli
                                     "min_goal_reached = 0.99\n[release.max_rate]\nruntime_error = 0.01"))
     result = cli("-n", "1")
     assert result.exit_code == 1
-    failed = [line for line in result.output.splitlines() if line.startswith("FAILED release check")]
+    failed = [line for line in result.output.splitlines() if line.startswith("FAILED: release.")]
     assert [line.split(":")[1].strip() for line in failed] == ["release.min_goal_reached", "release.max_rate.runtime_error"]
     assert "below the floor 99.0%" in failed[0] and "above the ceiling 1.0%" in failed[1]
 

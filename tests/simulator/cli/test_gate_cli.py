@@ -113,8 +113,11 @@ def test_misuse_is_one_line_and_exit_2(cli, project):
     goal = project / "goals" / "ask-bags.yaml"
     goal.write_text(goal.read_text().replace("title: ", "title: Edited ", 1))
     other = run(cli, "--seed", "3")
-    one_error_line(cli("gate", "--baseline", "baseline.json", "--candidate", other),
-                   "dataset mismatch", data["dataset_hash"])
+    # A baseline of format 2 keeps only the dataset hash: it cannot tell what another dataset shares.
+    old = {k: v for k, v in data.items() if k != "items"} | {"format_version": 2}
+    (project / "format-2.json").write_text(json.dumps(old))
+    one_error_line(cli("gate", "--baseline", "format-2.json", "--candidate", other),
+                   "dataset mismatch", data["dataset_hash"], "keeps only that hash", "bless a new baseline")
 
     one_error_line(cli("baseline", "bless", "r-nope", "--out", "x.json"), "no run 'r-nope'")
     one_error_line(cli("baseline", "bless", base, "--out", "no/such/dir/x.json"), "does not exist")

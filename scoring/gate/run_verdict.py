@@ -1,0 +1,157 @@
+"""A run's verdict, computed once: the one answer to "can this ship?", which every surface renders.
+
+It covers the run's guarantees (one violation fails it), its release criteria
+(`scoring.gate.release`), and, where a baseline is set, the gate against it
+(`scoring.gate.compare.gate_verdict`), with the goals and personas the baseline does not share
+held to the absolute criteria alone (`scoring.gate.sharing`). It has a status, the reasons in
+one line each, what held, and what was *not* checked (no baseline; cells not gated; classes no
+conversation could decide).
+
+Nothing else decides pass or fail: the command line's last lines and its exit status, the
+report's first element, the dashboard, and the Markdown, JUnit and step-summary outputs all show
+this object. A tile that said "passed" for one criterion while the run failed on another would
+be a second verdict; there is none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scoring.errors import GateError
+from scoring.gate.compare import GateSettings, gate_verdict
+from scoring.gate.release import ReleaseCheck, ReleaseDefaults, ReleaseSettings, check_counts, release_check
+from scoring.gate.summary import RunSummary, summary_from_store
+from scoring.gate.text import sharing_lines
+from scoring.gate.verdict import GateResult
+from scoring.store import rates as R
+from scoring.store.database import Store
+
+EXIT = {"passed": 0, "failed": 1, "not judged": 2}
+BLESS = "bless one with `simrun baseline bless RUN --out baselines/main.json` and set gate.baseline in simrun.toml"
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    run_id: str
+    status: str                     # passed | failed | not judged
+    reasons: tuple[str, ...]        # why it failed or was not judged, one line each
+    held: tuple[str, ...]           # what was checked and held, one line each
+    not_checked: tuple[str, ...]    # what this verdict does not cover, one line each
+    release: ReleaseCheck
+    gate: GateResult | None = None
+    baseline: str | None = None     # where the baseline came from (None: no baseline set)
+    rates: tuple[R.Rate, ...] = field(default=(), repr=False, compare=False)
+    outcome: R.Outcome | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT[self.status]
+
+    def headline(self) -> str:
+        if self.passed:
+            return "PASSED: " + "; ".join(self.held)
+        word = "FAILED" if self.status == "failed" else "NOT JUDGED"
+        return f"{word}: " + "; ".join(self.reasons)
+
+    @property
+    def word(self) -> str:
+        return {"passed": "PASSED", "failed": "FAILED", "not judged": "NOT JUDGED"}[self.status]
+
+    def lines(self) -> list[tuple[str, str]]:
+        """The verdict as text surfaces print it, (kind, line): the status, one line per reason,
+        per thing that held, and per thing not checked. kind: status | reason | held | not_checked."""
+        return [("status", f"verdict: {self.word} (exit {self.exit_code})"),
+                *(("reason", f"{self.word}: {r}") for r in self.reasons),
+                *(("held", f"held: {h}") for h in self.held),
+                *(("not_checked", f"not checked: {n}") for n in self.not_checked)]
+
+    def text(self) -> str:
+        return "\n".join(line for _, line in self.lines())
+
+
+@dataclass(frozen=True)
+class _AbsoluteOnly:
+    """The release criteria a new goal or persona answers to on its own: the ceilings and the floor
+    (guarantees and runtime_error are held over the whole run already)."""
+
+    min_goal_reached: float | None
+    max_rate: Mapping[str, float]
+    progress_ceiling: float
+    fail_on_runtime_error: bool = False
+
+
+def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | None = None, *,
+                   baseline: RunSummary | None = None, gate_settings: GateSettings | None = None) -> RunVerdict:
+    """The verdict of a stored run: its guarantees, its release criteria, and the gate against
+    `baseline` if one is given (with `gate_settings`)."""
+    run_id = store.run(run_id)["run_id"]
+    rates, outcome = R.class_rates(store, run_id), R.outcome(store, run_id)
+    gate, refused = None, None
+    if baseline is not None:
+        try:
+            gate = gate_verdict(baseline, summary_from_store(store, run_id), gate_settings)
+        except GateError as exc:
+            refused = str(exc)
+    return run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused)
+
+
+def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: ReleaseSettings | None, *,
+                gate: GateResult | None = None, baseline: RunSummary | None = None,
+                gate_refused: str | None = None) -> RunVerdict:
+    release = release or ReleaseDefaults()
+    reasons, held, not_checked = [], [], []
+    broken = [r for r in rates if r.kind == "guarantee" and r.occurrences]
+    judged = bool(outcome.counted) or not outcome.conversations
+    if not judged:
+        ends = ", ".join(f"{k} {v}" for k, v in outcome.ends.items())
+        reasons.append(f"no conversation was judged: all {outcome.conversations} ended for reasons that are not "
+                       f"the runtime's ({ends})")
+    if broken:
+        reasons.append("guarantees broken: " + ", ".join(
+            f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken))
+    elif judged:
+        held.append(f"every guarantee held ({outcome.conversations} conversations)")
+    check = release_check(rates, outcome, release)
+    reasons += [c.line() for c in check.failures]
+    if check.criteria and check.passed:
+        ceilings = [c.name.removeprefix("release.max_rate.") for c in check.criteria if ".max_rate." in c.name]
+        named = [c.name.removeprefix("release.") for c in check.criteria if ".max_rate." not in c.name]
+        named += [f"ceilings on {', '.join(ceilings)}"] if ceilings else []
+        held.append(f"every release criterion met ({'; '.join(named)})")
+    not_checked += check.unchecked
+    undecided = [r for r in rates if r.unverifiable]
+    if undecided:
+        not_checked.append("UNVERIFIABLE (the runtime did not give the evidence): " + ", ".join(
+            f"{r.cls} in {r.unverifiable} of {r.unverifiable + r.scored} conversations" for r in undecided))
+    if baseline is None:
+        not_checked.append(f"regressions: no baseline is set, so no regression was checked: {BLESS}")
+    elif gate_refused is not None:
+        reasons.append(f"gate: the baseline {baseline.source} cannot judge this run: {gate_refused}")
+    else:
+        _gate_lines(gate, release, reasons, held, not_checked)
+    status = "not judged" if not judged else ("failed" if reasons else "passed")
+    return RunVerdict(run_id, status, tuple(reasons), tuple(held), tuple(not_checked), check, gate,
+                      None if baseline is None else baseline.source, tuple(rates), outcome)
+
+
+def _gate_lines(gate: GateResult, release: ReleaseSettings, reasons: list, held: list, not_checked: list) -> None:
+    against = f"against the baseline {gate.baseline.run_id} ({gate.baseline.source}), on {gate.cells} cells"
+    if gate.passed:
+        held.append(f"no regression {against}")
+    else:
+        reasons.append(f"gate {against}: {gate.headline().removeprefix('FAILED: ')}")
+    absolute = _AbsoluteOnly(release.min_goal_reached, release.max_rate, release.progress_ceiling)
+    for new in gate.new:
+        counts = {cls: (c.fired, c.scored) for cls, c in new.counts.items()}
+        goal = new.counts["goal_not_reached"]
+        where = f"in {new}" if new.dimension != "cells" else f"in cells {new.name}"
+        check = check_counts(counts, (goal.scored - goal.fired, goal.scored), absolute, where=where)
+        reasons += [f"new, not gated: {c.line()}" for c in check.failures]
+        not_checked.append(f"the gate, {where}: new, not gated against the baseline; held to the absolute "
+                           f"criteria ({new.rate_text(tuple(new.counts))})")
+    not_checked += [line for line in sharing_lines(gate) if line.startswith("removed:")]
