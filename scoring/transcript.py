@@ -109,3 +109,23 @@ class Scorecard:
     @property
     def counts_for_runtime(self) -> bool:
         return self.end not in NOT_THE_RUNTIME
+
+
+# What a runtime_error's evidence holds, in the order it is shown (`simrun show`, the report):
+# the runtime's own words first-hand. Short fields go on one line; long ones get a block each.
+EVIDENCE_LINE = (("kind", "kind"), ("request", "request"), ("status", "status"))
+EVIDENCE_BLOCKS = (("body", "its answer (excerpt)"), ("traceback", "traceback"), ("stderr", "its stderr (last lines)"))
+
+
+def error_evidence(error: dict[str, Any] | None) -> tuple[str, list[tuple[str, str]]]:
+    """A runtime_error's evidence as shown: one line of short facts, and (title, text) blocks."""
+    if not error:
+        return "", []
+    facts = [f"{title} {error[key]}" for key, title in EVIDENCE_LINE if error.get(key) not in (None, "")]
+    if isinstance(error.get("elapsed_ms"), (int, float)):
+        facts.append(f"after {error['elapsed_ms']:,.0f} ms")
+    line = " · ".join(facts)
+    if error.get("read_after"):
+        line += f" · read after it: {error['read_after']}"
+    blocks = [(title, str(error[key]).rstrip()) for key, title in EVIDENCE_BLOCKS if str(error.get(key) or "").strip()]
+    return line, blocks

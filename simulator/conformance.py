@@ -80,7 +80,7 @@ class Conformance:
 
 
 # Failures after which the runtime no longer answers: it is not asked anything more.
-GONE = ("timeout", "connection", "exited")
+GONE = ("timeout", "connection", "exited", "closed")
 
 
 def _excerpt(fault: RuntimeFault) -> str:

@@ -143,7 +143,7 @@ async def _evidence_after_error(runtime: RuntimeAdapter, session: str, final, er
     """(store, audit) read after a runtime_error, while the runtime still answers; the error's
     evidence says what could be read. A runtime that hung, or whose server died, is not asked:
     its audit stays None, and audit_gap UNVERIFIABLE, as for any runtime gone."""
-    if error.get("kind") in ("timeout", "connection", "exited") or error.get("collateral"):
+    if error.get("kind") in GONE or error.get("collateral"):
         error["read_after"] = "nothing: the runtime no longer answers"
         return final, None
     read, audit = [], None
@@ -159,6 +159,11 @@ async def _evidence_after_error(runtime: RuntimeAdapter, session: str, final, er
         read.append(f"then it failed again: {_evidence_of(exc)['message']}")
     error["read_after"] = ", ".join(read) or "nothing: the runtime keeps neither store nor audit"
     return final, audit
+
+
+# Failures after which the runtime cannot answer: it is not asked anything more. A server that
+# closed one connection but stayed up ("disconnected") is asked for its store and audit.
+GONE = ("timeout", "connection", "exited", "closed")
 
 
 def as_json_setup(goal: Goal) -> dict:

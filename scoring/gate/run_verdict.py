@@ -86,13 +86,14 @@ class _AbsoluteOnly:
 
 
 def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | None = None, *,
-                   baseline: RunSummary | None = None, gate_settings: GateSettings | None = None) -> RunVerdict:
+                   baseline: RunSummary | None = None, gate_settings: GateSettings | None = None,
+                   gate: GateResult | None = None) -> RunVerdict:
     """The verdict of a stored run: its guarantees, its release criteria, and the gate against
-    `baseline` if one is given (with `gate_settings`)."""
+    `baseline` if one is given (with `gate_settings`; `gate` if it was judged already)."""
     run_id = store.run(run_id)["run_id"]
     rates, outcome = R.class_rates(store, run_id), R.outcome(store, run_id)
-    gate, refused = None, None
-    if baseline is not None:
+    refused = None
+    if baseline is not None and gate is None:
         try:
             gate = gate_verdict(baseline, summary_from_store(store, run_id), gate_settings)
         except GateError as exc:

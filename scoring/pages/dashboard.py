@@ -9,8 +9,13 @@ where, and at what cost?
   the group before it (personas and goals added, removed or edited), so a change of goals never
   reads as a trend. Each group has a chart per class over its runs: the rate with its 95%
   Wilson interval as a band, the blessed baseline's rate as a line, a point per run.
-- **The runs table**: identity (labels, runtime version, commit), figures, and the gate's
-  verdict against the newest earlier finished run of the same group (`scoring.pages.verdicts`).
+- **Can this release ship?** With a blessed baseline, each run is judged by the gate against
+  it first (on the cells it shares with the baseline by content, `scoring.gate.sharing`), and a
+  line at the top names the newest run of each dataset, its labels and that verdict, with the
+  classes and slices that failed.
+- **The runs table**: identity (labels, runtime version, commit), figures, the gate's verdict
+  against the baseline, and against the newest earlier finished run of the same group
+  (`scoring.pages.verdicts`): both by `gate_verdict` itself.
 - **Cost over time**, by user backend; **filters** by label, user backend and runtime version.
 
 Every figure is counted in DuckDB (two queries per store, whatever the number of runs); the
@@ -81,6 +86,7 @@ class Run:
     twin: bool = False          # another file holds a different run under the same id
     verdict: Verdict | None = None
     against: str | None = None  # the run it was judged against
+    base_verdict: Verdict | None = None     # against the blessed baseline
     group: int = 0              # index of its dataset's group
 
     @property
@@ -230,9 +236,14 @@ def what_changed(before: dict[str, str], after: dict[str, str]) -> str:
     return "; ".join(parts) or "the same personas and goals, under another dataset hash"
 
 
-def judge_groups(groups: list[Group], stores: Sequence[Store], settings: Any, folder: Path) -> None:
-    """Each run against the newest earlier finished, unsharded run of its group, by the gate."""
+def judge_groups(groups: list[Group], stores: Sequence[Store], settings: Any, folder: Path,
+                 baseline: RunSummary | None = None) -> None:
+    """Each run against the baseline, if there is one, and against the newest earlier finished,
+    unsharded run of its group, by the gate."""
     pairs, judged = [], []
+    if baseline is not None:
+        runs = [run for group in groups for run in group.runs]
+        pairs += [(baseline, Judged(run.run_id, stores[run.source], run.scores)) for run in runs]
     for group in groups:
         previous = None
         for run in group.runs:
@@ -242,8 +253,18 @@ def judge_groups(groups: list[Group], stores: Sequence[Store], settings: Any, fo
                 judged.append((run, previous.run_id))
             if run.status == "finished" and run.shard is None:
                 previous = run
-    for (run, against), verdict in zip(judged, judge(pairs, settings, folder)):
+    verdicts = judge(pairs, settings, folder)
+    if baseline is not None:
+        for run, verdict in zip(runs, verdicts):
+            run.base_verdict = verdict
+        verdicts = verdicts[len(runs):]
+    for (run, against), verdict in zip(judged, verdicts):
         run.verdict, run.against = verdict, against
+
+
+def newest(groups: list[Group]) -> list[Run]:
+    """The newest run of each dataset, newest dataset first: what the top line asks about."""
+    return sorted((group.runs[-1] for group in groups if group.runs), key=lambda r: r.started_at, reverse=True)
 
 
 def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSummary | None = None,
@@ -257,7 +278,7 @@ def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSu
     runs = merged([collect(store, i) for i, store in enumerate(stores)])
     groups = grouped(runs)
     if gate_settings is not None:
-        judge_groups(groups, stores, gate_settings, out.parent)
+        judge_groups(groups, stores, gate_settings, out.parent, baseline)
     reports = {p.stem for p in out.parent.glob("*.html")}
     context = page(runs, groups, [s.path for s in stores], reports, baseline, gate_settings is not None)
     write_page(out, (env or environment()).get_template("index.html").render(**context))
@@ -292,7 +313,7 @@ def page(runs: list[Run], groups: list[Group], files: list[str], reports: set[st
     }
     return {
         "runs": runs, "rows": list(reversed(list(enumerate(runs)))), "groups": shown_groups, "files": files,
-        "reports": reports, "judged": judged, "baseline": baseline, "colours": colours,
+        "reports": reports, "judged": judged, "baseline": baseline, "colours": colours, "newest": newest(groups),
         "labels": sorted({label for run in runs for label in run.labels}),
         "unlabelled": any(not run.labels for run in runs), "users": users,
         "versions": sorted({run.runtime_version for run in runs if run.runtime_version}),
@@ -312,6 +333,8 @@ def _baseline_rates(baseline: RunSummary) -> dict[str, float]:
 def _run_data(run: Run, reports: set[str]) -> dict:
     per = run.per_conversation
     judged = {} if run.verdict is None else {"verdict": run.verdict.state}
+    if run.base_verdict is not None:
+        judged |= {"base": run.base_verdict.state, "base_headline": run.base_verdict.headline}
     if run.verdict is not None and run.verdict.state != "passed":
         # The charts mark a failed run on the classes it failed on: goal_not_reached is goal_reached's.
         judged |= {"headline": run.verdict.headline,

@@ -17,6 +17,7 @@ from scoring.errors import SimrunError
 from scoring.gate import text as gate_text
 from scoring.gate.formats import pct, size
 from scoring.store.rates import significant
+from scoring.transcript import error_evidence
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEXT_CHARS = 2000
@@ -32,6 +33,7 @@ def environment(user_templates: Path | None = None) -> Environment:
     env.filters["anchor"] = lambda s: re.sub(r"[^A-Za-z0-9_-]", "-", str(s))
     env.filters["clip"] = clip
     env.globals["ITEMS_SHOWN"] = ITEMS_SHOWN
+    env.globals["error_evidence"] = error_evidence
     env.filters["sig4"] = significant
     env.filters["pts"] = size      # a difference of rates: "18.3 pts", as the CLI says
     env.globals.update(delta_text=gate_text.delta_text, method_text=gate_text.method_text,

@@ -145,10 +145,12 @@ def build_report(store: Store, run_id: str | None, out_dir: Path | str = "report
     # it is known to be one simrun made, so that it cannot lead out of the reports folder.
     path = out_dir / f"{checked_run_id(context['run']['run_id'], store.path)}.html"
     write_page(path, env.get_template("report.html").render(**context))
-    build_index(store, out_dir, env, gate_settings)
+    build_index(store, out_dir, env, gate_settings, baseline)
     return path
 
 
-def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings=None) -> Path:
+def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings=None,
+                baseline=None) -> Path:
     """reports/index.html: the dashboard of every run in the store (`scoring.pages.dashboard`)."""
-    return build_dashboard([store], Path(out_dir) / "index.html", gate_settings=gate_settings, env=env)
+    return build_dashboard([store], Path(out_dir) / "index.html", baseline=baseline, gate_settings=gate_settings,
+                           env=env)

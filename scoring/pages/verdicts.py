@@ -1,4 +1,5 @@
-"""The gate's verdict of a run against the run before it, for the dashboard, remembered.
+"""The gate's verdicts of runs against the run before them and against the blessed baseline,
+for the dashboard, remembered.
 
 Each pair is judged by `scoring.gate.compare.gate_verdict` itself, on summaries from
 `scoring.gate.summary.summary_from_store`, exactly as `simrun gate --baseline RUN --candidate RUN`
@@ -66,10 +67,11 @@ class Verdict:
         return self.state == "failed"
 
 
-def judge(pairs: Sequence[tuple[Judged, Judged]], settings: Any, folder: Path) -> list[Verdict]:
-    """(previous, run) pairs judged as the gate judges them, from memory where it holds them."""
+def judge(pairs: Sequence[tuple[Judged | RunSummary, Judged]], settings: Any, folder: Path) -> list[Verdict]:
+    """(previous, run) pairs judged as the gate judges them, from memory where it holds them. The
+    previous side may be a blessed baseline's summary rather than a stored run."""
     memory_path = folder / MEMORY
-    stores = {id(side.store): side.store for pair in pairs for side in pair}
+    stores = {id(side.store): side.store for pair in pairs for side in pair if isinstance(side, Judged)}
     remembered = _recall(memory_path)
     for store in stores.values():
         remembered |= _valid(store_verdicts(store))
@@ -78,7 +80,7 @@ def judge(pairs: Sequence[tuple[Judged, Judged]], settings: Any, folder: Path) -
     used: dict[str, Verdict] = {}
     keys = []
     for previous, run in pairs:
-        key = hashlib.sha256(json.dumps([previous.scores, run.scores, context]).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([_scores(previous), run.scores, context]).encode()).hexdigest()
         verdict = used.get(key) or remembered.get(key)
         if verdict is None:
             verdict = _judge(_summary(summaries, previous), _summary(summaries, run), settings)
@@ -101,7 +103,8 @@ def _keep_in_stores(pairs, keys: list[str], verdicts: dict[str, Verdict], rememb
     """New verdicts of pairs within one writable database, kept in it."""
     by_store: dict[int, tuple[Store, dict]] = {}
     for (previous, run), key in zip(pairs, keys):
-        if previous.store is run.store and not run.store.read_only and key not in remembered:
+        if isinstance(previous, Judged) and previous.store is run.store and not run.store.read_only \
+                and key not in remembered:
             verdict = verdicts[key]
             by_store.setdefault(id(run.store), (run.store, {}))[1][key] = (
                 key, verdict.state, verdict.headline, list(verdict.classes))
@@ -112,7 +115,20 @@ def _keep_in_stores(pairs, keys: list[str], verdicts: dict[str, Verdict], rememb
             pass                # only a memory: judged again next time
 
 
-def _summary(summaries: dict, side: Judged) -> RunSummary | SimrunError:
+def _scores(side: Judged | RunSummary) -> str:
+    """What a verdict depends on, of one side: a baseline file by its whole content."""
+    if isinstance(side, Judged):
+        return side.scores
+    cells = sorted((f"{p}/{g}", cls, c.fired, c.scored, c.unverifiable)
+                   for (p, g), counts in side.cells.items() for cls, c in counts.items())
+    return hashlib.sha256(json.dumps(["baseline", side.run_id, side.dataset_hash, side.scorer_version,
+                                      side.repetitions, sorted((side.items or {}).items()), cells,
+                                      side.repetitions_held is not None]).encode()).hexdigest()
+
+
+def _summary(summaries: dict, side: Judged | RunSummary) -> RunSummary | SimrunError:
+    if isinstance(side, RunSummary):
+        return side
     key = (id(side.store), side.run_id)
     if key not in summaries:
         try:

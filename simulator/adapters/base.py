@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import signal
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -35,6 +37,31 @@ class RuntimeAdapter(Protocol):
     async def audit(self, session: str) -> list[dict[str, Any]] | None: ...
     async def close(self, session: str) -> None: ...
     async def aclose(self) -> None: ...
+
+
+def exit_text(returncode: int | None) -> str:
+    """How a process ended, in words: 'status 1', 'killed by SIGKILL', 'still running'."""
+    if returncode is None:
+        return "still running"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"status {returncode}"
+
+
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning|Fault|Panic)\b")
+
+
+def stderr_said(text: str) -> str:
+    """'; its stderr says: KeyError: 'trip'', to put in a fault's message: the last line of what a
+    runtime wrote that names an exception (a traceback's last line), else its last line with words
+    in it (not a row of dashes); '' when it wrote nothing."""
+    lines = [line.strip() for line in text.splitlines() if re.search(r"[A-Za-z0-9]", line)]
+    named = [line for line in lines if _EXCEPTION.match(line)]
+    last = (named or lines or [""])[-1]
+    return f"; its stderr says: {last[:300]}" if last else ""
 
 
 def excerpt(raw: bytes | str) -> str:

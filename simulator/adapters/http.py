@@ -16,7 +16,8 @@ from typing import Any
 import aiohttp
 
 from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Checked, check_health, excerpt, read_answer, too_large
+from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, Checked, check_health, excerpt, exit_text, read_answer,
+                                     stderr_said, too_large)
 from simulator.adapters.process import ManagedProcess, free_port
 
 READ_CHUNK = 1 << 16
@@ -71,9 +72,11 @@ class HttpRuntime(Checked):
                                                keepalive_timeout=30))
         return self._session
 
-    def _evidence(self, **more: Any) -> dict[str, Any]:
+    def _evidence(self, mark: int | None = None, **more: Any) -> dict[str, Any]:
+        """The server's stderr: what it wrote during this request (since `mark`), else its tail."""
         if self.process is not None:
-            more["stderr"] = self.process.stderr_tail()
+            since = self.process.stderr_since(mark) if mark is not None else ""
+            more["stderr"] = since or self.process.stderr_tail()
         return more
 
     async def _request(self, op: str, method: str, path: str, body: Any = None,
@@ -82,6 +85,7 @@ class HttpRuntime(Checked):
         started = time.perf_counter()
         elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
         generation = getattr(session, "generation", None)
+        mark = self.process.stderr_lines if self.process is not None else 0
         if self.process is not None and generation not in (None, self.process.generation):
             raise RuntimeFault("connection", f"{op}: the server that held this session died during another "
                                "conversation and was started again", collateral=True,
@@ -94,22 +98,46 @@ class HttpRuntime(Checked):
                 status, raw = response.status, await self._read(op, response)
         except TimeoutError:
             raise RuntimeFault("timeout", f"{op}: no answer within {self.timeout_s}s",
-                               **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed())) from None
+                               **self._evidence(mark, request=f"{method} {path}", elapsed_ms=elapsed())) from None
         except aiohttp.ClientError as exc:
-            raise RuntimeFault("connection", f"{op}: {type(exc).__name__}: {exc}",
-                               **await self._died(started, generation),
-                               **self._evidence(request=f"{method} {path}", elapsed_ms=elapsed())) from None
+            died = await self._died(started, generation)
+            kind, message = self._lost(op, exc, died, mark)
+            raise RuntimeFault(kind, message, **died,
+                               **self._evidence(mark, request=f"{method} {path}", elapsed_ms=elapsed())) from None
         except RuntimeFault as fault:      # cut at the limit
-            fault.evidence.update(self._evidence(request=f"{method} {path}", elapsed_ms=elapsed()))
+            fault.evidence.update(self._evidence(mark, request=f"{method} {path}", elapsed_ms=elapsed()))
             raise
         if optional and status == 404:
             raise _NotSupported
         if not 200 <= status < 300:
-            raise RuntimeFault("http_status", f"{op} answered HTTP {status}",
-                               **self._evidence(request=f"{method} {path}", status=status,
+            raise RuntimeFault("http_status", f"{op} answered HTTP {status}{self._said(mark)}",
+                               **self._evidence(mark, request=f"{method} {path}", status=status,
                                                 body=excerpt(raw), elapsed_ms=elapsed()))
-        return await read_answer(raw, op, check, **self._evidence(request=f"{method} {path}", status=status,
+        return await read_answer(raw, op, check, **self._evidence(mark, request=f"{method} {path}", status=status,
                                                                   elapsed_ms=elapsed()))
+
+    def _said(self, mark: int) -> str:
+        """The last line the server simrun started wrote to stderr during this request, if any."""
+        return stderr_said(self.process.stderr_since(mark)) if self.process is not None else ""
+
+    def _lost(self, op: str, exc: aiohttp.ClientError, died: dict[str, Any], mark: int) -> tuple[str, str]:
+        """(kind, message) of a request that got no answer, saying what happened: a server that
+        cannot be reached, one that exited, and one that closed the connection but stayed up
+        (the request failed inside it: it may still answer for the store and audit) differ."""
+        what = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return "connection", f"{op}: cannot connect to {self.url} ({what}): the runtime no longer answers"
+        if died.get("collateral"):
+            return "connection", f"{op}: the server had exited ({exit_text(self.process.returncode)}) during " \
+                                 f"another conversation{self._said(mark)}"
+        if died:
+            return "connection", f"{op}: the server exited ({exit_text(self.process.returncode)}) while " \
+                                 f"answering{self._said(mark)}"
+        if self.process is not None:
+            return "disconnected", (f"{op}: the server closed the connection without answering, and is still "
+                                    f"running: the request failed inside it{self._said(mark)} ({what})")
+        return "disconnected", (f"{op}: the server closed the connection without answering ({what}); its own "
+                                "log says why")
 
     async def _read(self, op: str, response: aiohttp.ClientResponse) -> bytes:
         """The body, but never more than max_result_bytes of it: a runtime that answers 50 MB

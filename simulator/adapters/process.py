@@ -76,6 +76,7 @@ class ManagedProcess:
         self.line_limit = line_limit        # the longest stdout line the stdio transport may read
         self.proc: asyncio.subprocess.Process | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self.stderr_lines = 0               # lines read from stderr so far: a mark for `stderr_since`
         self._drain: asyncio.Task | None = None
         self._watch: int | None = None       # the write end of the supervisor's pipe
         self.generation = 0                 # how many times it was started: sessions belong to one
@@ -91,6 +92,11 @@ class ManagedProcess:
 
     def stderr_tail(self) -> str:
         return "".join(self._stderr)[-4000:]
+
+    def stderr_since(self, mark: int) -> str:
+        """What the process wrote to stderr after `stderr_lines` was `mark` (its last lines)."""
+        new = min(self.stderr_lines - mark, len(self._stderr))
+        return "".join(list(self._stderr)[-new:]) if new > 0 else ""
 
     async def start(self) -> None:
         if self.cwd is not None and not Path(self.cwd).is_dir():
@@ -130,10 +136,12 @@ class ManagedProcess:
             if not chunk:
                 if partial:
                     self._stderr.append(partial)
+                    self.stderr_lines += 1
                 break
             lines = (partial + chunk.decode("utf-8", "replace")).split("\n")
             partial = lines.pop()[:STDERR_LINE_CHARS]
             self._stderr.extend(line[:STDERR_LINE_CHARS] + "\n" for line in lines[-STDERR_TAIL_LINES:])
+            self.stderr_lines += len(lines)
         await proc.wait()
         if proc is self.proc:
             self.mark_down()

@@ -58,6 +58,9 @@ async def _call(fn, *args):
     return value
 
 
+TRACEBACK_CHARS = 2000
+
+
 class PythonRuntime(Checked):
     def __init__(self, runtime: Any, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.runtime = runtime
@@ -78,9 +81,12 @@ class PythonRuntime(Checked):
         try:
             return await _call(fn, *args)
         except Exception as exc:
-            tail = "".join(traceback.format_exception(exc)[-3:])
+            # The innermost frames, where the runtime went wrong, under the usual header.
+            text = "".join(traceback.format_exception(exc))
+            if len(text) > TRACEBACK_CHARS:
+                text = "Traceback (most recent call last):\n  …\n" + text[-TRACEBACK_CHARS:].split("\n", 1)[-1]
             raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: {exc}",
-                               traceback=tail[-2000:],
+                               traceback=text,
                                elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
     def _answer(self, value: Any, what: str) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Checked, by_size, check_health,
-                                    excerpt, read_answer)
+                                    excerpt, exit_text, read_answer, stderr_said)
 from simulator.adapters.process import ManagedProcess
 
 ENVELOPE_BYTES = 1 << 12    # room for {"id": ..., "result": ...} around an answer of the largest size
@@ -68,6 +68,7 @@ class StdioRuntime(Checked):
                                   f"(status {self.process.returncode})",
                                   collateral=self.process.collateral(sent_at))
             rid = next(self._ids)
+            mark = self.process.stderr_lines
             message = {"id": rid, "op": op, **({"session": session} if session else {}),
                        **({"body": body} if body is not None else {})}
             started = time.perf_counter()
@@ -94,10 +95,15 @@ class StdioRuntime(Checked):
                 # whether or not the exit had been seen when it was sent.
                 collateral = self.process.collateral(sent_at)
                 self.process.mark_down()
-                await asyncio.sleep(0.05)   # let the exit status and last stderr lines arrive
+                await self.process.exited(0.5)   # let the exit status and last stderr lines arrive
+                said = stderr_said(self.process.stderr_since(mark))
+                if self.process.alive:
+                    # It closed its stdout but runs on: it can answer nothing more, but it did not crash.
+                    raise self._fault("closed", f"{op}: the runtime closed its standard output without answering, "
+                                      f"and is still running{said}", elapsed_ms=elapsed())
                 raise self._fault("exited", f"{op}: the runtime process exited "
-                                  f"(status {self.process.returncode})", elapsed_ms=elapsed(),
-                                  **({"collateral": True} if collateral else {}))
+                                  f"({exit_text(self.process.returncode)}) while answering{said}",
+                                  elapsed_ms=elapsed(), **({"collateral": True} if collateral else {}))
         try:
             reply = await read_answer(line, op)
         except RuntimeFault as fault:
@@ -110,7 +116,8 @@ class StdioRuntime(Checked):
             error = reply["error"] if isinstance(reply["error"], dict) else {"message": reply["error"]}
             if optional and error.get("status") == 404:
                 raise _NotSupported
-            raise self._fault("error", f"{op} failed: {str(error.get('message'))[:500]}",
+            raise self._fault("error", f"{op} failed: {str(error.get('message'))[:500]}"
+                              f"{stderr_said(self.process.stderr_since(mark))}",
                               status=error.get("status"), body=excerpt(line), elapsed_ms=elapsed())
         return await by_size(len(line), check, reply["result"]) if check else reply["result"]
 

@@ -13,7 +13,8 @@ from typing import Optional
 
 import typer
 
-from scoring.gate import text as T
+from scoring.gate import verdict_text as V
+from scoring.gate.run_verdict import verdict_of_run
 from scoring.gate.compare import gate_verdict
 from scoring.gate.baseline import baseline_from_git, open_baseline, write_baseline
 from scoring.gate.summary import RunSummary, summary_from_store
@@ -21,8 +22,8 @@ from scoring.store.bundle import export_bundle, import_bundle, load_bundle, writ
 from scoring.store.rescore import rescore_run
 from scoring.store.run_ids import new_run_id
 from scoring.store.database import Store
-from simulator.cli.common import fail, out, print_gate
-from simulator.project import given_file, project_db
+from simulator.cli.common import fail, out, print_gate, print_verdict
+from simulator.project import given_file, load_project_file, project_baseline, project_db
 from simulator import __version__
 from simulator.config import Budgets, Project, load_budgets, load_project
 from scoring.dataset.files import Dataset, load_dataset
@@ -80,14 +81,23 @@ SHARED_CELLS_ONLY = typer.Option(False, "--shared-cells-only", hidden=True, help
                                  "content, and lists the others.")
 
 
-def chosen_baseline(baseline: Optional[str], baseline_ref: Optional[str], database: str) -> RunSummary:
-    """--baseline FILE|RUN or --baseline-ref REF: exactly one of them."""
-    if (baseline is None) == (baseline_ref is None):
-        raise ConfigError("give exactly one of --baseline FILE|RUN and --baseline-ref REF:PATH", field="--baseline")
+def chosen_baseline(baseline: Optional[str], baseline_ref: Optional[str], database: str,
+                    required: bool = True) -> RunSummary | None:
+    """--baseline FILE|RUN or --baseline-ref REF (at most one of them), else gate.baseline of
+    simrun.toml; with neither, an error if `required`, else None."""
+    if baseline is not None and baseline_ref is not None:
+        raise ConfigError("give one of --baseline FILE|RUN and --baseline-ref REF:PATH, not both", field="--baseline")
+    if baseline is None and baseline_ref is None:
+        found = project_baseline(load_project_file(), given_file(None, "simrun.toml", "--config"))
+        if found is None and required:
+            raise ConfigError("no baseline: give --baseline FILE|RUN or --baseline-ref REF:PATH, or set gate.baseline "
+                              "in simrun.toml", field="--baseline")
+        return found
     return baseline_from_git(baseline_ref) if baseline_ref else open_baseline(baseline, database)
 
 
-def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file, or a run id."),
+def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file, or a run id "
+                                                "(default: gate.baseline of simrun.toml)."),
          candidate: str = typer.Option(..., "--candidate", help="The run to judge (a run id, or 'latest')."),
          baseline_ref: Optional[str] = BASELINE_REF,
          shared_cells_only: bool = SHARED_CELLS_ONLY,
@@ -95,34 +105,43 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
          budgets: Optional[str] = typer.Option(None, "--budgets", help="Gate thresholds (default: ./budgets.toml)."),
          markdown: Optional[str] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
          junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here.")) -> None:
-    """Compare a candidate run with a baseline: exit 1 on a significant regression (over all cells, or in
-    one goal or persona) or any guarantee violation."""
+    """Compare a candidate run with a baseline, and give the candidate's verdict: exit 1 on a significant
+    regression (over all cells, or in one goal or persona), any guarantee violation, or a failed release
+    criterion (budgets.toml [release]), each named in one line."""
     database = project_db(db)
     try:
         budgets_file = given_file(budgets, "budgets.toml", "--budgets")
-        settings = (load_budgets(budgets_file) if budgets_file else Budgets()).gate
+        money = load_budgets(budgets_file) if budgets_file else Budgets()
         base = chosen_baseline(baseline, baseline_ref, database)
         with Store(database, create=False) as store:
             try:
                 cand = summary_from_store(store, candidate)
             except StoreError as exc:
                 raise GateError(f"no candidate run {candidate!r}: {exc}") from None
-        result = gate_verdict(base, cand, settings)
-        text = T.markdown(result)
+            result = gate_verdict(base, cand, money.gate)
+            # The candidate's whole verdict: its guarantees, its release criteria and this gate.
+            verdict = verdict_of_run(store, cand.run_id, money.release, baseline=base, gate=result)
+        text = V.markdown(verdict)
         if markdown:
             _write(markdown, text, "Markdown summary")
         if junit:
-            _write(junit, T.junit_xml(result), "JUnit XML")
-        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary_file:
-            with open(summary_file, "a", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            _write(junit, V.junit_xml(verdict), "JUnit XML")
+        step_summary(text)
     except SimrunError as exc:
         fail(exc)
     except OSError as exc:
         fail(SimrunError(f"cannot write the gate's summary: {exc}"))
     print_gate(result)
-    raise typer.Exit(result.exit_code)
+    print_verdict(verdict)
+    raise typer.Exit(verdict.exit_code)
+
+
+def step_summary(text: str) -> None:
+    """Append to $GITHUB_STEP_SUMMARY, when GitHub Actions gives one."""
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with open(summary_file, "a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
 
 
 # --- rescore, export, import -----------------------------------------------------------------

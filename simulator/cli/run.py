@@ -14,6 +14,7 @@ from typing import Optional
 import duckdb
 import typer
 
+from scoring.gate import verdict_text as V
 from scoring.store.model_calls import replay_answers
 from scoring.pages.report import build_report
 from scoring.store.database import Store
@@ -22,6 +23,7 @@ from simulator.cli.common import (BUDGETS, CONFIG, DB, EXECUTOR, GOALS, HEADER, 
                                   RUNTIME_COMMAND, TIMEOUT, TRANSPORT, URL, err_line, fail, out, print_summary,
                                   runtime_flags, say)
 from scoring.errors import ClusterLost, ConfigError, SimrunError
+from simulator.cli.gate import step_summary
 from simulator.ledger import Ledger
 from simulator.money import usd
 from simulator.plan import estimate
@@ -214,6 +216,7 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True, executor=Non
                                 gate_settings=plan.budgets.gate)
         path = build_report(store, result.run_id, plan.reports, gate_settings=plan.budgets.gate,
                             release=plan.budgets.release, baseline=plan.baseline, verdict=verdict)
+    step_summary(V.markdown(verdict))
     return result, verdict.exit_code, path, estimated
 
 

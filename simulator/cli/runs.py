@@ -14,13 +14,14 @@ from rich.table import Table
 from rich.text import Text
 
 from scoring.pages.report import build_report
+from scoring.transcript import error_evidence
 from scoring.store.database import Store, reading
 from simulator.cli.common import BUDGETS, DB, fail, out, print_summary
 from simulator.cli.gate import BASELINE_REF, SHARED_CELLS_ONLY, chosen_baseline
 from simulator.config import Budgets, load_budgets
 from scoring.errors import ConfigError, SimrunError
 from simulator.money import usd
-from simulator.project import given_file, project_db, project_reports
+from simulator.project import given_file, load_project_file, project_baseline, project_db, project_reports
 
 
 def _budgets(budgets: str | None) -> Budgets:
@@ -70,7 +71,7 @@ def register(app: typer.Typer) -> None:
         """Write (again) the HTML report of a stored run, against a baseline if given."""
         try:
             database = project_db(db)
-            base = chosen_baseline(baseline, baseline_ref, database) if baseline or baseline_ref else None
+            base = chosen_baseline(baseline, baseline_ref, database, required=False)
             budgets_file = given_file(budgets, "budgets.toml", "--budgets")
             money = load_budgets(budgets_file) if budgets_file else Budgets()
             with Store(database, create=False) as store:
@@ -87,8 +88,10 @@ def register(app: typer.Typer) -> None:
                                                          "project's database."),
                   out_file: Optional[str] = typer.Option(None, "--out", help="The page to write (default: "
                                                          "index.html in the project's reports folder)."),
-                  baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file: its "
-                                                         "rates are drawn as a line in its dataset's charts."),
+                  baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file "
+                                                         "(default: gate.baseline of simrun.toml): every run is "
+                                                         "judged against it, the newest of each dataset at the "
+                                                         "top, and its rates are drawn in its dataset's charts."),
                   budgets: Optional[str] = BUDGETS) -> None:
         """Write the dashboard of every run in one or more databases (read-only, never merged)."""
         from scoring.gate.baseline import load_baseline
@@ -100,7 +103,8 @@ def register(app: typer.Typer) -> None:
             if target.is_dir():
                 raise ConfigError(f"{target} is a folder; name the page to write, e.g. {target / 'index.html'}",
                                   field="--out")
-            base = load_baseline(baseline) if baseline else None
+            base = load_baseline(baseline) if baseline else project_baseline(load_project_file(), given_file(
+                None, "simrun.toml", "--config"))
             settings = _budgets(budgets).gate
             with contextlib.ExitStack() as stack:
                 stores = [stack.enter_context(reading(path)) for path in paths]
@@ -152,8 +156,16 @@ def register(app: typer.Typer) -> None:
                 out.print(f"! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
         if t.error:
             collateral = " (collateral: the runtime went down in another conversation)" if t.error.get("collateral") else ""
-            read = f"; read after it: {t.error['read_after']}" if t.error.get("read_after") else ""
-            out.print(f"error: {t.error.get('message')}{collateral}{read}", style="red", highlight=False, markup=False)
+            out.print(f"error: {t.error.get('message')}{collateral}", style="red", highlight=False, markup=False,
+                      soft_wrap=True)
+            # The runtime's own evidence, where people look: not only in --json.
+            facts, blocks = error_evidence(t.error)
+            if facts:
+                out.print(f"  {facts}", highlight=False, markup=False, soft_wrap=True)
+            for title, text in blocks:
+                out.print(f"  {title}:", style="bold", highlight=False, markup=False)
+                for line in text.splitlines():
+                    out.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)
 
 
     def _list_run(store: Store, run_id: str, cls: str | None) -> None:

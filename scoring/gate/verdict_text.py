@@ -1,0 +1,54 @@
+"""A run's verdict (`scoring.gate.run_verdict`) as Markdown and JUnit XML: the step summary, the
+pull-request comment and the CI test report say what the exit status says, reason by reason.
+
+The gate's own tables (`scoring.gate.text`) follow the verdict when a baseline was compared.
+"""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree as ET
+
+from scoring.gate import text as T
+from scoring.gate.run_verdict import RunVerdict
+
+
+def markdown(verdict: RunVerdict) -> str:
+    icon = {"passed": "✅", "failed": "❌"}.get(verdict.status, "⚠️")
+    lines = [f"## {icon} simrun {verdict.word}: run `{verdict.run_id}` (exit {verdict.exit_code})", ""]
+    lines += [f"- **{r}**" for r in verdict.reasons]
+    lines += [f"- held: {h}" for h in verdict.held]
+    lines += [f"- not checked: {n}" for n in verdict.not_checked]
+    lines.append("")
+    if verdict.gate is not None:
+        # The gate's details, one heading level down: they explain the verdict's gate line.
+        lines.append("#" + T.markdown(verdict.gate))
+    return "\n".join(lines)
+
+
+def junit_xml(verdict: RunVerdict) -> str:
+    """A suite for the run (its guarantees, each release criterion, and each goal or persona new
+    since the baseline), then the gate's suite, one testcase per class, when a baseline was compared."""
+    suites = ET.Element("testsuites", name=f"simrun {verdict.run_id}")
+    cases: list[tuple[str, str, str | None]] = []      # (classname, name, failure message or None)
+    broken = [r for r in verdict.reasons if r.startswith("guarantees broken")]
+    cases.append(("simrun.run", "guarantees", broken[0] if broken else None))
+    for c in verdict.release.criteria:
+        cases.append(("simrun.release", c.name, None if c.passed else c.line()))
+    cases += [("simrun.new", r.split(": ", 2)[1], r) for r in verdict.reasons if r.startswith("new, not gated: ")]
+    judged = [r for r in verdict.reasons if r.startswith("no conversation was judged")]
+    if judged:
+        cases.append(("simrun.run", "judged", judged[0]))
+    failures = sum(message is not None for _, _, message in cases)
+    suite = ET.SubElement(suites, "testsuite", name=f"simrun run {verdict.run_id}", tests=str(len(cases)),
+                          failures=str(failures), errors="0", skipped="0")
+    for classname, name, message in cases:
+        case = ET.SubElement(suite, "testcase", classname=classname, name=name)
+        if message is not None:
+            ET.SubElement(case, "failure", message=message, type="failed")
+    ET.SubElement(suite, "system-out").text = "\n".join(line for _, line in verdict.lines())
+    if verdict.gate is not None:
+        suites.extend(ET.fromstring(T.junit_xml(verdict.gate).split("?>", 1)[1]).findall("testsuite"))
+    suites.set("tests", str(sum(int(s.get("tests")) for s in suites)))
+    suites.set("failures", str(sum(int(s.get("failures")) for s in suites)))
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
