@@ -1,0 +1,183 @@
+"""One verdict per run, and what a candidate shares with its baseline: from counts, no run needed.
+
+The rule of sharing: a cell is gated when its persona and its goal have the same content hash in
+both runs and the baseline holds it; every other candidate cell is new (listed with its rates, held
+to the absolute criteria), and baseline cells the candidate lacks are removed. Tested on additions,
+edits of a goal and of a persona, removals, and forged hashes, not only the issue's one new goal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from scoring.dataset.files import canonical_json
+from scoring.errors import BaselineError, GateError
+from scoring.gate.baseline import baseline_json, parse_baseline
+from scoring.gate.compare import gate_verdict
+from scoring.gate.release import ReleaseDefaults
+from scoring.gate.run_verdict import run_verdict
+from scoring.gate.summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
+from scoring.gate.verdict_text import junit_xml, markdown
+from scoring.store.rates import Outcome, Rate
+from scoring.checks.scorer import ALL_CLASSES, kind_of
+from simulator.config import GateSection, ReleaseSection
+
+SETTINGS = GateSection(permutations=2_000)
+PERSONAS = ("anna", "ben", "cleo", "dan")
+GOALS = ("book", "cancel", "rename")
+
+
+def items_of(personas=PERSONAS, goals=GOALS, edited=()) -> dict[str, str]:
+    """Content hashes: an item named in `edited` gets other content than the same item otherwise."""
+    def content(key: str, name: str) -> str:
+        return hashlib.sha256(f"{key}:{name}:{name in edited}".encode()).hexdigest()[:16]
+    return {**{f"persona:{p}": content("persona", p) for p in personas},
+            **{f"goal:{g}": content("goal", g) for g in goals}}
+
+
+def dataset_hash(items: dict[str, str]) -> str:
+    return hashlib.sha256(canonical_json(dict(sorted(items.items()))).encode()).hexdigest()[:16]
+
+
+def a_summary(run_id: str, items: dict[str, str], *, reps=4, fired=None, seed=0) -> RunSummary:
+    """Every cell of the items' personas x goals; `fired` maps (cell or goal) -> {class: rate}."""
+    rng = np.random.default_rng(seed)
+    personas = sorted(k.split(":", 1)[1] for k in items if k.startswith("persona:"))
+    goals = sorted(k.split(":", 1)[1] for k in items if k.startswith("goal:"))
+    conversations = []
+    for p in personas:
+        for g in goals:
+            rates = {**(fired or {}).get(g, {}), **(fired or {}).get((p, g), {})}
+            for rep in range(reps):
+                counts = {cls: Counts(0, 1, 0) for cls in GATE_CLASSES}
+                for cls, rate in rates.items():
+                    counts[cls] = Counts(int(rng.random() < rate), 1, 0)
+                conversations.append((p, g, rep, counts))
+    return summary_from_counts(run_id, dataset_hash(items), reps, conversations, items=items)
+
+
+BASE = a_summary("r20261201-000000-aaaaaa", items_of())
+
+
+def test_a_new_goal_is_listed_not_gated_and_every_shared_cell_is_gated():
+    items = items_of(goals=(*GOALS, "upgrade"))
+    cand = a_summary("r20261201-000001-bbbbbb", items, seed=1)
+    result = gate_verdict(BASE, cand, SETTINGS)
+    assert result.passed and result.cells == len(PERSONAS) * len(GOALS)
+    assert set(result.sharing.new) == {(p, "upgrade") for p in PERSONAS} and not result.sharing.removed
+    (new,) = result.new
+    assert (new.dimension, new.name, new.why, len(new.cells)) == ("goal", "upgrade", "added", len(PERSONAS))
+
+
+def test_an_edited_goal_and_an_edited_persona_count_as_new_and_a_removed_goal_is_listed():
+    # rename's content changed, ben's too, and cancel is gone: their old cells measured something else.
+    items = items_of(goals=("book", "rename"), edited=("rename", "ben"))
+    cand = a_summary("r20261201-000001-bbbbbb", items, seed=1)
+    result = gate_verdict(BASE, cand, SETTINGS)
+    assert set(result.sharing.gated) == {(p, "book") for p in PERSONAS if p != "ben"}
+    assert {(c.kind, c.id, c.change) for c in result.sharing.changes} == {
+        ("goal", "rename", "edited"), ("persona", "ben", "edited"), ("goal", "cancel", "removed")}
+    assert {(s.dimension, s.name, s.why) for s in result.new} == {("goal", "rename", "edited"),
+                                                                 ("persona", "ben", "edited")}
+    assert set(result.sharing.removed) == {(p, "cancel") for p in PERSONAS}
+
+
+def test_a_fault_in_the_shared_cells_fails_the_gate_naming_them_while_the_new_goal_is_not_gated():
+    items = items_of(goals=(*GOALS, "upgrade"))
+    cand = a_summary("r20261201-000001-bbbbbb", items, reps=8, fired={"book": {"dead_end": 1.0},
+                                                                      "upgrade": {"loop": 1.0}}, seed=2)
+    base = a_summary("r20261201-000000-aaaaaa", items_of(), reps=8)
+    result = gate_verdict(base, cand, SETTINGS)
+    assert not result.passed and "dead_end (over all cells, and in goal book" in result.headline()
+    assert any(line.startswith("dead_end rose in goal book: 0/32 → 32/32") for line in result.regressions())
+    assert "loop" not in result.headline()      # the new goal's loops are not a regression: it is not gated
+
+
+def test_a_new_goal_is_held_to_the_absolute_criteria():
+    items = items_of(goals=(*GOALS, "upgrade"))
+    cand = a_summary("r20261201-000001-bbbbbb", items, fired={"upgrade": {"loop": 0.5}}, seed=3)
+    gate = gate_verdict(BASE, cand, SETTINGS)
+    assert gate.passed
+    rates, outcome = clean_rates(cand)
+    verdict = run_verdict(cand.run_id, rates, outcome, ReleaseSection(), gate=gate, baseline=BASE)
+    assert verdict.status == "failed" and verdict.exit_code == 1
+    (reason,) = verdict.reasons
+    assert reason.startswith("new, not gated: release.max_rate.loop in goal upgrade (added, 4 cells): loop ")
+    assert "above the ceiling 10.0%" in reason
+    assert any("goal upgrade (added, 4 cells): new, not gated" in line for line in verdict.not_checked)
+
+
+def clean_rates(summary: RunSummary, **fired) -> tuple[list[Rate], Outcome]:
+    """Run-wide rates: `fired` class -> (k, n); the rest clean over the summary's conversations."""
+    n = sum(c["goal_not_reached"].scored for c in summary.cells.values())
+    rates = [Rate(cls, kind_of(cls), *fired.get(cls, (0, n)), 0, fired.get(cls, (0, n))[0], n) for cls in ALL_CLASSES]
+    outcome = Outcome(n, n, {"goal_reached": n}, n, n, 0, 0, 3.0, 3.0, 0.0)
+    return rates, outcome
+
+
+@pytest.mark.parametrize("fired, reason", [
+    ({}, None),
+    ({"dead_end": (117, 350)}, "release.max_rate.dead_end: dead_end 33.4% (117/350), above the ceiling 10.0% "
+                               "(release.progress_ceiling)"),
+    ({"not_understood": (62, 350)}, "release.max_rate.not_understood: not_understood 17.7%"),
+    ({"wrong_record": (6, 350)}, "guarantees broken: wrong_record in 6 conversation(s)"),
+])
+def test_by_default_a_run_fails_on_a_broken_guarantee_and_on_a_progress_class_above_ten_percent(fired, reason):
+    rates, outcome = clean_rates(BASE)
+    rates = [Rate(r.cls, r.kind, *fired[r.cls], 0, fired[r.cls][0], 350) if r.cls in fired else r for r in rates]
+    verdict = run_verdict("r1", rates, outcome, None)
+    assert verdict.passed == (reason is None) and verdict.exit_code == (0 if reason is None else 1)
+    if reason:
+        assert verdict.reasons[0].startswith(reason) and verdict.headline().startswith("FAILED: " + reason)
+    # Without a baseline, the verdict says that no regression was checked, and how to bless one.
+    assert any(n.startswith("regressions: no baseline is set") and "simrun baseline bless" in n
+               for n in verdict.not_checked)
+
+
+def test_a_ceiling_set_by_hand_replaces_the_default_and_one_switched_off_checks_nothing():
+    rates, outcome = clean_rates(BASE, dead_end=(30, 100))
+    assert not run_verdict("r1", rates, outcome, ReleaseSection()).passed
+    assert run_verdict("r1", rates, outcome, ReleaseSection(max_rate={"dead_end": 0.4})).passed
+    assert run_verdict("r1", rates, outcome, ReleaseSection(progress_ceiling=1.0)).passed
+    assert ReleaseSection().progress_ceiling == ReleaseDefaults().progress_ceiling == 0.10
+
+
+def test_a_default_ceiling_no_conversation_could_decide_is_not_checked_and_said_so():
+    rates, outcome = clean_rates(BASE)
+    rates = [Rate(r.cls, r.kind, 0, 0, 48, 0, 0) if r.cls == "unanswered" else r for r in rates]
+    verdict = run_verdict("r1", rates, outcome, ReleaseSection())
+    assert verdict.passed
+    assert any("the ceiling on unanswered: no conversation could decide it" in n for n in verdict.not_checked)
+    assert not run_verdict("r1", rates, outcome, ReleaseSection(max_rate={"unanswered": 0.1})).passed
+
+
+def test_markdown_and_junit_say_what_the_exit_status_says():
+    rates, outcome = clean_rates(BASE, dead_end=(40, 100))
+    verdict = run_verdict("r1", rates, outcome, ReleaseSection())
+    md = markdown(verdict)
+    assert md.startswith("## ❌ simrun FAILED: run `r1` (exit 1)") and "- **release.max_rate.dead_end" in md
+    from xml.etree import ElementTree as ET
+    root = ET.fromstring(junit_xml(verdict).split("?>", 1)[1])
+    failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["release.max_rate.dead_end"] and root.get("failures") == "1"
+
+
+def test_a_baseline_keeps_the_hashes_and_one_that_forges_them_is_refused():
+    text = baseline_json(BASE, simrun_version="0")
+    data = json.loads(text)
+    assert data["format_version"] == 3 and data["items"] == dict(sorted(BASE.items.items()))
+    assert parse_baseline(text.encode(), "b.json", "fix").items == BASE.items
+    # Claiming that an edited goal is unchanged would gate cells that measured something else.
+    forged = {**data, "items": {**data["items"], "goal:book": "0" * 16}}
+    with pytest.raises(BaselineError, match="do not make its dataset hash"):
+        parse_baseline(json.dumps(forged).encode(), "b.json", "fix")
+    older = {k: v for k, v in data.items() if k != "items"} | {"format_version": 2}
+    loaded = parse_baseline(json.dumps(older).encode(), "b.json", "fix")
+    assert loaded.items is None and gate_verdict(loaded, BASE, SETTINGS).passed     # same dataset: gated
+    cand = a_summary("r20261201-000001-bbbbbb", items_of(goals=(*GOALS, "upgrade")))
+    with pytest.raises(GateError, match="keeps only that hash.*bless a new baseline"):
+        gate_verdict(loaded, cand, SETTINGS)

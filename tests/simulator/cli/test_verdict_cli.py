@@ -1,0 +1,113 @@
+"""Plain `simrun` gives one verdict: its guarantees, its release criteria, and, with gate.baseline
+in simrun.toml (a file, or git's REF:PATH), the gate against that baseline; a pull request that
+adds a goal is gated on what it shares, with no flag and nothing blessed in it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+
+from tests.conftest import ROOT
+
+BY_GOAL = 'target = "benchmarks.gate_calibration:ByGoal"'
+
+
+def with_baseline(project: Path, baseline: str) -> None:
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace("[runtime]", f'[gate]\nbaseline = "{baseline}"\n\n[runtime]', 1))
+
+
+def broken_goal(project: Path, goal: str, cls: str = "dead_end") -> None:
+    """The runtime breaks one goal outright: every conversation of `goal` has `cls`."""
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('target = "tripdesk:TripDesk"', BY_GOAL).replace(
+        "[runtime.options]", f'[runtime.options]\nfaults = {{}}\ngoal = "{goal}"\ngoal_faults = {{{cls} = 1.0}}\n'
+                             'fault_seed = 1'))
+
+
+def blessed(cli, project: Path) -> str:
+    base = cli("-n", "2", "--seed", "1")
+    assert base.exit_code == 0, base.output
+    run_id = re.search(r"run: (\S+)", base.output).group(1)
+    (project / "baselines").mkdir()
+    assert cli("baseline", "bless", run_id, "--out", "baselines/main.json").exit_code == 0
+    return run_id
+
+
+def verdict_lines(output: str) -> list[str]:
+    return output[output.index("verdict: "):].splitlines()
+
+
+def test_without_a_baseline_the_run_says_no_regression_was_checked_and_how_to_bless(cli):
+    result = cli("-n", "1")
+    assert result.exit_code == 0, result.output
+    lines = verdict_lines(result.output)
+    assert lines[0] == "verdict: PASSED (exit 0)"
+    assert any(line.startswith("not checked: regressions: no baseline is set, so no regression was checked")
+               and "simrun baseline bless" in line and "gate.baseline" in line for line in lines)
+
+
+def test_plain_simrun_gates_against_gate_baseline_an_aa_run_passes_and_a_regression_fails(cli, project):
+    base = blessed(cli, project)
+    with_baseline(project, "baselines/main.json")
+    same = cli("-n", "2", "--seed", "2")                 # A/A: only the seed differs
+    assert same.exit_code == 0, same.output
+    assert f"held: no regression against the baseline {base}" in same.output
+    assert "no baseline is set" not in same.output
+    broken_goal(project, "rename-trip")
+    worse = cli("-n", "2", "--seed", "2")
+    assert worse.exit_code == 1, worse.output
+    reasons = [line for line in verdict_lines(worse.output) if line.startswith("FAILED: ")]
+    assert reasons == [line for line in reasons if line.startswith(f"FAILED: gate against the baseline {base}")]
+    assert "dead_end (over all cells, and in goal rename-trip)" in reasons[0]
+    # The report says the same, first.
+    html = (project / re.search(r"report: (\S+)", worse.output).group(1)).read_text()
+    first = re.search(r"<body>\s*(<[^>]+>)", html).group(1)
+    assert first == '<section id="verdict" class="failed" data-status="failed" data-exit="1">'
+    assert reasons[0].removeprefix("FAILED: ") in html.split("</section>", 1)[0]
+
+
+def test_a_pull_request_that_adds_a_goal_is_gated_on_what_it_shares(cli, project):
+    blessed(cli, project)
+    with_baseline(project, "baselines/main.json")
+    text = (project / "goals" / "single-add-bag.yaml").read_text()
+    (project / "goals" / "add-bag-again.yaml").write_text(text.replace("id: single-add-bag", "id: add-bag-again"))
+    added = cli("-n", "2", "--seed", "2")
+    assert added.exit_code == 0, added.output
+    assert "compared on 70 of 77 cells" in added.output
+    assert "new, not gated against the baseline: goal add-bag-again (added, 7 cells): goal reached 100.0% (14/14)" \
+        in added.output
+    assert "not checked: the gate, in goal add-bag-again (added, 7 cells)" in added.output
+    # The same pull request, with the runtime now breaking a goal both runs share: it fails, naming it.
+    broken_goal(project, "cancel-trip")
+    worse = cli("-n", "2", "--seed", "2")
+    assert worse.exit_code == 1, worse.output
+    assert "dead_end rose in goal cancel-trip: 0/14 → 14/14" in worse.output
+    assert re.search(r"FAILED: gate against the baseline \S+ \(baselines/main.json\), on 70 cells: regressions: "
+                     r"dead_end \(over all cells, and in goal cancel-trip", worse.output), worse.output
+
+
+def test_gate_baseline_may_name_a_blob_git_holds_and_a_bad_one_is_refused_before_anything_runs(cli, project):
+    blessed(cli, project)
+    git = shutil.which("git")
+    for args in (["init", "-q"], ["add", "baselines/main.json"],
+                 ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "baseline"]):
+        subprocess.run([git, *args], cwd=project, check=True)
+    (project / "baselines" / "main.json").write_text("the pull request's own, never read\n")
+    with_baseline(project, "HEAD:baselines/main.json")
+    result = cli("-n", "1", "--seed", "2")
+    assert result.exit_code == 0, result.output
+    assert "held: no regression against the baseline" in result.output and "HEAD:baselines/main.json (git)" in result.output
+
+    runs = duckdb.connect(str(project / "simrun.duckdb"), read_only=True).execute("SELECT count(*) FROM runs").fetchone()
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('baseline = "HEAD:baselines/main.json"', 'baseline = "missing.json"'))
+    refused = cli("-n", "1")
+    assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1, refused.output
+    assert "simrun.toml (gate.baseline)" in refused.output and "missing.json: no such baseline file" in refused.output
+    con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == runs     # refused before any run row
