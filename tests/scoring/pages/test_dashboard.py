@@ -286,3 +286,37 @@ def test_stores_are_read_without_a_change_even_from_an_older_simrun(tmp_path, de
     assert runs[old_run]["labels"] == [] and len(runs) == 2
     with duckdb.connect(str(older), read_only=True) as con:
         assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 5
+
+
+def test_the_top_line_judges_the_newest_run_of_each_dataset_against_the_baseline(tmp_path, demo):
+    """The issue's case: a release candidate as bad as the one before it passes against that run,
+    and must still read as failed against the blessed baseline, at the top of the page."""
+    db = tmp_path / "s.duckdb"
+    base = a_run(db, demo, seed=1, labels=("release-1.0",))
+    first = a_run(db, demo, seed=2, labels=("rc-1",), dead_end=0.6)
+    second = a_run(db, demo, seed=3, labels=("rc-2",), dead_end=0.6)        # newest of the demo dataset
+    fine = a_run(db, fewer_goals(tmp_path, "rename-trip"), seed=4, labels=("rc-3",))   # newest of the other
+    out = tmp_path / "reports" / "index.html"
+    with Store(db) as store:
+        baseline = summary_from_store(store, base)
+        D.build_dashboard([store], out, baseline=baseline, gate_settings=SETTINGS)
+        expected = {run: gate_verdict(baseline, summary_from_store(store, run), SETTINGS) for run in (second, fine)}
+        before = gate_verdict(summary_from_store(store, first), summary_from_store(store, second), SETTINGS)
+    assert not expected[second].passed and expected[fine].passed and before.passed
+    assert expected[fine].sharing.removed                # the other dataset is gated on what it shares
+    html = out.read_text()
+    top = html.split('<div id="ship">', 1)[1].split("</div>", 1)[0]
+    lines = re.findall(r'<p class="ship( failed)?" data-run="([^"]+)">(.*?)</p>', top, re.S)
+    assert [(run, bool(failed)) for failed, run, _ in lines] == [(fine, False), (second, True)]
+    said = {run: re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", text)) for _, run, text in lines}
+    assert "rc-3" in said[fine] and "✓ passed" in said[fine]
+    assert "rc-2" in said[second] and f"✗ {expected[second].headline()}" in said[second]
+    assert "dead_end" in said[second] and html.index('id="ship"') < html.index('id="trends"')
+    runs = {r["id"]: r for r in data_of(html)["runs"]}
+    assert runs[second]["base"] == "failed" and runs[second]["verdict"] == "passed"    # as bad as the one before
+    assert runs[second]["base_headline"] == expected[second].headline()
+    assert runs[fine]["base"] == "passed" and runs[base]["base"] == "passed"
+    # Without a baseline, the top says that nothing here judges a release against one.
+    with Store(db) as store:
+        D.build_dashboard([store], out, gate_settings=SETTINGS)
+    assert 'id="ship" class="meta">No baseline was given' in out.read_text()
