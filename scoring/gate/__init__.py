@@ -1,6 +1,9 @@
 """Verdicts people act on: the merge gate against a baseline, and the release check.
 
+    run_verdict a run's verdict, computed once: guarantees, release criteria and the gate
+    verdict_text  that verdict as Markdown and JUnit XML
     compare     gate_verdict(baseline, candidate, settings): the only place a gate verdict is made
+    sharing     the cells a candidate shares with its baseline by content, and those new or removed
     verdict     what a verdict holds: per class, per slice, what moved and what flipped
     summary     per-cell counts of every class: the only thing the gate compares
     baseline    the blessed baseline file: written, read from a file or from git, checked
