@@ -63,8 +63,9 @@ class WorkerSpec:
             runtime = runtime.model_copy(update={"target": f"{Path(path).resolve()}:{name}"})
         if runtime.transport != "python" and runtime.cwd is None:
             runtime = runtime.model_copy(update={"cwd": str(Path.cwd())})   # where a command runs in-process
-        return cls(dataclasses.replace(plan, project=project, runtime=runtime), environment_of(plan),
-                   tuple(secrets.registered()), budget, rates)
+        # The baseline is the driver's to judge with; a worker only runs conversations.
+        return cls(dataclasses.replace(plan, project=project, runtime=runtime, baseline=None),
+                   environment_of(plan), tuple(secrets.registered()), budget, rates)
 
 
 @dataclass(frozen=True)

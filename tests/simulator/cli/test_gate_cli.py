@@ -186,7 +186,11 @@ def test_export_import_round_trip_scores_the_same(cli, project):
         assert rows(project, sql, new) == rows(project, sql, original), sql
     assert rows(project, "SELECT count(*) FROM findings WHERE run_id = ?", new)[0][0] > 0
     gate = cli("gate", "--baseline", original, "--candidate", new, "--markdown", "gate.md")
-    assert gate.exit_code == 0, gate.output
+    # The gate passes; the candidate's planted crashes and dead ends fail its release criteria (issue 23:
+    # `simrun gate` gives the candidate's whole verdict), and nothing else.
+    assert "passed: no class rose significantly" in gate.output, gate.output
+    reasons = [line for line in gate.output.splitlines() if line.startswith("FAILED: ")]
+    assert gate.exit_code == 1 and reasons and all(r.startswith("FAILED: release.") for r in reasons), gate.output
     assert all("+0.0 pts" in line for line in (project / "gate.md").read_text().splitlines()
                if line.startswith("| `"))
 
