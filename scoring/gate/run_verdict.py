@@ -105,6 +105,7 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
                 gate: GateResult | None = None, baseline: RunSummary | None = None,
                 gate_refused: str | None = None) -> RunVerdict:
     release = release or ReleaseDefaults()
+    baseline = baseline if baseline is not None or gate is None else gate.baseline
     reasons, held, not_checked = [], [], []
     broken = [r for r in rates if r.kind == "guarantee" and r.occurrences]
     judged = bool(outcome.counted) or not outcome.conversations
