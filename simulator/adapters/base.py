@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from scoring import secrets
 from scoring.protocol import Audit, Started, State, TurnResult, violations
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 
@@ -37,11 +38,11 @@ class RuntimeAdapter(Protocol):
     async def aclose(self) -> None: ...
 
 
-def excerpt(raw: bytes | str) -> str:
-    """The start of an answer, as text, for a fault's evidence."""
-    if isinstance(raw, str):
-        return raw[:EXCERPT_BYTES]
-    return raw[:EXCERPT_BYTES].decode("utf-8", "replace")
+def excerpt(raw: bytes | str, limit: int = EXCERPT_BYTES) -> str:
+    """The start of an answer, as text, for a fault's evidence: secrets cut out of all of it
+    first, so that none that straddles the cut is kept in part (`secrets.cut`)."""
+    text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+    return secrets.cut(text, limit)
 
 
 def json_excerpt(value: Any) -> str:
@@ -94,10 +95,10 @@ def as_json(value: Any, what: str, limit: int = DEFAULT_MAX_RESULT_BYTES) -> Any
         text = json.dumps(value)
     except RecursionError:
         raise RuntimeFault("malformed", f"the runtime's {what} is nested too deep to be JSON",
-                           body=excerpt(repr(value)[:EXCERPT_BYTES])) from None
+                           body=excerpt(repr(value))) from None
     except (TypeError, ValueError) as exc:
         raise RuntimeFault("malformed", f"the runtime's {what} is not JSON: {exc}",
-                           body=repr(value)[:500]) from None
+                           body=excerpt(repr(value), 500)) from None
     if len(text) > limit:
         raise too_large(f"the runtime's {what}", len(text), limit, text)
     return json.loads(text)

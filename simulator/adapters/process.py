@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from scoring import secrets
 from scoring.errors import RuntimeUnavailable
 
 STDERR_TAIL_LINES = 40
@@ -90,7 +91,7 @@ class ManagedProcess:
         return self.proc.returncode if self.proc is not None else None
 
     def stderr_tail(self) -> str:
-        return "".join(self._stderr)[-4000:]
+        return "".join(self._stderr)[-4000:]      # lines redacted as they came: a cut is safe
 
     async def start(self) -> None:
         if self.cwd is not None and not Path(self.cwd).is_dir():
@@ -123,17 +124,20 @@ class ManagedProcess:
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         """Keep the last lines of stderr, each cut to STDERR_LINE_CHARS. Read in chunks, not lines:
         a child that writes a gigabyte without a newline must neither fill simrun's memory nor,
-        with a reader stuck on its line, block on a full pipe."""
+        with a reader stuck on its line, block on a full pipe. A line is redacted before it is
+        cut, so a line being read keeps enough past the cut for a secret that straddles it."""
+        keep = STDERR_LINE_CHARS + secrets.longest()
         partial = ""
         while True:
             chunk = await proc.stderr.read(1 << 16)
             if not chunk:
                 if partial:
-                    self._stderr.append(partial)
+                    self._stderr.append(secrets.cut(partial, STDERR_LINE_CHARS))
                 break
             lines = (partial + chunk.decode("utf-8", "replace")).split("\n")
-            partial = lines.pop()[:STDERR_LINE_CHARS]
-            self._stderr.extend(line[:STDERR_LINE_CHARS] + "\n" for line in lines[-STDERR_TAIL_LINES:])
+            partial = lines.pop()[:keep]
+            self._stderr.extend(secrets.cut(line[:keep], STDERR_LINE_CHARS) + "\n"
+                                for line in lines[-STDERR_TAIL_LINES:])
         await proc.wait()
         if proc is self.proc:
             self.mark_down()

@@ -16,7 +16,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Checked, as_json, check_health
+from scoring import secrets
+from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Checked, as_json, check_health
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 
@@ -78,9 +79,9 @@ class PythonRuntime(Checked):
         try:
             return await _call(fn, *args)
         except Exception as exc:
-            tail = "".join(traceback.format_exception(exc)[-3:])
-            raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: {exc}",
-                               traceback=tail[-2000:],
+            trace = "".join(traceback.format_exception(exc)[-3:])
+            raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: "
+                               f"{secrets.cut(str(exc), EXCERPT_BYTES)}", traceback=secrets.tail(trace, 2000),
                                elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
     def _answer(self, value: Any, what: str) -> Any:

@@ -110,7 +110,7 @@ class StdioRuntime(Checked):
             error = reply["error"] if isinstance(reply["error"], dict) else {"message": reply["error"]}
             if optional and error.get("status") == 404:
                 raise _NotSupported
-            raise self._fault("error", f"{op} failed: {str(error.get('message'))[:500]}",
+            raise self._fault("error", f"{op} failed: {excerpt(str(error.get('message')), 500)}",
                               status=error.get("status"), body=excerpt(line), elapsed_ms=elapsed())
         return await by_size(len(line), check, reply["result"]) if check else reply["result"]
 

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from scoring import secrets
 from scoring.transcript import UserTurn
 from scoring.dataset.models import Goal, Persona
 
@@ -170,7 +171,7 @@ def parse_action(answer: str | dict | None, step_ids: tuple[str, ...] = ()) -> U
         error = _action_error(data)
     if error is not None:
         shown = answer if isinstance(answer, str) else json.dumps(answer)
-        return UserTurn("message", "", meta={"unparsed": str(shown)[:2000], "parse_error": error})
+        return UserTurn("message", "", meta={"unparsed": secrets.cut(str(shown), 2000), "parse_error": error})
     step = data.get("step")
     meta = {"unknown_step": step} if step is not None and step not in step_ids else {}
     step = step if step in step_ids else None
