@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from scoring import secrets
+from scoring.untrusted_text import one_line
 from scoring.protocol import Audit, Started, State, TurnResult, violations
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 
@@ -162,12 +163,22 @@ class Checked:
         return raw.get("turns") if isinstance(raw, dict) else raw
 
 
+IDENTITY_CHARS = 100                    # a runtime's name or version, as stored and shown
+
+
 def check_health(health: Any, where: str) -> dict[str, Any]:
+    """A health answer, checked where every transport reads it: `protocol` must be exactly the
+    integer 1 (not `true`, not 1.0, not "1"), and the runtime's `runtime` name and `version` are
+    kept as one line each of at most IDENTITY_CHARS characters, without control, bidi or
+    zero-width characters (or left out), before anything stores or shows them."""
     if not isinstance(health, dict) or "protocol" not in health:
         raise RuntimeUnavailable(f"{where}: health did not answer with a 'protocol' field; "
                                  "a runtime must return {\"protocol\": 1, ...}")
-    if health["protocol"] != PROTOCOL_VERSION:
+    protocol = health["protocol"]
+    if type(protocol) is not int or protocol != PROTOCOL_VERSION:
+        shown = one_line(json_excerpt(protocol), 40)
         raise RuntimeUnavailable(
-            f"{where}: the runtime speaks protocol {health['protocol']!r}; this simrun speaks "
-            f"protocol {PROTOCOL_VERSION}. Upgrade simrun or pin the runtime to protocol 1.")
-    return health
+            f"{where}: the runtime speaks protocol {shown}; this simrun speaks protocol {PROTOCOL_VERSION} "
+            "(the integer 1). Upgrade simrun or pin the runtime to protocol 1.")
+    return {"protocol": protocol, "runtime": one_line(health.get("runtime"), IDENTITY_CHARS),
+            "version": one_line(health.get("version"), IDENTITY_CHARS)}
