@@ -21,12 +21,12 @@ from typing import Any
 import duckdb
 
 from scoring.errors import StoreError
-from scoring.secrets import redact
+from scoring.secrets import cut, redact
 from scoring.store import catalog
 from scoring.store.duck import insert_rows, reason, transaction
 from scoring.store.migrations import OlderSchema, check_current, migrate
 from scoring.store.rows import (Finished, call_row, check_rows, finding_rows, from_json, labels_of,
-                                to_json)
+                                paid_only, stand_in, to_json)
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 
 DEFAULT_DB = "simrun.duckdb"
@@ -42,6 +42,10 @@ def _writes(method):
             why = reason(exc).removeprefix("TransactionContext Error: ")
             raise StoreError(f"{self.path}: cannot write to the database: {why}") from None
     return writing
+
+
+def _why(exc: Exception) -> str:
+    return reason(exc) if isinstance(exc, duckdb.Error) else f"{type(exc).__name__}: {cut(str(exc), 200)}"
 
 
 @contextlib.contextmanager
@@ -193,6 +197,24 @@ class Store:
         """
         if not finished and not calls:
             return
+        try:
+            self._insert(run_id, finished, calls)
+        except (duckdb.Error, ValueError, UnicodeError):
+            # One conversation's rows may hold what the store cannot (what the checks at the
+            # adapters did not foresee): it must cost that conversation only, never the batch.
+            # Each is written alone; one refused alone is stored as a stand-in that says why.
+            for f in finished:
+                try:
+                    self._insert(run_id, [f], ())
+                except (duckdb.Error, ValueError, UnicodeError) as alone:
+                    self._insert(run_id, [stand_in(f, _why(alone))], ())
+            if calls:
+                try:
+                    self._insert(run_id, [], calls)
+                except (duckdb.Error, ValueError, UnicodeError):
+                    self._insert(run_id, [], paid_only(calls))
+
+    def _insert(self, run_id: str, finished: list["Finished"], calls: list[dict] | tuple) -> None:
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         conversations, turns, checks, findings, rows = [], [], [], [], []
         for f in finished:
