@@ -14,6 +14,7 @@ import asyncio
 import atexit
 import collections
 import os
+import re
 import signal
 import shutil
 import socket
@@ -25,6 +26,10 @@ from pathlib import Path
 from scoring import secrets
 from scoring.errors import RuntimeUnavailable
 
+# Credentials simrun may hold for itself (the user model's API keys, CI tokens) that a runtime it
+# starts is not given unless runtime.env names them: the variables whose names say they are.
+WITHHELD = re.compile(r"API_?KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE_?KEY|ACCESS_?KEY|^OPENAI_|^ANTHROPIC_",
+                      re.IGNORECASE)
 STDERR_TAIL_LINES = 40
 STDERR_LINE_CHARS = 2000                # a longer line is cut: the tail stays small whatever the child writes
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
@@ -58,6 +63,16 @@ class SessionId(str):
         return obj
 
 
+def runtime_environment(given: dict[str, str] | None = None) -> dict[str, str]:
+    """What a runtime simrun starts runs with: simrun's environment less its credentials (the
+    variables WITHHELD names, and any holding a secret simrun registered), plus runtime.env,
+    which may pass any of them on by name (`${OPENAI_API_KEY}`)."""
+    known = set(secrets.registered())
+    inherited = {name: value for name, value in os.environ.items()
+                 if not WITHHELD.search(name) and value not in known}
+    return {**inherited, **(given or {})}
+
+
 def free_port() -> int:
     """A TCP port on the loopback that nothing listens on now."""
     with socket.socket() as sock:
@@ -71,7 +86,7 @@ class ManagedProcess:
         if not command:
             raise RuntimeUnavailable("runtime.command is empty; give the program and its arguments as a list")
         self.command = list(command)
-        self.env = {**os.environ, **(env or {})}
+        self.env = runtime_environment(env)
         self.cwd = cwd
         self.stdin_pipe = stdin_pipe
         self.line_limit = line_limit        # the longest stdout line the stdio transport may read
