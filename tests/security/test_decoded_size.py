@@ -52,3 +52,29 @@ def test_a_compressed_answer_is_bounded_by_its_decoded_size():
     assert fault.kind == "too_large", fault
     # The factor: the limit (1 MB) plus what one decoded chunk may hold, never the 200 MB.
     assert peak < 40 * 1024 * 1024, f"peak {peak / 2**20:.0f} MB while reading"
+
+
+def test_a_bad_bundle_costs_memory_in_proportion_to_its_size(tmp_path):
+    """Every item of a 0.4 MB bundle is wrong: the refusal names the first, and what reading it
+    costs stays within a stated factor of the file's size (here 30x: the parsed JSON's objects,
+    not an error object per item)."""
+    import json
+
+    from scoring.errors import BundleError
+    from scoring.store.bundle import load_bundle
+
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"format_version": 1, "dataset_hash": "0" * 16,
+                                "items": [{"id": f"i{n}"} for n in range(40_000)]}, separators=(",", ":")))
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        try:
+            load_bundle(path)
+            raise AssertionError("a bundle of bad items was read")
+        except BundleError as exc:
+            assert "items" in str(exc) and len(str(exc).splitlines()) == 1
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 30 * size, f"{peak / size:.0f}x the file's size"
