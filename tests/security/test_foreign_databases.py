@@ -18,43 +18,34 @@ from tests.security.conftest import one_line_error
 SECRET = "LOCAL-FILE-SECRET-5b2e9d"
 
 
+# Each way of planting something simrun never writes, as the SQL that plants it ({secret}: the
+# path of a local file a view or macro would read).
+CRAFTS = {
+    "migrations view": [   # the setup query itself reads the view
+        "ALTER TABLE schema_migrations RENAME TO sm",
+        "CREATE VIEW schema_migrations AS SELECT CAST(content AS INTEGER) AS version, 'x' AS name, "
+        "now() AS applied_at FROM read_text('{secret}')"],
+    "column view": ["ALTER TABLE runs RENAME TO r0",
+                    "CREATE VIEW runs AS SELECT r.* REPLACE (t.content AS labels) FROM r0 r, read_text('{secret}') t"],
+    "macro": ["CREATE MACRO leak() AS TABLE SELECT content FROM read_text('{secret}')"],
+    "generated column": ["CREATE TABLE extra (a VARCHAR, b VARCHAR GENERATED ALWAYS AS (upper(a)))"],
+    "unknown table": ["CREATE TABLE notes AS SELECT 1 AS n"],
+    "unknown column": ["ALTER TABLE runs ADD COLUMN note VARCHAR"],
+    "changed default": ["ALTER TABLE model_calls ALTER COLUMN cache_write_tokens SET DEFAULT 7"],
+    "check constraint": ["CREATE TABLE gate_verdicts2 (k VARCHAR CHECK (length(k) > 0))"],
+    "sequence": ["CREATE SEQUENCE counter"],
+    "schema": ["CREATE SCHEMA other"],
+    "type": ["CREATE TYPE mood AS ENUM ('a', 'b')"],
+}
+
+
 def _craft(db: Path, secret_file: Path, how: str) -> None:
     con = duckdb.connect(str(db))
     try:
-        if how == "migrations view":       # the setup query itself reads the view
-            con.execute("ALTER TABLE schema_migrations RENAME TO sm")
-            con.execute(f"CREATE VIEW schema_migrations AS SELECT CAST(content AS INTEGER) AS version, "
-                        f"'x' AS name, now() AS applied_at FROM read_text('{secret_file}')")
-        elif how == "column view":
-            con.execute("ALTER TABLE runs RENAME TO r0")
-            con.execute(f"CREATE VIEW runs AS SELECT r.* REPLACE (t.content AS labels) FROM r0 r, "
-                        f"read_text('{secret_file}') t")
-        elif how == "macro":
-            con.execute(f"CREATE MACRO leak() AS TABLE SELECT content FROM read_text('{secret_file}')")
-        elif how == "generated column":
-            con.execute("CREATE TABLE extra (a VARCHAR, b VARCHAR GENERATED ALWAYS AS (upper(a)))")
-        elif how == "unknown table":
-            con.execute("CREATE TABLE notes AS SELECT 1 AS n")
-        elif how == "unknown column":
-            con.execute("ALTER TABLE runs ADD COLUMN note VARCHAR")
-        elif how == "changed default":
-            con.execute("ALTER TABLE model_calls ALTER COLUMN cache_write_tokens SET DEFAULT 7")
-        elif how == "check constraint":
-            con.execute("CREATE TABLE gate_verdicts2 (k VARCHAR CHECK (length(k) > 0))")
-        elif how == "sequence":
-            con.execute("CREATE SEQUENCE counter")
-        elif how == "schema":
-            con.execute("CREATE SCHEMA other")
-        elif how == "type":
-            con.execute("CREATE TYPE mood AS ENUM ('a', 'b')")
-        else:
-            raise AssertionError(how)
+        for sql in CRAFTS[how]:
+            con.execute(sql.replace("{secret}", str(secret_file)))
     finally:
         con.close()
-
-
-CRAFTS = ["migrations view", "column view", "macro", "generated column", "unknown table", "unknown column",
-          "changed default", "check constraint", "sequence", "schema", "type"]
 
 
 @pytest.fixture()
