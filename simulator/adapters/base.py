@@ -75,6 +75,13 @@ def _not_a_constant(name: str) -> Any:
     raise _Unstorable(f"the number {name}, which JSON cannot hold")
 
 
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):              # 1e999: JSON's syntax, but no number JSON can hold
+        raise _Unstorable(f"the number {text[:40]}, which is not finite")
+    return number
+
+
 def _bounded_int(digits: str) -> int:
     if len(digits.lstrip("-")) > MAX_INT_DIGITS:
         raise _Unstorable(f"an integer of more than {MAX_INT_DIGITS} digits")
@@ -130,7 +137,8 @@ def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
 def _loads(text: str, raw: bytes | str, what: str, **evidence: Any) -> Any:
     """JSON text as a value the store can hold (`unstorable`), or a RuntimeFault that says why."""
     try:
-        value = json.loads(text, parse_constant=_not_a_constant, parse_int=_bounded_int)
+        value = json.loads(text, parse_constant=_not_a_constant, parse_int=_bounded_int,
+                           parse_float=_finite_float)
     except _Unstorable as exc:
         raise RuntimeFault("malformed", f"{what}: the answer holds {exc}, which simrun cannot store",
                            body=excerpt(raw), **evidence) from None

@@ -87,7 +87,7 @@ def test_each_unstorable_reply_costs_its_conversation_only(simrun, project):
 
 
 @pytest.mark.parametrize("raw", [b'{"reply": "\\ud800"}', b'{"reply": "a\\u0000b"}', b'{"reply": "x", "k": NaN}',
-                                 b'{"reply": "x", "k": -Infinity}', b'{"\\udc00": 1, "reply": "x"}',
+                                 b'{"reply": "x", "k": -Infinity}', b'{"reply": "x", "k": 1e999}', b'{"reply": "x", "k": [-2E+400]}', b'{"\\udc00": 1, "reply": "x"}',
                                  b'{"reply": "x", "n": ' + b"9" * 1500 + b"}",
                                  b'{"reply": "x", "n": ' + b"9" * 5000 + b"}",
                                  b'{"reply": "\\ud83d"}', b'{"reply": "\\ude00\\ud83d"}'])
