@@ -52,8 +52,9 @@ class StdioRuntime(Checked):
     async def _call(self, op: str, session: str | None = None, body: Any = None, *,
                     fresh: bool = False, optional: bool = False, check: Callable[[Any], Any] | None = None) -> Any:
         async with self._lock:
-            if fresh and not self.process.alive:
-                # A new conversation gets a new child if the last one died.
+            if fresh and (not self.process.alive or self.process.down_since is not None):
+                # A new conversation gets a new child if the last one died, or was seen to die (its
+                # stdout ended) while its supervisor still ends what it started.
                 if self.process.proc is not None:
                     self.restarts += 1
                     await self.process.stop()
