@@ -65,6 +65,12 @@ def registered() -> list[str]:
         return list(_values)
 
 
+def longest() -> int:
+    """The length of the longest form of a secret known: how far past a cut one may reach."""
+    with _lock:
+        return max(map(len, _known), default=0)
+
+
 def active() -> bool:
     """Whether any secret is known (when none is, nothing needs to be searched)."""
     return _pattern is not None
@@ -102,3 +108,28 @@ def register_url(url: str | None) -> None:
     if url:
         password = urllib.parse.urlsplit(url).password
         register(password)
+
+
+def cut(text: str, limit: int) -> str:
+    """The first `limit` characters of `text` once every secret in all of it is cut out: redact,
+    then cut, never the other way round, or a secret that straddles the cut would be kept in
+    part (and a part no longer matches the secret it came from). Reads only as far as needed."""
+    pattern = _pattern
+    if pattern is None:
+        return text[:limit]
+    parts, size, pos = [], 0, 0
+    for match in pattern.finditer(text):
+        parts.append(text[pos:match.start()])
+        parts.append(REDACTED)
+        size += match.start() - pos + len(REDACTED)
+        pos = match.end()
+        if size >= limit:
+            break
+    else:
+        parts.append(text[pos:])
+    return "".join(parts)[:limit]
+
+
+def tail(text: str, limit: int) -> str:
+    """The last `limit` characters of `text` once every secret in all of it is cut out."""
+    return redact(text)[-limit:] if limit > 0 else ""

@@ -20,6 +20,7 @@ from scoring.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, vio
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
 from scoring.errors import RuntimeFault
+from scoring import secrets
 
 # The evidence each check reads (CLASSES.md); "state" and "audit" are operations, the rest
 # turn-result fields.
@@ -86,11 +87,11 @@ GONE = ("timeout", "connection", "exited", "closed")
 def _excerpt(fault: RuntimeFault) -> str:
     """What shows the failure: the body it sent, else the traceback or stderr tail."""
     evidence = fault.evidence
-    return str(evidence.get("body") or evidence.get("traceback") or evidence.get("stderr") or "")[-1500:]
+    return secrets.tail(str(evidence.get("body") or evidence.get("traceback") or evidence.get("stderr") or ""), 1500)
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, default=str)[:1500]
+    return secrets.cut(json.dumps(value, default=str), 1500)
 
 
 def _offers(result: Any) -> list[str]:

@@ -24,6 +24,7 @@ from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
 from scoring.errors import BudgetCut, ProviderFailure, RuntimeFault
 from simulator.users.base import UserBackend
+from scoring import secrets
 
 
 @dataclass(frozen=True)
@@ -212,8 +213,8 @@ def _evidence_of(exc: BaseException) -> dict:
     reply, a bug a reply set off in simrun), its type, message and traceback, so it can be fixed."""
     if isinstance(exc, RuntimeFault):
         return exc.evidence
-    return {"kind": "unexpected", "message": f"{type(exc).__name__}: {str(exc)[:500]}",
-            "traceback": "".join(traceback.format_exception(exc)[-3:])[-2000:]}
+    return {"kind": "unexpected", "message": f"{type(exc).__name__}: {secrets.cut(str(exc), 500)}",
+            "traceback": secrets.tail("".join(traceback.format_exception(exc)[-3:]), 2000)}
 
 
 def _ms(t0: float) -> float:

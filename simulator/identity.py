@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from scoring.errors import ConfigError
+from scoring.untrusted_text import one_line
 
 LABEL_CHARS = 100
 MAX_LABELS = 20
@@ -60,11 +61,7 @@ def labels_flag(labels: Iterable[str]) -> tuple[str, ...]:
 
 def runtime_version(health: Any) -> str | None:
     """The `version` of a health answer as one line of text, or None when it gives none usable."""
-    value = health.get("version") if isinstance(health, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return None
-    text = " ".join("".join(ch for ch in str(value) if unicodedata.category(ch) != "Cc" or ch.isspace()).split())
-    return text[:VERSION_CHARS] or None
+    return one_line(health.get("version") if isinstance(health, dict) else None, VERSION_CHARS)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from scoring.errors import BudgetCut, ProviderFailure
 from simulator.users.providers import MalformedResponse
+from scoring import secrets
 
 T = TypeVar("T")
 
@@ -60,7 +61,7 @@ def server_message(exc: BaseException) -> str:
         text = next((str(inner[key]) for key in ("message", "detail", "error")
                      if isinstance(inner.get(key), (str, list))), text)
     text = re.split(r'\n\s*(?:Traceback \(most recent call last\)|File ")', text, maxsplit=1)[0]
-    return " ".join(text.split())[:300]
+    return secrets.cut(" ".join(text.split()), 300)
 
 
 def should_retry(exc: BaseException) -> bool:
@@ -115,6 +116,6 @@ class RetryPolicy:
             status = getattr(exc, "status_code", None)
             raise ProviderFailure(
                 "retries_exhausted" if should_retry(exc) else "refused",
-                f"{type(exc).__name__}: {str(exc)[:300]}", status=status, server_message=server_message(exc),
+                f"{type(exc).__name__}: {secrets.cut(str(exc), 300)}", status=status, server_message=server_message(exc),
                 attempts=self.attempts if should_retry(exc) else 1) from None
         raise AssertionError("unreachable")  # pragma: no cover

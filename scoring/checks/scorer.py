@@ -12,6 +12,7 @@ from scoring.checks.progress import PROGRESS_CHECKS
 from scoring.checks.simulated_user import simulator_error
 from scoring.transcript import CheckResult, Scorecard, Transcript
 from scoring.dataset.models import Goal, Persona
+from scoring import secrets
 
 # Bump when a check's meaning changes: runs scored by different versions are not compared.
 SCORER_VERSION = "2"
@@ -46,7 +47,7 @@ def _guarded(name: str, failed: list[str], check, transcript: Transcript, *args)
     try:
         return check(transcript, *args)
     except Exception as exc:
-        failed.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+        failed.append(f"{name}: {type(exc).__name__}: {secrets.cut(str(exc), 200)}")
         return CheckResult(name, unverifiable_turns=max(1, len(transcript.turns)))
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from scoring.store.database import Store
 from scoring.store.model_calls import WORST_CASE_CALLS, user_check
+from scoring import secrets
 
 DEFAULT_THRESHOLD = 0.8
 EXAMPLES_PER_KIND = 2
@@ -44,7 +45,7 @@ def measure(store: Store, run_id: str, backend: str, threshold: float = DEFAULT_
     for cid, kind, detail, message in faults:
         kinds[kind] = kinds.get(kind, 0) + 1
         if kinds[kind] <= EXAMPLES_PER_KIND:
-            examples.append({"conversation": cid, "kind": kind, "detail": detail, "message": (message or "")[:300]})
+            examples.append({"conversation": cid, "kind": kind, "detail": detail, "message": secrets.cut(message or "", 300)})
     costs = [{"goal": goal, "calls": calls, "input_tokens": int(uncached or 0), "cached_input_tokens": int(cached),
               "cache_write_tokens": int(written), "output_tokens": int(out or 0), "unpriced_usd": str(unpriced or 0)}
              for goal, calls, uncached, cached, written, out, unpriced in con.execute(f"""

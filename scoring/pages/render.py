@@ -3,16 +3,26 @@
 Templates live in `templates/`, a project's own folder searched first. Autoescape is on for
 every template: a runtime's reply is always shown as text, never as markup. What one turn may
 put on a page, whatever the runtime sent, is bounded: each text cut to TEXT_CHARS, each list
-(offers, card actions, receipts) to ITEMS_SHOWN, each with what was left out counted.
+(offers, card actions, receipts) to ITEMS_SHOWN, each with what was left out counted. Every
+value a template prints passes `_bounded` (the environment's `finalize`), so a text no template
+clips (a goal's explanation quoting a store value, a finding's detail) is cut all the same.
+
+A page is written into its folder as a new file that then takes the page's name: never through
+a symbolic link (a crafted `reports/index.html` pointing elsewhere is replaced, its target left
+alone), and never into a folder that is itself a link.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import secrets as random_names
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
+from scoring import secrets
 from scoring.errors import SimrunError
 from scoring.gate import text as gate_text
 from scoring.gate.formats import pct, size
@@ -28,7 +38,7 @@ def environment(user_templates: Path | None = None) -> Environment:
     folders = [str(user_templates)] if user_templates else []
     env = Environment(loader=FileSystemLoader([*folders, str(TEMPLATES)]),
                       autoescape=select_autoescape(["html"], default=True),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, finalize=_bounded)
     env.filters["pct"] = pct
     env.filters["anchor"] = lambda s: re.sub(r"[^A-Za-z0-9_-]", "-", str(s))
     env.filters["clip"] = clip
@@ -44,12 +54,42 @@ def environment(user_templates: Path | None = None) -> Environment:
 
 
 def clip(value, limit: int = TEXT_CHARS) -> str:
-    text = "" if value is None else str(value)
+    """At most `limit` characters of a text, and how many more there were; secrets cut out of
+    the whole text first."""
+    text = secrets.redact("" if value is None else str(value))
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def _bounded(value):
+    """What any `{{ ... }}` prints: a text (or anything printed as one) clipped to TEXT_CHARS;
+    markup the templates build themselves (charts, filters' output) and numbers as they are."""
+    if value is None or isinstance(value, (Markup, bool, int, float)):
+        return value
+    return clip(value)
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write `path` as a new file of its own (O_EXCL, O_NOFOLLOW) renamed over it: a link at its
+    name is replaced, never followed, and a reader never sees half a file. OSError on failure."""
+    path = Path(path)
+    if path.parent.is_symlink():
+        raise OSError(f"the folder {path.parent} is a symbolic link; simrun writes pages only into a "
+                      "real folder (remove the link, or pass another folder)")
+    if path.is_dir():
+        raise OSError("it is a folder")
+    partial = path.parent / f".{path.name}.{random_names.token_hex(6)}.tmp"
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def write_page(path: Path, html: str) -> None:
     try:
-        path.write_text(html, encoding="utf-8")
+        write_file(path, html)
     except OSError as exc:
         raise SimrunError(f"cannot write the report {path}: {exc.strerror or exc}") from None

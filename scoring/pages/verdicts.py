@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -36,6 +35,7 @@ import duckdb
 
 from scoring.gate.summary import GATE_CLASSES, RunSummary, summary_from_store
 from scoring.errors import SimrunError
+from scoring.pages.render import write_file
 from scoring.gate.compare import gate_verdict
 from scoring.store.database import Store
 
@@ -195,10 +195,7 @@ def _remember(path: Path, used: dict[str, Verdict], remembered: dict[str, Verdic
             break
         kept.setdefault(key, verdict)
     text = json.dumps({"format": FORMAT, "verdicts": {k: dataclasses.asdict(v) for k, v in kept.items()}})
-    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)      # whole or not at all: two builds at once never mix their writes
+        write_file(path, text)      # whole or not at all, never through a link
     except OSError:
-        # Only a memory: the page is written; its verdicts are judged again next time.
-        partial.unlink(missing_ok=True)
+        pass                        # only a memory: the page is written; its verdicts are judged again next time

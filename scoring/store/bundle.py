@@ -71,7 +71,7 @@ class Record(_Model):
     """A whole transcript, as simrun stores it."""
 
     end: str
-    turns: list[RecordedTurn]
+    turns: list[RecordedTurn] = Field(fail_fast=True)      # the first bad one, not an error per turn
     initial_state: dict[str, Any] | None = None
     final_state: dict[str, Any] | None = None
     audit: list[dict[str, Any]] | None = None
@@ -112,7 +112,7 @@ class Bundle(_Model):
     dataset_hash: str = Field(description="Hash of the personas and goals the conversations were recorded with.")
     dataset: dict[str, str] = Field(default_factory=dict, description="Persona and goal -> content hash.")
     run: SourceRun | None = None
-    items: list[Item]
+    items: list[Item] = Field(fail_fast=True)              # the first bad one: errors cost memory each
 
     @model_validator(mode="after")
     def _unique(self) -> "Bundle":

@@ -21,11 +21,12 @@ from typing import Any
 import duckdb
 
 from scoring.errors import StoreError
-from scoring.secrets import redact
-from scoring.store.duck import insert_rows, transaction
+from scoring.secrets import cut, redact
+from scoring.store import catalog
+from scoring.store.duck import insert_rows, reason, transaction
 from scoring.store.migrations import OlderSchema, check_current, migrate
 from scoring.store.rows import (Finished, call_row, check_rows, finding_rows, from_json, labels_of,
-                                to_json)
+                                paid_only, stand_in, to_json)
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 
 DEFAULT_DB = "simrun.duckdb"
@@ -38,9 +39,13 @@ def _writes(method):
         try:
             return method(self, *args, **kwargs)
         except duckdb.Error as exc:
-            reason = str(exc).splitlines()[0].removeprefix("TransactionContext Error: ")
-            raise StoreError(f"{self.path}: cannot write to the database: {reason}") from None
+            why = reason(exc).removeprefix("TransactionContext Error: ")
+            raise StoreError(f"{self.path}: cannot write to the database: {why}") from None
     return writing
+
+
+def _why(exc: Exception) -> str:
+    return reason(exc) if isinstance(exc, duckdb.Error) else f"{type(exc).__name__}: {cut(str(exc), 200)}"
 
 
 @contextlib.contextmanager
@@ -65,7 +70,8 @@ def reading(path: str | Path) -> Iterator["Store"]:
 
 
 class Store:
-    def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path = DEFAULT_DB, *, create: bool = True, read_only: bool = False,
+                 attach: tuple[str | Path, ...] = ()) -> None:
         self.path, self.read_only = str(path), read_only
         where = Path(path)
         if (read_only or not create) and not where.exists():
@@ -73,35 +79,22 @@ class Store:
         if not where.parent.is_dir():
             raise StoreError(f"{self.path}: the folder {where.parent} does not exist; create it or pass another --db")
         try:
-            self.con = duckdb.connect(self.path, read_only=read_only)
+            # External access off, before anything reads the file (`catalog.py`).
+            self.con = catalog.connect(self.path, read_only=read_only, attach=attach)
         except duckdb.Error as exc:
-            first = str(exc).splitlines()[0]
+            first = reason(exc)
             hint = ("another process is writing to it; wait for it to finish, or pass another --db"
                     if "lock" in first.lower() else "is it a DuckDB file? Pass another --db")
             raise StoreError(f"{self.path}: cannot open the database ({first}); {hint}") from None
         try:
+            catalog.refuse_crafted(self.con)
             (check_current if read_only else migrate)(self.con)
         except duckdb.Error as exc:
             self.con.close()
-            raise StoreError(f"{self.path}: cannot prepare the database: {str(exc).splitlines()[0]}") from None
+            raise StoreError(f"{self.path}: cannot prepare the database: {reason(exc)}") from None
         except StoreError as exc:
             self.con.close()
             raise type(exc)(f"{self.path}: {exc}") from None
-        self._refuse_crafted()
-
-    def _refuse_crafted(self) -> None:
-        """simrun writes tables only. A view or a macro in the file was put there by someone else,
-        and would run inside simrun's queries (a view can read local files): refuse such a file
-        rather than read it. CI artifacts and shards to merge are files from elsewhere."""
-        foreign = self.con.execute(
-            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND NOT temporary "
-            "UNION ALL SELECT function_name FROM duckdb_functions() WHERE NOT internal "
-            "AND function_type IN ('macro', 'table_macro')").fetchall()
-        if foreign:
-            self.con.close()
-            names = ", ".join(sorted({name for (name,) in foreign}))[:200]
-            raise StoreError(f"{self.path}: the database holds views or macros simrun never writes ({names}); "
-                             "it may have been crafted, so it is not read")
 
     def close(self) -> None:
         self.con.close()
@@ -204,6 +197,24 @@ class Store:
         """
         if not finished and not calls:
             return
+        try:
+            self._insert(run_id, finished, calls)
+        except (duckdb.Error, ValueError, UnicodeError):
+            # One conversation's rows may hold what the store cannot (what the checks at the
+            # adapters did not foresee): it must cost that conversation only, never the batch.
+            # Each is written alone; one refused alone is stored as a stand-in that says why.
+            for f in finished:
+                try:
+                    self._insert(run_id, [f], ())
+                except (duckdb.Error, ValueError, UnicodeError) as alone:
+                    self._insert(run_id, [stand_in(f, _why(alone))], ())
+            if calls:
+                try:
+                    self._insert(run_id, [], calls)
+                except (duckdb.Error, ValueError, UnicodeError):
+                    self._insert(run_id, [], paid_only(calls))
+
+    def _insert(self, run_id: str, finished: list["Finished"], calls: list[dict] | tuple) -> None:
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         conversations, turns, checks, findings, rows = [], [], [], [], []
         for f in finished:

@@ -4,13 +4,32 @@ every string."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
+import os
+import re
 
 import duckdb
 
 from scoring import secrets
 
 _names = itertools.count()
+# What the operating system said, which DuckDB quotes after the file's name: fixed words, so
+# they are shown whatever else the message is cut from.
+_OS_REASONS = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EACCES, errno.EROFS, errno.EDQUOT,
+                                                    errno.EIO, errno.ENOENT, errno.EPERM, errno.EISDIR))
+
+
+def reason(exc: duckdb.Error) -> str:
+    """DuckDB's reason for an error, in one line, cut before the first thing it quotes: DuckDB
+    quotes the values it could not read or convert, a value may come from a file made by someone
+    else (or from what a crafted view read), and a value may itself hold quotes, so nothing after
+    the first quote is kept but the operating system's own words."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    head = re.split("['\"`]", first, maxsplit=1)[0].rstrip(" :")
+    said = [words for words in _OS_REASONS if words in first[len(head):]]
+    return (head + (" …" if len(head) < len(first) else "") + "".join(f": {w}" for w in said))[:300]
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list, *, leading: tuple = ()) -> None:

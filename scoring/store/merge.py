@@ -14,8 +14,8 @@ from pathlib import Path
 
 import duckdb
 
-from scoring.store.duck import transaction
-from scoring.store.database import Store
+from scoring.store.duck import reason, transaction
+from scoring.store.database import Store, reading
 from scoring.errors import ConfigError
 from scoring.store.run_ids import new_run_id
 
@@ -25,7 +25,7 @@ TABLES = ("conversations", "turns", "findings", "checks", "model_calls")
 def _shard_runs(paths: list[Path]) -> list[tuple[Path, dict]]:
     runs = []
     for path in paths:
-        with Store(path, create=False) as store:
+        with reading(path) as store:      # a shard is another job's file: read, never written
             rows = store.con.execute("SELECT run_id FROM runs WHERE shard IS NOT NULL").fetchall()
             if len(rows) != 1:
                 raise ConfigError(f"{path}: expected exactly one sharded run (made with --shard i/n), "
@@ -55,7 +55,8 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
                           f"finish it with `simrun resume --db {path}`, or pass --partial to join what there is",
                           field="SHARDS")
     run_id = new_run_id()
-    with Store(out) as store:
+    # The shards, checked above, are the only files the new store's connection may attach.
+    with Store(out, attach=tuple(p for p, _ in runs)) as store:
         con = store.con
         store.create_run(run_id, config=first["config"], dataset_hash=first["dataset_hash"],
                          dataset=first["dataset"], scorer_version=first["scorer_version"],
@@ -78,7 +79,7 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
                 spent = con.execute("SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?",
                                     [run_id]).fetchone()[0]
         except duckdb.Error as exc:
-            raise ConfigError(f"cannot join the shards: {str(exc).splitlines()[0]}", field="SHARDS") from None
+            raise ConfigError(f"cannot join the shards: {reason(exc)}", field="SHARDS") from None
         finally:
             for n in range(len(runs)):
                 con.execute(f"DETACH DATABASE IF EXISTS shard{n}")

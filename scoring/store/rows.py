@@ -86,3 +86,21 @@ def check_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[
 def finding_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
     return [[run_id, conversation_id, f.turn, f.cls, kind_of(f.cls), f.detail, to_json(f.evidence)]
             for f in scorecard.findings]
+
+
+def stand_in(f: Finished, reason: str) -> Finished:
+    """What is stored of a conversation whose rows the store refused (a value no check before
+    the write foresaw): its identity and a `runtime_error` with the reason, no turns, no scores,
+    so that it costs that conversation only, and says why. Its model calls are kept, paid for,
+    without what they sent and answered."""
+    persona, goal, repetition, seed, *_ = f.encoded().transcript.conversation
+    error = {"kind": "unstorable", "message": f"the conversation could not be stored: {reason}"}
+    return replace(f, transcript=EncodedTranscript(
+        (persona, goal, repetition, seed, None, None, None, None, to_json(error), "runtime_error", None), ()),
+        scorecard=Scorecard(None, "not judged: the conversation could not be stored", 0, "runtime_error", {}),
+        model_calls=paid_only(f.model_calls))
+
+
+def paid_only(calls) -> tuple[dict, ...]:
+    """Model calls without their request, answer and response: what they cost, and no more."""
+    return tuple({**c, "request": None, "answer": None, "response": None} for c in calls)

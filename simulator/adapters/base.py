@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import signal
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from scoring import secrets
+from scoring.untrusted_text import one_line
 from scoring.protocol import Audit, Started, State, TurnResult, violations
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 
@@ -64,24 +67,87 @@ def stderr_said(text: str) -> str:
     return f"; its stderr says: {last[:300]}" if last else ""
 
 
-def excerpt(raw: bytes | str) -> str:
-    """The start of an answer, as text, for a fault's evidence."""
-    if isinstance(raw, str):
-        return raw[:EXCERPT_BYTES]
-    return raw[:EXCERPT_BYTES].decode("utf-8", "replace")
+def excerpt(raw: bytes | str, limit: int = EXCERPT_BYTES) -> str:
+    """The start of an answer, as text, for a fault's evidence: secrets cut out of all of it
+    first, so that none that straddles the cut is kept in part (`secrets.cut`)."""
+    text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+    return secrets.cut(text, limit)
 
 
 def json_excerpt(value: Any) -> str:
     try:
         return excerpt(json.dumps(value, default=str))
     except (ValueError, RecursionError):
-        return excerpt(repr(value))
+        return _repr(value)
 
 
 def too_large(what: str, seen: int, limit: int, head: bytes | str) -> RuntimeFault:
     """The fault of an answer cut at the limit: how much there was (at least), and its start."""
     return RuntimeFault("too_large", f"{what}: the answer is {seen:,} bytes or more; simrun reads at most "
                         f"{limit:,} (runtime.max_result_bytes)", limit=limit, bytes_read=seen, body=excerpt(head))
+
+
+# Where a JSON text can hold what the store cannot: a NUL or a surrogate, written as an escape
+# (raw bytes are strict UTF-8, so it is the only way in). Most answers have none, and are not walked.
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+MAX_INT_DIGITS = 1000                   # an integer longer than this is no value a runtime means
+
+
+class _Unstorable(ValueError):
+    pass
+
+
+def _not_a_constant(name: str) -> Any:
+    raise _Unstorable(f"the number {name}, which JSON cannot hold")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):              # 1e999: JSON's syntax, but no number JSON can hold
+        raise _Unstorable(f"the number {text[:40]}, which is not finite")
+    return number
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Unstorable(f"an integer of more than {MAX_INT_DIGITS} digits")
+    return int(digits)
+
+
+def unstorable(value: Any) -> str | None:
+    """What in a parsed answer the store cannot hold, or None: a string (or key) with a lone
+    surrogate or a NUL character, a number that is not finite, an integer of more than
+    MAX_INT_DIGITS digits. Checked on every answer, before anything is scored or written, so
+    that such an answer costs its conversation (a `runtime_error`) and never the batch or the run."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "a NUL character in a string"
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return f"a lone surrogate (\\u{ord(item[exc.start]):04x}) in a string"
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"the number {item}, which JSON cannot hold"
+        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > MAX_INT_DIGITS * 3.33:
+            return f"an integer of more than {MAX_INT_DIGITS} digits"
+    return None
+
+
+def refuse_unstorable(value: Any, what: str, raw: bytes | str | None = None, **evidence: Any) -> Any:
+    """`value`, or a RuntimeFault when it holds what the store cannot (`unstorable`)."""
+    problem = unstorable(value)
+    if problem is not None:
+        raise RuntimeFault("malformed", f"{what}: the answer holds {problem}, which simrun cannot store",
+                           body=excerpt(raw if raw is not None else json_excerpt(value)), **evidence)
+    return value
 
 
 def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
@@ -91,13 +157,24 @@ def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
     except UnicodeDecodeError as exc:
         raise RuntimeFault("malformed", f"{what}: the answer is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset "
                            f"{exc.start})", body=excerpt(raw), **evidence) from None
+    return _loads(text, raw, what, **evidence)
+
+
+def _loads(text: str, raw: bytes | str, what: str, **evidence: Any) -> Any:
+    """JSON text as a value the store can hold (`unstorable`), or a RuntimeFault that says why."""
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=_not_a_constant, parse_int=_bounded_int,
+                           parse_float=_finite_float)
+    except _Unstorable as exc:
+        raise RuntimeFault("malformed", f"{what}: the answer holds {exc}, which simrun cannot store",
+                           body=excerpt(raw), **evidence) from None
     except RecursionError:
         raise RuntimeFault("malformed", f"{what}: the answer is JSON nested too deep to read", body=excerpt(raw),
                            **evidence) from None
     except ValueError:
         raise RuntimeFault("malformed", f"{what}: the answer is not JSON", body=excerpt(raw), **evidence) from None
+    suspect = _SUSPECT_ESCAPE.search(raw if isinstance(raw, bytes) else raw.encode("utf-8", "replace"))
+    return refuse_unstorable(value, what, raw, **evidence) if suspect else value
 
 
 async def read_answer(raw: bytes, what: str, check: Callable[[Any], Any] | None = None, **evidence: Any) -> Any:
@@ -118,16 +195,25 @@ async def by_size(size: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) 
 def as_json(value: Any, what: str, limit: int = DEFAULT_MAX_RESULT_BYTES) -> Any:
     """A deep copy through JSON: what an HTTP runtime would have sent, bounded the same way."""
     try:
-        text = json.dumps(value)
+        text = json.dumps(value, allow_nan=False)
     except RecursionError:
         raise RuntimeFault("malformed", f"the runtime's {what} is nested too deep to be JSON",
-                           body=excerpt(repr(value)[:EXCERPT_BYTES])) from None
+                           body=_repr(value)) from None
     except (TypeError, ValueError) as exc:
-        raise RuntimeFault("malformed", f"the runtime's {what} is not JSON: {exc}",
-                           body=repr(value)[:500]) from None
+        raise RuntimeFault("malformed", f"the runtime's {what} is not JSON: {excerpt(str(exc), 300)}",
+                           body=_repr(value)) from None
     if len(text) > limit:
         raise too_large(f"the runtime's {what}", len(text), limit, text)
-    return json.loads(text)
+    return _loads(text, text, f"the runtime's {what}")
+
+
+def _repr(value: Any) -> str:
+    """A value's repr for evidence, or what it is when even that fails (a huge integer, a
+    nesting too deep, an object whose __repr__ raises)."""
+    try:
+        return excerpt(repr(value), 500)
+    except Exception:
+        return f"a {type(value).__name__} that cannot be shown"
 
 
 def _checked(model, value: Any, what: str) -> Any:
@@ -188,12 +274,22 @@ class Checked:
         return raw.get("turns") if isinstance(raw, dict) else raw
 
 
+IDENTITY_CHARS = 100                    # a runtime's name or version, as stored and shown
+
+
 def check_health(health: Any, where: str) -> dict[str, Any]:
+    """A health answer, checked where every transport reads it: `protocol` must be exactly the
+    integer 1 (not `true`, not 1.0, not "1"), and the runtime's `runtime` name and `version` are
+    kept as one line each of at most IDENTITY_CHARS characters, without control, bidi or
+    zero-width characters (or left out), before anything stores or shows them."""
     if not isinstance(health, dict) or "protocol" not in health:
         raise RuntimeUnavailable(f"{where}: health did not answer with a 'protocol' field; "
                                  "a runtime must return {\"protocol\": 1, ...}")
-    if health["protocol"] != PROTOCOL_VERSION:
+    protocol = health["protocol"]
+    if type(protocol) is not int or protocol != PROTOCOL_VERSION:
+        shown = one_line(json_excerpt(protocol), 40)
         raise RuntimeUnavailable(
-            f"{where}: the runtime speaks protocol {health['protocol']!r}; this simrun speaks "
-            f"protocol {PROTOCOL_VERSION}. Upgrade simrun or pin the runtime to protocol 1.")
-    return health
+            f"{where}: the runtime speaks protocol {shown}; this simrun speaks protocol {PROTOCOL_VERSION} "
+            "(the integer 1). Upgrade simrun or pin the runtime to protocol 1.")
+    return {"protocol": protocol, "runtime": one_line(health.get("runtime"), IDENTITY_CHARS),
+            "version": one_line(health.get("version"), IDENTITY_CHARS)}

@@ -140,17 +140,20 @@ class HttpRuntime(Checked):
                                 "log says why")
 
     async def _read(self, op: str, response: aiohttp.ClientResponse) -> bytes:
-        """The body, but never more than max_result_bytes of it: a runtime that answers 50 MB
-        costs this conversation, not the run's memory."""
+        """The body, but never more than max_result_bytes of it, counted as it arrives after
+        decoding: a runtime that answers 50 MB, or 0.2 MB of gzip that inflates to 200 MB, costs
+        this conversation, not the run's memory. Content-Length says the size on the wire, so it
+        is trusted as the body's size only when the body is not encoded."""
         limit = self.max_result_bytes
-        if response.content_length is not None and response.content_length <= limit:
+        encoded = response.headers.get("Content-Encoding", "identity").strip().lower() not in ("", "identity")
+        if not encoded and response.content_length is not None and response.content_length <= limit:
             return await response.read()
         chunks, size = [], 0
         async for chunk in response.content.iter_chunked(READ_CHUNK):
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:
-                raise too_large(op, max(size, response.content_length or 0), limit, chunks[0])
+                raise too_large(op, max(size, 0 if encoded else response.content_length or 0), limit, chunks[0])
         return b"".join(chunks)
 
     async def _died(self, sent_at: float, generation: int | None) -> dict[str, Any]:

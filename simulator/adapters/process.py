@@ -14,6 +14,7 @@ import asyncio
 import atexit
 import collections
 import os
+import re
 import signal
 import shutil
 import socket
@@ -22,8 +23,13 @@ import sys
 import time
 from pathlib import Path
 
+from scoring import secrets
 from scoring.errors import RuntimeUnavailable
 
+# Credentials simrun may hold for itself (the user model's API keys, CI tokens) that a runtime it
+# starts is not given unless runtime.env names them: the variables whose names say they are.
+WITHHELD = re.compile(r"API_?KEY|TOKEN|SECRET|PASSW|CREDENTIAL|PRIVATE_?KEY|ACCESS_?KEY|^OPENAI_|^ANTHROPIC_",
+                      re.IGNORECASE)
 STDERR_TAIL_LINES = 40
 STDERR_LINE_CHARS = 2000                # a longer line is cut: the tail stays small whatever the child writes
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
@@ -57,6 +63,16 @@ class SessionId(str):
         return obj
 
 
+def runtime_environment(given: dict[str, str] | None = None) -> dict[str, str]:
+    """What a runtime simrun starts runs with: simrun's environment less its credentials (the
+    variables WITHHELD names, and any holding a secret simrun registered), plus runtime.env,
+    which may pass any of them on by name (`${OPENAI_API_KEY}`)."""
+    known = set(secrets.registered())
+    inherited = {name: value for name, value in os.environ.items()
+                 if not WITHHELD.search(name) and value not in known}
+    return {**inherited, **(given or {})}
+
+
 def free_port() -> int:
     """A TCP port on the loopback that nothing listens on now."""
     with socket.socket() as sock:
@@ -70,7 +86,7 @@ class ManagedProcess:
         if not command:
             raise RuntimeUnavailable("runtime.command is empty; give the program and its arguments as a list")
         self.command = list(command)
-        self.env = {**os.environ, **(env or {})}
+        self.env = runtime_environment(env)
         self.cwd = cwd
         self.stdin_pipe = stdin_pipe
         self.line_limit = line_limit        # the longest stdout line the stdio transport may read
@@ -91,7 +107,7 @@ class ManagedProcess:
         return self.proc.returncode if self.proc is not None else None
 
     def stderr_tail(self) -> str:
-        return "".join(self._stderr)[-4000:]
+        return "".join(self._stderr)[-4000:]      # lines redacted as they came: a cut is safe
 
     def stderr_since(self, mark: int) -> str:
         """What the process wrote to stderr after `stderr_lines` was `mark` (its last lines)."""
@@ -129,18 +145,21 @@ class ManagedProcess:
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         """Keep the last lines of stderr, each cut to STDERR_LINE_CHARS. Read in chunks, not lines:
         a child that writes a gigabyte without a newline must neither fill simrun's memory nor,
-        with a reader stuck on its line, block on a full pipe."""
+        with a reader stuck on its line, block on a full pipe. A line is redacted before it is
+        cut, so a line being read keeps enough past the cut for a secret that straddles it."""
+        keep = STDERR_LINE_CHARS + secrets.longest()
         partial = ""
         while True:
             chunk = await proc.stderr.read(1 << 16)
             if not chunk:
                 if partial:
-                    self._stderr.append(partial)
+                    self._stderr.append(secrets.cut(partial, STDERR_LINE_CHARS))
                     self.stderr_lines += 1
                 break
             lines = (partial + chunk.decode("utf-8", "replace")).split("\n")
-            partial = lines.pop()[:STDERR_LINE_CHARS]
-            self._stderr.extend(line[:STDERR_LINE_CHARS] + "\n" for line in lines[-STDERR_TAIL_LINES:])
+            partial = lines.pop()[:keep]
+            self._stderr.extend(secrets.cut(line[:keep], STDERR_LINE_CHARS) + "\n"
+                                for line in lines[-STDERR_TAIL_LINES:])
             self.stderr_lines += len(lines)
         await proc.wait()
         if proc is self.proc:

@@ -16,7 +16,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Checked, as_json, check_health
+from scoring import secrets
+from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Checked, as_json, check_health
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 
@@ -81,12 +82,13 @@ class PythonRuntime(Checked):
         try:
             return await _call(fn, *args)
         except Exception as exc:
-            # The innermost frames, where the runtime went wrong, under the usual header.
-            text = "".join(traceback.format_exception(exc))
+            # The innermost frames, where the runtime went wrong, under the usual header;
+            # secrets cut out of the whole traceback before its tail is taken.
+            text = secrets.redact("".join(traceback.format_exception(exc)))
             if len(text) > TRACEBACK_CHARS:
                 text = "Traceback (most recent call last):\n  …\n" + text[-TRACEBACK_CHARS:].split("\n", 1)[-1]
-            raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: {exc}",
-                               traceback=text,
+            raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: "
+                               f"{secrets.cut(str(exc), EXCERPT_BYTES)}", traceback=text,
                                elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
     def _answer(self, value: Any, what: str) -> Any:

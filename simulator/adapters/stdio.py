@@ -52,8 +52,9 @@ class StdioRuntime(Checked):
     async def _call(self, op: str, session: str | None = None, body: Any = None, *,
                     fresh: bool = False, optional: bool = False, check: Callable[[Any], Any] | None = None) -> Any:
         async with self._lock:
-            if fresh and not self.process.alive:
-                # A new conversation gets a new child if the last one died.
+            if fresh and (not self.process.alive or self.process.down_since is not None):
+                # A new conversation gets a new child if the last one died, or was seen to die (its
+                # stdout ended) while its supervisor still ends what it started.
                 if self.process.proc is not None:
                     self.restarts += 1
                     await self.process.stop()
@@ -116,7 +117,7 @@ class StdioRuntime(Checked):
             error = reply["error"] if isinstance(reply["error"], dict) else {"message": reply["error"]}
             if optional and error.get("status") == 404:
                 raise _NotSupported
-            raise self._fault("error", f"{op} failed: {str(error.get('message'))[:500]}"
+            raise self._fault("error", f"{op} failed: {excerpt(str(error.get('message')), 500)}"
                               f"{stderr_said(self.process.stderr_since(mark))}",
                               status=error.get("status"), body=excerpt(line), elapsed_ms=elapsed())
         return await by_size(len(line), check, reply["result"]) if check else reply["result"]

@@ -7,6 +7,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.segment import Segment
 from rich.table import Table
 
 from rich import box
@@ -18,6 +19,7 @@ from scoring.gate.run_verdict import RunVerdict, verdict_of_run
 from scoring.gate.summary import RunSummary
 from scoring.gate.verdict import GateResult
 from scoring.secrets import redact, register_header
+from scoring.untrusted_text import escaped
 from scoring.store.database import Store
 from scoring.errors import ConfigError, SimrunError
 
@@ -62,14 +64,39 @@ class ClosableStdout:
         return sys.stdout.encoding
 
 
-out = Console(file=ClosableStdout())
+class TextOnlyConsole(Console):
+    """The one console every command prints through, and the one boundary for what it prints:
+    whatever the text came from (a runtime's reply, a store, a file), its escape and control
+    sequences, bidi and zero-width characters are shown escaped (`scoring.untrusted_text`), and
+    Rich markup is read from no text unless a call asks for it (`markup=False` by default). Rich's
+    own styling is untouched: it is added after, to the segments this yields."""
+
+    def render_str(self, text: str, **kwargs):
+        # Escaped before Rich measures it, so that a table sizes its columns to what is shown.
+        return super().render_str(escaped(text), **kwargs)
+
+    def render(self, renderable, options=None):
+        # Text built elsewhere (rich.text.Text) reaches here unescaped: the last line of defence.
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment
+            else:
+                yield Segment(escaped(segment.text), segment.style, segment.control)
+
+
+def _console(**options) -> Console:
+    return TextOnlyConsole(file=ClosableStdout(), markup=False, emoji=False, **options)
+
+
+out = _console()
 if not out.is_terminal:
-    out = Console(file=ClosableStdout(), width=120)   # CI logs: keep class names whole
+    out = _console(width=120)   # CI logs: keep class names whole
 
 
 def err_line(text: str) -> None:
-    # One line, never wrapped: editors and CI annotations jump to "file:line".
-    typer.secho(redact(text), err=True, fg="red", bold=True)
+    # One line, never wrapped: editors and CI annotations jump to "file:line". Escaped as the
+    # console's text is: an error may quote a file's name or a runtime's words.
+    typer.secho(escaped(redact(text), keep=""), err=True, fg="red", bold=True)
 
 
 def say(text: str) -> None:

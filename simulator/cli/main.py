@@ -15,6 +15,7 @@ import duckdb
 import typer
 
 from simulator.cli import check_user, gate, project, run, runs
+from scoring.store.duck import reason
 from simulator.cli.common import err_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
@@ -39,5 +40,5 @@ def main() -> None:
         err_line(f"error: {where}{exc.strerror or exc}")
         raise SystemExit(2) from None
     except duckdb.Error as exc:
-        err_line(f"error: the database could not be read: {str(exc).splitlines()[0]}")
+        err_line(f"error: the database could not be read: {reason(exc)}")
         raise SystemExit(2) from None

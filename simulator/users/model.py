@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from scoring import secrets
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
 from scoring.errors import BudgetCut, ProviderFailure, UserModelUnavailable
@@ -136,7 +137,7 @@ class ModelUser:
                 raise UserModelUnavailable(f"the budget cannot cover even the output probe of {self.name}: {cut}")
             if form == "prompt" or _honoured(completion.answer):
                 return form
-            self.refused_forms.append((form, f"answered, but not in that form: {str(completion.answer)[:120]!r}"))
+            self.refused_forms.append((form, f"answered, but not in that form: {secrets.cut(str(completion.answer), 120)!r}"))
         tried = "; ".join(f"{form}: {why}" for form, why in self.refused_forms)
         # What the probe paid for (answers in the wrong form, unreadable ones charged at their
         # worst case) belongs to no run, since none begins: the message is its only record.

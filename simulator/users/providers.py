@@ -191,13 +191,18 @@ class MalformedResponse(ValueError):
     """A 2xx answer that is not the JSON object the API documents: retried, like a 5xx."""
 
 
+def _shown(raw: bytes) -> str:
+    """The start of an API's answer, for an error: redacted whole, then cut."""
+    return repr(secrets.cut(raw.decode("utf-8", "replace"), 200))
+
+
 def _json_object(raw: bytes) -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except ValueError:
-        raise MalformedResponse(f"the API answered with a body that is not JSON: {raw[:200]!r}") from None
+        raise MalformedResponse(f"the API answered with a body that is not JSON: {_shown(raw)}") from None
     if not isinstance(value, dict):
-        raise MalformedResponse(f"the API answered with JSON that is not an object: {raw[:200]!r}")
+        raise MalformedResponse(f"the API answered with JSON that is not an object: {_shown(raw)}")
     return value
 
 
