@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 import signal
@@ -105,13 +106,19 @@ def test_every_runtime_fault_is_recorded_with_evidence_and_the_run_goes_on(tmp_p
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])  # Ctrl-C; a cancelled CI job
 def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project, stop):
+    starts = tmp_path / "starts"
     proc = subprocess.Popen(
         [str(Path(PY).with_name("simrun")), "--transport", "http", "--runtime-command",
          f"{PY} {ODD} http --port {{port}}", "--concurrency", "1"],
-        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "ODD_STARTS": str(starts)})
     banner = proc.stdout.readline()
     port = int(re.search(r"127\.0\.0\.1:(\d+)", banner).group(1))
-    time.sleep(0.5)
+    # Stopped at a known point, however busy the machine: one at a time, the third conversation
+    # begun means two have finished.
+    deadline = time.monotonic() + 60
+    while not (starts.exists() and starts.read_text().count("start") >= 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert leftovers(ODD), "the runtime server is up while the run goes"
     proc.send_signal(stop)
     out, err = proc.communicate(timeout=60)
