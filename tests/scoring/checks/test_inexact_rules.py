@@ -5,6 +5,8 @@ is the runtime's. The same rules are planted in both reference runtimes in tests
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from scoring.checks.audit import audit_gap
@@ -215,3 +217,26 @@ def test_the_loop_and_the_rescan_agree_on_a_repeat_after_a_failure():
     t = said_thrice("How many bags are on my Porto trip?", [unavailable(1), result("2 bags?", answer="answered"),
                                                             unavailable(3)])
     assert user_turn_fault(t.turns[2].user, QUESTION_GOAL, P, t.turns[:2]).kind == "repeated"
+
+
+def test_a_stale_clicks_ask_kept_pending_through_a_digression_still_leads_back_to_it():
+    """The ask a stale click started, shown again after a question in between, is still the
+    click's: the answer that follows commits what the click asked for."""
+    t = transcript(
+        (msg("Hello."), result("Rebook?", next_steps=[offer("o-1", "rebook")])),
+        (msg("And bags?"), result("Add a bag?", next_steps=[offer("o-2", "add_bag")])),
+        (click("o-1"), result("Which flight?", ask=ask("a-1", arguments=("segment",)))),
+        (msg("How many bags do I have?"), result("One. Which flight?",
+                                                  ask=ask("a-1", arguments=("segment",), repeat_reason="still"))),
+        (msg("The outbound."), result("Rebooked."), state(event("e-1", 5, operation="rebook"))),
+    )
+    assert turns_of(stale_click(t, goal(steps=[{"question": "bags"}], questions=[
+        {"id": "bags", "ask": "How many bags?", "match": "how many bags", "record": "trip:T-1", "field": "bags"}]),
+        P)) == [5]
+
+
+def test_a_commit_of_another_operation_than_the_stale_clicks_ask_is_not_the_clicks():
+    t = stale_then_asks(1)
+    turns = list(t.turns)
+    turns[-1] = dataclasses.replace(turns[-1], state=state(event("e-1", 4, operation="add_bag")))
+    assert stale_click(dataclasses.replace(t, turns=tuple(turns)), G, P).status == "clean"
