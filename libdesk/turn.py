@@ -39,14 +39,11 @@ def _press(p: Patron, oid: str, out: Out) -> None:
             out.understood = False
             out.lines.append("I don't know that button.")
             return pending(p, out, "I did not know the button you pressed")
-        unnamed = False
         if not p.faults.fire("stale_click"):
-            unnamed = _unnamed_eligible(p, button) and p.faults.fire("stale_click_unnamed")
-            if not unnamed:
-                out.lines.append("That button belongs to an earlier message, so I left it alone.")
-                return pending(p, out, "the button you pressed had expired")
-        if unnamed:
-            return _honour_unnamed(p, button, out)
+            if _unnamed_eligible(p, button) and p.faults.fire("stale_click_unnamed"):
+                return _honour_unnamed(p, button, out)
+            out.lines.append("That button belongs to an earlier message, so I left it alone.")
+            return pending(p, out, "the button you pressed had expired")
     if fresh:
         out.taken = oid
     if button.operation == "keep":
