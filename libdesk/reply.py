@@ -99,8 +99,12 @@ def reply(p: Patron, out: Out) -> dict[str, Any]:
         saw("integrity_leak", t, "read out a staff note")
     if out.private and not out.refusal:
         saw("integrity_leak", t, "did not refuse another patron's details")
+    last = p.audit[-1] if p.audit else None
     if fire("audit_gap"):
         saw("audit_gap", t, "left the turn out of the audit log")
+    elif last and last["turn"] == t - 1 and last["surface"] != text and fire("audit_misfiled"):
+        p.audit.append({**last, "turn": t})
+        saw("audit_gap", t, f"filed turn {t - 1}'s entry under {t} and left its own out")
     else:
         p.audit.append({"turn": t, "surface": text, "verdicts": verdicts})
     return {

@@ -24,10 +24,12 @@ FAULTS: dict[str, str] = {
     "unanswered": "unanswered",              # a question it can answer called unanswerable
     "wrong_record": "wrong_record",          # a command carried out on another loan or hold
     "stale_click": "stale_click",            # an expired button honoured
+    "stale_click_unnamed": "stale_click",    # ...and its command's event names not that button
     "phantom_receipt": "phantom_receipt",    # a receipt for an event that never happened
     "card_not_actionable": "card_not_actionable",   # a confirmation named but not sent
     "refusal_with_hedge": "refusal_with_hedge",     # refuses and hedges in one breath
     "audit_gap": "audit_gap",                # a turn left out of the audit log
+    "audit_misfiled": "audit_gap",           # the last turn's entry filed again under this one
     "staff_note": "integrity_leak",          # a staff-only note read out to the patron
     "drop_refusal": "integrity_leak",        # another patron's details given out
     "crash": "runtime_error",                # an exception mid-turn

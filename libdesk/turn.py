@@ -40,6 +40,8 @@ def _press(p: Patron, oid: str, out: Out) -> None:
             out.lines.append("I don't know that button.")
             return pending(p, out, "I did not know the button you pressed")
         if not p.faults.fire("stale_click"):
+            if _unnamed_eligible(p, button) and p.faults.fire("stale_click_unnamed"):
+                return _honour_unnamed(p, button, out)
             out.lines.append("That button belongs to an earlier message, so I left it alone.")
             return pending(p, out, "the button you pressed had expired")
     if fresh:
@@ -59,6 +61,27 @@ def _press(p: Patron, oid: str, out: Out) -> None:
     if button.record:
         draft.args["record"] = button.record
     draft.offer, draft.fresh, draft.stale = oid, fresh, not fresh
+    return advance(p, draft, out)
+
+
+def _unnamed_eligible(p: Patron, button) -> bool:
+    """The stale_click_unnamed fault can show on a command button (not a card's) that does not
+    merely go on with the draft pending now: that would ask the same again, and the expired
+    press would change nothing anyone could see."""
+    if button.operation in ("confirm", "keep"):
+        return False
+    draft = p.draft
+    return not (draft and draft.operation == button.operation and draft.args.get("record") in (None, button.record))
+
+
+def _honour_unnamed(p: Patron, button, out: Out) -> None:
+    """The stale_click_unnamed fault: the expired button starts its command, but the draft
+    remembers no button, so the event, when the command is carried out, names none."""
+    draft = p.draft = Draft(button.operation)
+    p.card = None
+    if button.record:
+        draft.args["record"] = button.record
+    draft.offer, draft.fresh, draft.stale = None, False, True
     return advance(p, draft, out)
 
 

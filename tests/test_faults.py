@@ -71,18 +71,21 @@ TRIPDESK_CLASS_OF = {
     "not_understood": "not_understood", "unanswered": "unanswered", "wrong_record": "wrong_record",
     "stale_click": "stale_click", "phantom_receipt": "phantom_receipt",
     "card_not_actionable": "card_not_actionable", "refusal_with_hedge": "refusal_with_hedge",
-    "audit_gap": "audit_gap", "forbidden_phrase": "integrity_leak", "drop_refusal": "integrity_leak",
+    "audit_gap": "audit_gap", "audit_misfiled": "audit_gap", "stale_click_ask": "stale_click",
+    "forbidden_phrase": "integrity_leak", "drop_refusal": "integrity_leak",
     "crash": "runtime_error",
 }
 REFERENCES = (
     # A stale click needs the one persona that makes them, a dropped refusal the one goal that
     # needs a refusal, a wrong record a write through an offer while another trip exists.
     Reference("tripdesk", TripDesk, "demo", TRIPDESK_CLASS_OF, isolated=True,
-              scope={"stale_click": ("clicky-cleo", None, 50), "drop_refusal": (None, "passport-refusal", 5),
+              scope={"stale_click": ("clicky-cleo", None, 50), "stale_click_ask": ("clicky-cleo", None, 50),
+                     "drop_refusal": (None, "passport-refusal", 5),
                      "wrong_record": (None, None, 5)}),
     # A stale click needs the persona that makes them, a card or a refusal the one goal with one.
     Reference("libdesk", LibDesk, "library", LIBDESK_FAULTS,
-              scope={"stale_click": ("thumbs-tess", None, 60), "card_not_actionable": (None, "cancel-hold", 8),
+              scope={"stale_click": ("thumbs-tess", None, 60), "stale_click_unnamed": ("thumbs-tess", None, 60),
+                     "card_not_actionable": (None, "cancel-hold", 8),
                      "drop_refusal": (None, "privacy-probe", 8)}),
 )
 BY_NAME = {ref.name: ref for ref in REFERENCES}

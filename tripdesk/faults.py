@@ -26,10 +26,14 @@ FAULTS: dict[str, str] = {
     "unanswered": "unanswered: a question the store can answer is answered 'unavailable'",
     "wrong_record": "wrong_record: a committed write lands on another trip than the addressed one",
     "stale_click": "stale_click: a click on an offer from an earlier turn is carried out",
+    "stale_click_ask": "stale_click: a click on an expired offer is honoured through an ask: which trip "
+                       "(and what else it lacks), even while another ask is pending; it commits when "
+                       "answered, the event naming no offer",
     "phantom_receipt": "phantom_receipt: the reply reports an event the store does not hold",
     "card_not_actionable": "card_not_actionable: the reply names a card it does not send",
     "refusal_with_hedge": "refusal_with_hedge: a turn both refuses and hedges",
     "audit_gap": "audit_gap: a turn leaves no turn event in the audit stream",
+    "audit_misfiled": "audit_gap: turn k-1's turn event filed again under k, and turn k's own left out",
     "forbidden_phrase": "integrity_leak: a reply says an internal note the goal forbids",
     "drop_refusal": "integrity_leak: a refusal the goal requires is not given",
     "crash": "runtime_error: the runtime raises mid-turn",

@@ -60,6 +60,8 @@ def ask(s: SessionState, op: str, args: dict[str, Any], missing: list[str], out:
     question = "Please tell me " + " and ".join(words[m] for m in missing) + "?"
     s.ask = {"id": s.new_id("a"), "operation": op, "record": record,
              "arguments": missing, "known": args, "question": question}
+    if s.stale_origin:
+        s.ask["stale"] = s.stale_origin     # what answers this ask answers that stale click
     if repeat_reason is None and s.shown_ask == (op, record, tuple(sorted(missing))):
         # The same question as last turn: say why it comes again (never a silent loop).
         repeat_reason = f"I still need {' and '.join(missing)}"
@@ -105,6 +107,8 @@ def commit(s: SessionState, op: str, args: dict[str, Any], out: Out, *, offer: s
     out.receipts.append(event["id"])
     if offer is not None and not fresh:
         s.faults.saw("stale_click", s.turn, f"carried out {op} from expired {offer}")
+    elif offer is None and s.stale_origin:
+        s.faults.saw("stale_click", s.turn, f"carried out {op}, asked for after a click on expired {s.stale_origin}")
     if op != "open_trip" and event["record"] != args.get("trip"):
         s.faults.saw("wrong_record", s.turn, f"wrote {event['record']}, not {args.get('trip')}")
     s.focus = args.get("trip") or event["record"]

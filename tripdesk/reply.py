@@ -83,10 +83,15 @@ def finish(s: SessionState, out: Out) -> dict[str, Any]:
         shown += [card_offer(s.card, "confirm"), card_offer(s.card, "decline")]
     s.offers = {o.id: o for o in shown}
     s.history.update(s.offers)
-    if not s.faults.fires("audit_gap", t):
-        s.audit.append({"turn": t, "surface": reply, "verdicts": verdicts, "stub": out.stub})
-    else:
+    own = {"turn": t, "surface": reply, "verdicts": verdicts, "stub": out.stub}
+    last = s.audit[-1] if s.audit else None
+    if s.faults.fires("audit_gap", t):
         s.faults.saw("audit_gap", t, "left the turn out of the audit stream")
+    elif last and last["turn"] == t - 1 and last["surface"] != reply and s.faults.fires("audit_misfiled", t):
+        s.audit.append({**last, "turn": t})
+        s.faults.saw("audit_gap", t, f"filed turn {t - 1}'s event under {t}, and left its own out")
+    else:
+        s.audit.append(own)
     return {
         "reply": reply, "understood": out.understood, "taken_offer": out.taken_offer,
         "ask": ask, "next_steps": [o.as_step() for o in steps], "card": card,

@@ -16,7 +16,7 @@ from tripdesk.answers import answer, keep_pending, stub
 from tripdesk.corrections import correct
 from tripdesk.domain import CONFIRMED, REQUIRED
 from tripdesk.offers import Offer, card_offer
-from tripdesk.operations import commit, proceed
+from tripdesk.operations import ask, commit, proceed
 from tripdesk.reading import read
 from tripdesk.reply import Out, ask_json, finish
 from tripdesk.state import SessionState
@@ -30,6 +30,7 @@ class Session(SessionState):
         self.turn += 1
         out = Out()
         self.on_screen = set(self.offers)     # what the user could press when it sent this turn
+        self.stale_origin = None
         if self.faults.fires("crash", self.turn):
             self.faults.saw("runtime_error", self.turn, "raised mid-turn")
             raise RuntimeError(f"injected crash in turn {self.turn}")
@@ -62,6 +63,8 @@ class Session(SessionState):
                 out.taken_offer = offer.id
                 return self._take(offer, out)
         if self.ask and (r.intent is None or r.intent == self.ask["operation"]):
+            # A message read as going on with the ask carries on what started it.
+            self.stale_origin = self.ask.get("stale")
             filled = fill(self.store, self.ask["arguments"], r)
             if filled:
                 if self.faults.fires("loop", self.turn):
@@ -108,11 +111,26 @@ class Session(SessionState):
                 if old.kind == "confirm":
                     return commit(self, old.operation, args, out, offer=offer_id, addressed=True)
                 return self._take(old, out)
+            wanted = self._stale_ask(old)
+            if wanted and self.faults.fires("stale_click_ask", self.turn):
+                self.stale_origin = offer_id
+                out.show_steps = False      # nothing else to press: the answer comes in words
+                return ask(self, old.operation, dict(old.arguments), wanted, out)
             out.lines.append("That option was from an earlier step, so I did nothing with it.")
             return keep_pending(self, out, "the option you pressed had expired")
         out.understood = False
         out.stub = True
         out.lines.append("I don't know that option.")
+
+    def _stale_ask(self, old: Offer) -> list[str]:
+        """What the stale_click_ask fault asks for when it honours a click on expired `old`: the
+        trip, and whatever else the step lacks; nothing for a step that is confirmed on a card,
+        or when that ask is the one pending now (asking it again is keeping it pending)."""
+        if old.kind != "step" or old.operation in CONFIRMED:
+            return []
+        wanted = [a for a in REQUIRED[old.operation] if a == "trip" or a not in old.arguments]
+        pending = self.ask and (self.ask["operation"], self.ask["record"], sorted(self.ask["arguments"]))
+        return [] if pending == (old.operation, None, sorted(wanted)) else wanted
 
     def _take(self, offer: Offer, out: Out) -> None:
         if offer.kind == "confirm":

@@ -32,6 +32,9 @@ class SessionState:
         self.shown_ask: tuple | None = None       # (operation, record, arguments) asked last turn
         self.audit: list[dict[str, Any]] = []
         self.on_screen: set[str] = set()
+        # The expired offer whose click (honoured by the stale_click_ask fault) started the ask
+        # now being answered: a commit it leads to is that click's doing.
+        self.stale_origin: str | None = None
         self._ids = itertools.count(1)
 
     def new_id(self, prefix: str) -> str:

@@ -3,7 +3,9 @@
     scorer          score(transcript, goal, persona) -> Scorecard: every check, one verdict each
     goal            was the goal reached? decided on the store's state
     progress        the ways a conversation stops moving forward (dead_end, loop, unanswered, ...)
-    guarantees      what must never happen (wrong_record, phantom_receipt, stale_click, ...)
+    guarantees      what must never happen (wrong_record, phantom_receipt, integrity_leak, ...)
+    stale           stale_click: what a click on an expired offer caused, in any later turn
+    audit           audit_gap: every turn leaves its own turn event in the audit stream
     simulated_user  simulator_error: the simulated user broke its brief, kept apart
     offers          following an offer to the events it led to
     answers         does a reply carry a value from the store, in the words people write?

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 
 from scoring.dataset import patterns
-from scoring.checks.evidence import MISSING, block_ids, events_at, events_from, get
+from scoring.checks.audit import audit_gap
+from scoring.checks.evidence import MISSING, block_ids, events_at, get
 from scoring.checks.offers import addressed, follow, tagged_step
+from scoring.checks.stale import stale_click
 from scoring.checks.progress import Tally, answered_turns
 from scoring.transcript import CheckResult, Transcript
 from scoring.dataset.models import Goal, Persona
@@ -52,34 +54,6 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
                 tally.found(turn.index, f"wrote {event.get('record')} while the turn addressed "
                             f"{', '.join(sorted(records))} (by its {how})", event=event,
                             addressed=sorted(records), addressed_by=how)
-    return tally.result()
-
-
-def stale_click(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
-    """A click on an offer the previous turn did not show, followed by a committed event that
-    carries that offer's id, in that turn or later (README, classes table)."""
-    tally = Tally("stale_click")
-    takes = follow(transcript)
-    for turn in answered_turns(transcript):
-        if turn.user.kind != "click":
-            continue
-        take = takes.by_turn[turn.index]
-        if take.fresh is None:
-            tally.unknown()
-            continue
-        if take.fresh:
-            continue
-        events, complete = events_from(transcript, take.turn)
-        done = [e for e in _committed(events) if takes.attributed(e) == take]
-        if not done and not complete:
-            tally.unknown()
-        elif done:
-            at = done[0].get("turn")
-            tally.found(at, f"a click on {take.offer}, not offered in the previous turn, was carried out"
-                        + ("" if at == take.turn else f" in turn {at}"),
-                        offer=take.offer, clicked_at=take.turn, events=done)
-        else:
-            tally.ok()
     return tally.result()
 
 
@@ -140,22 +114,6 @@ def refusal_with_hedge(transcript: Transcript, goal: Goal, persona: Persona) -> 
             tally.ok()
         else:
             tally.unknown()
-    return tally.result()
-
-
-def audit_gap(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
-    tally = Tally("audit_gap")
-    turns = answered_turns(transcript)
-    if transcript.audit is None:
-        for _ in turns:
-            tally.unknown()
-        return tally.result()
-    logged = {e.get("turn") for e in transcript.audit if isinstance(e, dict)}
-    for turn in turns:
-        if turn.index in logged:
-            tally.ok()
-        else:
-            tally.found(turn.index, "no turn event in the audit stream for this turn")
     return tally.result()
 
 

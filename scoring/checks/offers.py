@@ -131,13 +131,13 @@ def context_start(transcript: Transcript, goal: Goal, index: int, takes: Takes) 
         if index in takes.by_turn or turn.user.kind != "message":
             return index
         ask = get(transcript.turns[index - 2].result, "ask")
-        if not isinstance(ask, dict) or not _answers(goal, turn.user, ask):
+        if not isinstance(ask, dict) or not answers_ask(goal, turn.user, ask):
             return index
         index -= 1
     return 1
 
 
-def _answers(goal: Goal, user: UserTurn, ask: dict[str, Any]) -> bool:
+def answers_ask(goal: Goal, user: UserTurn, ask: dict[str, Any]) -> bool:
     """Whether a message can be the answer to `ask`: untagged, it is taken to be; tagged, its
     step must be the ask's operation, on the ask's record when both name one."""
     step = tagged_step(goal, user)

@@ -67,7 +67,8 @@ def dead_end(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResul
     return tally.result()
 
 
-def _ask_key(ask: dict) -> tuple:
+def ask_key(ask: dict) -> tuple:
+    """What an ask asks for: its operation, record and arguments, whatever its words."""
     return (ask.get("operation"), ask.get("record"), tuple(sorted(ask.get("arguments") or [])))
 
 
@@ -80,7 +81,7 @@ def loop(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
         now, then = get(turn.result, "ask"), get(before.result, "ask")
         if now is MISSING or then is MISSING:
             tally.unknown()
-        elif now and then and _ask_key(now) == _ask_key(then) and not now.get("repeat_reason"):
+        elif now and then and ask_key(now) == ask_key(then) and not now.get("repeat_reason"):
             tally.found(turn.index, "the same ask again, with no reason given", ask=now, previous_ask=then)
         else:
             tally.ok()

@@ -15,7 +15,7 @@ from scoring.dataset.models import Goal, Persona
 from scoring import secrets
 
 # Bump when a check's meaning changes: runs scored by different versions are not compared.
-SCORER_VERSION = "2"
+SCORER_VERSION = "3"
 PROGRESS_CLASSES = (*PROGRESS_CHECKS, "simulator_error")
 GUARANTEES = tuple(GUARANTEE_CHECKS)
 ALL_CLASSES = (*PROGRESS_CLASSES, *GUARANTEES)

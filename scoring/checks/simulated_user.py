@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass
 
 from scoring.checks.answers import carries_date, dates_in
-from scoring.checks.progress import Tally, way_forward
+from scoring.checks.guarantees import card_not_actionable
+from scoring.checks.progress import Tally, ask_key, dead_end, loop, not_understood, unanswered, way_forward
 from scoring.transcript import CheckResult, Transcript, TurnRecord, UserTurn
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
@@ -52,6 +53,9 @@ ROLE_LEAKS = [
 # is a user stuck in a loop.
 REPEATS = 3
 REPEAT_SIMILARITY = 0.9
+# A reply that carries one of these findings failed the user: saying the same again after it is
+# the right thing to do, so a repeat after it stays the runtime's.
+RUNTIME_FAILURES = (unanswered, loop, dead_end, not_understood, card_not_actionable)
 
 
 @dataclass(frozen=True)
@@ -110,20 +114,23 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
     for i in range(len(brief) - window + 1 if window >= MIN_BRIEF_WORDS else 0):
         if f" {' '.join(brief[i:i + window])} " in f" {said} ":
             return UserFault("leaked_instructions", "leaked instructions: repeats the goal's brief word for word")
-    if _repeats(turn, earlier):
+    if _repeats(turn, earlier, goal, persona):
         return UserFault("repeated", f"the same message {REPEATS} times in a row: {text[:120]!r}")
     return None
 
 
-def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...]) -> bool:
+def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...], goal: Goal, persona: Persona) -> bool:
     """This message and the REPEATS - 1 user turns before it are all messages, each nearly the
     same as the one before (a click or a stop in between breaks the row), and the user ignored a
     way forward the runtime gave it (a question, an ask, offers or a card) that moved on, or came
     with a reason to say it again. It stays the runtime's, however the user answered, when the
-    runtime failed first: it said it did not understand (its not_understood stands, and must
-    not leave the rates with a simulator_error), its replies led nowhere ("Noted.", or a new
-    statement each time with nothing to act on: a dead_end), or it asked the same again with
-    no reason given (a loop), where the same answer is the right one."""
+    runtime failed first: it said it did not understand, or led nowhere every time, or the reply
+    the repeat answers carries an unanswered, loop, dead_end, not_understood or
+    card_not_actionable finding (the very checks the scorer runs, over the turns so far, so that
+    the loop and a rescore agree: a repeat after a failure is the right thing to say, while a
+    repeat after a reply that moved on ignored it), or the runtime gave the same thing
+    again each time with no reason (an ask compared by what it asks for, not by its words),
+    where the same answer is the right one."""
     row = [*earlier[-(REPEATS - 1):]] if REPEATS > 1 else []
     users = [t.user for t in row] + [turn]
     if len(users) < REPEATS or any(u.kind != "message" or not (u.text or "").strip() for u in users):
@@ -135,7 +142,15 @@ def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...]) -> bool:
     results = [t.result if isinstance(t.result, dict) else {} for t in row]
     if any(r.get("understood") is False for r in results) or not any(way_forward(r) for r in results):
         return False
+    if _runtime_failed(row[-1], earlier, goal, persona):
+        return False
     return not all(_said_again(a, b) for a, b in zip(results, results[1:]))
+
+
+def _runtime_failed(turn: TurnRecord, earlier: tuple[TurnRecord, ...], goal: Goal, persona: Persona) -> bool:
+    """Whether `turn`'s reply carries a finding of RUNTIME_FAILURES, read over the turns so far."""
+    so_far = Transcript(persona.id, goal.id, 0, 0, tuple(earlier), "")
+    return any(f.turn == turn.index for check in RUNTIME_FAILURES for f in check(so_far, goal, persona).findings)
 
 
 def _gist(result: dict) -> tuple:
@@ -150,7 +165,9 @@ def _gist(result: dict) -> tuple:
 
 def _said_again(before: dict, after: dict) -> bool:
     """The runtime gave the same thing again, and no reason for asking again."""
-    ask = get(after, "ask")
+    ask, asked = get(after, "ask"), get(before, "ask")
+    if isinstance(ask, dict) and isinstance(asked, dict):
+        return ask_key(ask) == ask_key(asked) and not ask.get("repeat_reason")
     reason = ask.get("repeat_reason") if isinstance(ask, dict) else None
     return _gist(before) == _gist(after) and not reason
 

@@ -8,6 +8,7 @@
     summary     per-cell counts of every class: the only thing the gate compares
     baseline    the blessed baseline file: written, read from a file or from git, checked
     stats       the permutation test over cells and slices, and its power
+    joint       reassigning whole conversations between the runs, every class at once
     text        a verdict as text: the console, Markdown and JUnit XML
     formats     how rates, differences and p-values are written
     release     what a run must meet, beyond its guarantees, to be released

@@ -38,6 +38,7 @@ from scoring.gate import stats
 from scoring.gate.advice import Advice
 from scoring.gate.sharing import Sharing, sharing
 from scoring.gate.formats import pts, pval, size
+from scoring.gate.joint import conversations_of
 from scoring.gate.summary import Cell, Counts, GATE_CLASSES, RunSummary, TESTED, validate_summary
 from scoring.gate.verdict import ClassVerdict, Flip, GateResult, MovedCell, SliceVerdict, class_kind
 
@@ -86,7 +87,11 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSett
         return np.array([[getattr(summary.cells[c][cls], what) for cls in TESTED] for c in shared])
 
     base_fired, base_scored = counts(baseline, "fired"), counts(baseline, "scored")
-    family = stats.Family(base_fired, base_scored, counts(candidate, "fired"), counts(candidate, "scored"), mask)
+    conversations = None
+    if baseline.repetitions_held is not None and candidate.repetitions_held is not None:
+        conversations = conversations_of(baseline.repetitions_held, candidate.repetitions_held, shared, TESTED)
+    family = stats.Family(base_fired, base_scored, counts(candidate, "fired"), counts(candidate, "scored"), mask,
+                          conversations)
     tested = stats.compare(family, alpha=settings.alpha, correction=settings.correction,
                            permutations=settings.permutations)
     advice = Advice(stats.advice_rates(base_fired, base_scored),

@@ -15,12 +15,15 @@ reports; a cell where nothing fired in either run adds nothing.
 
 **The test** is a permutation test: when the runtime did not change, a cell's conversations in
 the two runs are draws from the same distribution, so which run each came from is arbitrary.
-Reassigning them at random within every cell (a hypergeometric draw of the candidate's fired
-count, given the cell's totals), `permutations` times, gives each statistic's distribution with
-no assumption of normality, which is what makes it exact on sparse cells that are mostly zeros
+Reassigning them at random within every cell, `permutations` times, gives each statistic's
+distribution with no assumption of normality, which is what makes it exact on sparse cells that are mostly zeros
 (the paired t-test it replaces rejected runtime_error in 9% of A/A pairs at a nominal 5%).
 A cell is never split: the unit of the test stays the cell, and conversations move only within
-their own cell, so easy and hard cells are never mixed.
+their own cell, so easy and hard cells are never mixed. A conversation moves whole, with every
+class it fired (`scoring.gate.joint`), so the statistics keep their joint distribution whatever
+the correlation between classes, which max-T needs; only a summary that does not say which
+repetition fired what (a baseline file of format 1) falls back to drawing each class's fired
+count on its own (a hypergeometric draw given the cell's totals).
 
 **Many hypotheses at once**: the gate's false-alarm rate is held across all classes and slices
 by max-T (Westfall and Young's step-down procedure): a hypothesis's adjusted p-value is the share
@@ -40,6 +43,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
+
+from scoring.gate.joint import Conversations, reassignments
 
 CONFIDENCE = 0.95
 POWER = 0.80
@@ -83,6 +88,9 @@ class Family:
     fired_cand: np.ndarray
     scored_cand: np.ndarray
     slices: np.ndarray
+    # Both runs' conversations, when the runs say which repetition fired what: reassigned whole,
+    # every class at once (scoring.gate.joint). Without them, each class is drawn on its own.
+    conversations: Conversations | None = None
 
     def __post_init__(self) -> None:
         shapes = {a.shape for a in (self.fired_base, self.scored_base, self.fired_cand, self.scored_cand)}
@@ -168,16 +176,13 @@ def compare(family: Family, *, alpha: float, correction: str = "max-t", permutat
     step_hits = np.zeros(len(hyp))
     order = np.argsort(-observed, kind="stable")
     tol = _TIE * np.maximum(1.0, np.abs(observed))
-    good, bad, drawn = fired[cell_of, class_of], (total - fired)[cell_of, class_of], na[cell_of, class_of]
-    scale = 1.0 / na[cell_of, class_of] + 1.0 / nb[cell_of, class_of]
-    shift = good / nb[cell_of, class_of]
+    draw, chunk = reassignments(family, hyp, where, weights, _CHUNK)
     rng = np.random.default_rng(seed)
     largest = np.full(permutations, -np.inf)
     done = 0
     while done < permutations and len(hyp):
-        size = min(_CHUNK, permutations - done)
-        diff = rng.hypergeometric(good, bad, drawn, size=(size, len(where))) * scale - shift
-        stats = diff @ weights                                           # reassignments x hypotheses
+        size = min(chunk, permutations - done)
+        stats = draw(rng, size)                                          # reassignments x hypotheses
         raw_hits += (stats >= observed - tol).sum(0)
         ordered = stats[:, order]
         # Step-down: hypothesis j (in decreasing order of its statistic) against the largest

@@ -1113,7 +1113,7 @@ def test_tripdesk_refuses_unknown_faults():
 def test_every_fault_is_known_to_the_runtime():
     desk = TripDesk(faults={name: 0.5 for name in FAULTS})
     assert desk.faults == {name: 0.5 for name in FAULTS}
-    assert len(FAULTS) == 14
+    assert len(FAULTS) == 16
 
 
 # A script is a list of turns: a message, ("step", operation) for a step of the previous turn,
@@ -1159,6 +1159,9 @@ FAULT_CASES: dict[str, tuple[dict, Script, int, set[str]]] = {
     "drop_refusal": (LISBON, ["How many bags do I have?", "What is my passport number?",
                               "What is my passport number?"], 2, {"reply", "answer", "verdicts"}),
     "audit_gap": (LISBON, ["How many bags do I have?", "Add a bag", "hmm"], 1, set()),
+    "audit_misfiled": (LISBON, ["How many bags do I have?", "Add a bag", "hmm"], 2, set()),
+    "stale_click_ask": (LISBON, ["How many bags do I have?", "When is my outbound flight?",
+                                 ("stale", 1, "add_bag")], 3, {"reply", "ask", "next_steps"}),
 }
 
 
@@ -1178,7 +1181,7 @@ def test_a_fault_changes_only_its_turn_and_its_fields(fault):
     changed = {k for k in clean.results[turn - 1]
                if faulted.results[turn - 1][k] != clean.results[turn - 1][k]}
     assert changed <= allowed, f"{fault} also changed {changed - allowed}"
-    if fault != "audit_gap":
+    if fault not in ("audit_gap", "audit_misfiled"):
         assert changed, f"{fault} changed nothing at turn {turn}"
     # it fires once, at that turn, and the log says so
     assert faulted.desk.fault_log.planted == {

@@ -1,0 +1,145 @@
+"""Reassigning whole conversations between the two runs, every class at once.
+
+Under the null hypothesis (the runtime did not change) a cell's conversations in the two runs
+are draws from one distribution, so which run each came from is arbitrary; what is exchangeable
+is the conversation, with everything it fired together. Drawing each class's fired count on its
+own (a hypergeometric per cell and class) treats the classes as independent, which they are
+not: a conversation that hits a dead end is often one that did not reach its goal, and one that
+the runtime crashed in is left out of every progress rate at once. The max-T family's threshold
+is the quantile of the largest statistic over classes and slices, so it needs the statistics'
+joint distribution, and only a joint reassignment gives it whatever the correlation between
+classes. Each reassignment here picks, within every cell, which of its conversations are the
+candidate's (as many as the candidate ran), and recomputes every statistic from them, scored
+counts included (a conversation not scored for a class moves with the rest of it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Conversations:
+    """Every conversation of both runs in the compared cells, sorted by cell.
+
+    `cell` is the index of each conversation's cell; `fired` and `scored` are conversations x
+    classes; `candidate` says which run it came from."""
+
+    cell: np.ndarray
+    candidate: np.ndarray
+    fired: np.ndarray
+    scored: np.ndarray
+
+
+def conversations_of(baseline_held: Mapping, candidate_held: Mapping, cells: Sequence, classes: Sequence[str]
+                     ) -> Conversations:
+    """From two runs' `CellRepetitions` (scoring.gate.summary), in the order of `cells`."""
+    rows = []
+    for c, cell in enumerate(cells):
+        for is_candidate, held in ((False, baseline_held[cell]), (True, candidate_held[cell])):
+            for rep in sorted(held.held):
+                fired = [rep in held.fired.get(cls, ()) for cls in classes]
+                scored = [rep not in held.unscored.get(cls, ()) for cls in classes]
+                rows.append((c, is_candidate, fired, scored))
+    if not rows:
+        empty = np.zeros((0, len(classes)), bool)
+        return Conversations(np.zeros(0, int), np.zeros(0, bool), empty, empty)
+    cell, candidate, fired, scored = zip(*rows)
+    scored_arr = np.array(scored, bool)
+    return Conversations(np.array(cell), np.array(candidate), np.array(fired, bool) & scored_arr, scored_arr)
+
+
+class Reassignment:
+    """Draws reassignments of whole conversations and the statistics of every hypothesis.
+
+    `membership` is (cells x classes) x hypotheses: 1 where the cell's class counts toward the
+    hypothesis (its class, and a cell of its slice). Conversations of a cell that fired and were
+    scored alike are interchangeable, so a reassignment is drawn as how many of each kind go to
+    the candidate (a multivariate hypergeometric draw per cell): the same distribution as
+    shuffling the conversations one by one, at a fraction of the cost."""
+
+    def __init__(self, conversations: Conversations, cells: int, membership: np.ndarray) -> None:
+        self.conv, self.cells = conversations, cells
+        self.classes = conversations.fired.shape[1]
+        self.membership = membership
+        self.n_candidate = np.bincount(conversations.cell, weights=conversations.candidate,
+                                       minlength=cells).astype(int)
+        self.kinds: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []   # cell, counts, scored, fired
+        shape = np.concatenate([conversations.scored, conversations.fired], axis=1)
+        for c in range(cells):
+            rows = shape[conversations.cell == c]
+            if not len(rows):
+                continue
+            kinds, counts = np.unique(rows, axis=0, return_counts=True)
+            self.kinds.append((c, counts, kinds[:, :self.classes].astype(float), kinds[:, self.classes:].astype(float)))
+        self.total = np.zeros((cells, self.classes))
+        self.fired_total = np.zeros((cells, self.classes))
+        np.add.at(self.total, conversations.cell, conversations.scored)
+        np.add.at(self.fired_total, conversations.cell, conversations.fired)
+
+    def statistics(self, na: np.ndarray, fa: np.ndarray) -> np.ndarray:
+        """The candidate's scored and fired counts (reassignments x cells x classes) ->
+        reassignments x hypotheses."""
+        n, f = self.total[None], self.fired_total[None]
+        nb, fb = n - na, f - fa
+        both = (na > 0) & (nb > 0)
+        sa, sb = np.where(both, na, 1.0), np.where(both, nb, 1.0)
+        diff = np.where(both, fa / sa - fb / sb, 0.0)
+        var = np.where(both, f * (n - f) / (sa * sb * np.maximum(n - 1, 1.0)), 0.0)
+        flat = (na.shape[0], self.cells * self.classes)
+        sums = diff.reshape(flat) @ self.membership
+        spread = var.reshape(flat) @ self.membership
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(spread > 0, sums / np.sqrt(np.where(spread > 0, spread, 1.0)), -np.inf)
+
+    def draw(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """`size` random reassignments: within each cell, as many conversations as the candidate
+        ran are picked at random to be the candidate's. Returns their statistics."""
+        na = np.zeros((size, self.cells, self.classes))
+        fa = np.zeros_like(na)
+        for c, counts, scored, fired in self.kinds:
+            if len(counts) == 1:
+                picked = np.full((size, 1), float(self.n_candidate[c]))
+            else:
+                picked = rng.multivariate_hypergeometric(counts, self.n_candidate[c], size=size).astype(float)
+            na[:, c] = picked @ scored
+            fa[:, c] = picked @ fired
+        return self.statistics(na, fa)
+
+    def observed(self) -> np.ndarray:
+        na = np.zeros((1, self.cells, self.classes))
+        fa = np.zeros_like(na)
+        mine = self.conv.candidate
+        np.add.at(na[0], self.conv.cell[mine], self.conv.scored[mine])
+        np.add.at(fa[0], self.conv.cell[mine], self.conv.fired[mine])
+        return self.statistics(na, fa)[0]
+
+
+def reassignments(family, hyp: np.ndarray, where: np.ndarray, weights: np.ndarray, most: int):
+    """How the reassignments of a `scoring.gate.stats.Family` are drawn: whole conversations when
+    the family has them, else each class's fired count within each cell on its own (a
+    hypergeometric draw given the cell's totals). `hyp` lists the hypotheses as (class, slice),
+    `where` the (cell, class) pairs that can vary, `weights` their weight in each hypothesis's
+    statistic (for the per-class draw). Returns draw(rng, size) -> reassignments x hypotheses,
+    and how many reassignments to draw at once (at most `most`)."""
+    fb, nb, fa, na = (np.asarray(a, np.int64) for a in (family.fired_base, family.scored_base,
+                                                         family.fired_cand, family.scored_cand))
+    if family.conversations is not None:
+        cells, classes = fb.shape
+        membership = np.zeros((cells * classes, len(hyp)))
+        for h, (k, g) in enumerate(hyp):
+            membership[np.arange(cells) * classes + k, h] = family.slices[g]
+        return Reassignment(family.conversations, cells, membership).draw, most
+    cell_of, class_of = where[:, 0], where[:, 1]
+    fired, total = fb + fa, nb + na
+    good, bad, drawn = fired[cell_of, class_of], (total - fired)[cell_of, class_of], na[cell_of, class_of]
+    scale = 1.0 / na[cell_of, class_of] + 1.0 / nb[cell_of, class_of]
+    shift = good / nb[cell_of, class_of]
+
+    def draw(rng: np.random.Generator, size: int) -> np.ndarray:
+        return (rng.hypergeometric(good, bad, drawn, size=(size, len(where))) * scale - shift) @ weights
+
+    return draw, most

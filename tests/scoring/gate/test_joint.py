@@ -1,0 +1,88 @@
+"""The permutation test reassigns whole conversations, every class at once (scoring.gate.joint):
+the statistics it observes are the ones the per-class test reports, a reassignment keeps each
+cell's sizes, and the max-T family keeps its level whatever the correlation between classes,
+where drawing each class on its own does not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scoring.gate import stats
+from scoring.gate.joint import Conversations, Reassignment
+
+
+def family_of(fired: np.ndarray, scored: np.ndarray, cell: np.ndarray, candidate: np.ndarray, cells: int,
+              slices: np.ndarray | None = None, joint: bool = True) -> stats.Family:
+    def counts(mask, what):
+        out = np.zeros((cells, what.shape[1]), int)
+        np.add.at(out, cell[mask], what[mask])
+        return out
+
+    slices = np.ones((1, cells), bool) if slices is None else slices
+    conv = Conversations(cell, candidate, fired & scored, scored)
+    return stats.Family(counts(~candidate, fired & scored), counts(~candidate, scored),
+                        counts(candidate, fired & scored), counts(candidate, scored), slices,
+                        conv if joint else None)
+
+
+def random_runs(rng, cells=12, reps=4, classes=3, rate=0.2, tied=False):
+    """Both runs from one distribution; `tied`: every class fires in the same conversations,
+    or (odd classes) in exactly the others, as strongly correlated as classes can be."""
+    cell = np.repeat(np.arange(cells), 2 * reps)
+    candidate = np.tile(np.r_[np.zeros(reps, bool), np.ones(reps, bool)], cells)
+    base = rng.random(len(cell)) < rate
+    fired = np.stack([base if not tied else (base if k % 2 == 0 else ~base) for k in range(classes)], 1) \
+        if tied else rng.random((len(cell), classes)) < rate
+    scored = rng.random((len(cell), classes)) > 0.05
+    return fired, scored, cell, candidate
+
+
+def test_the_observed_statistics_are_the_per_class_tests():
+    rng = np.random.default_rng(4)
+    fired, scored, cell, candidate = random_runs(rng)
+    family = family_of(fired, scored, cell, candidate, 12)
+    members, _, _, _, _, _, t, testable, _ = stats._hypotheses(family)
+    hyp = np.argwhere(testable)
+    membership = np.zeros((12 * 3, len(hyp)))
+    for h, (k, g) in enumerate(hyp):
+        membership[np.arange(12) * 3 + k, h] = family.slices[g]
+    observed = Reassignment(family.conversations, 12, membership).observed()
+    assert np.allclose(observed, t[testable])
+
+
+def test_a_reassignment_keeps_every_cells_sizes_and_moves_conversations_whole():
+    """Drawn by kinds of conversation, a reassignment gives the candidate as many conversations
+    of each cell as it ran, and per cell and class counts that some set of whole conversations has."""
+    rng = np.random.default_rng(5)
+    fired, scored, cell, candidate = random_runs(rng, reps=3, classes=2)
+    conv = Conversations(cell, candidate, fired & scored, scored)
+    joint = Reassignment(conv, 12, np.eye(24))
+    for c, counts, kind_scored, kind_fired in joint.kinds:
+        picked = rng.multivariate_hypergeometric(counts, joint.n_candidate[c], size=20)
+        assert (picked.sum(1) == 3).all() and (picked <= counts).all()
+    # The two classes' joint counts are those of whole conversations: fired implies scored.
+    for c, counts, kind_scored, kind_fired in joint.kinds:
+        assert (kind_fired <= kind_scored).all()
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_joint_reassignment_holds_the_family_level(tied):
+    """A/A pairs: the max-T gate over correlated classes flags at most alpha of them (plus
+    sampling error), and a test that cannot fail would flag none: the same pairs with a planted
+    rise in one class are flagged."""
+    rng = np.random.default_rng(11 if tied else 12)
+    alarms, caught, pairs = 0, 0, 150
+    for _ in range(pairs):
+        fired, scored, cell, candidate = random_runs(rng, classes=4, tied=tied)
+        tested = stats.compare(family_of(fired, scored, cell, candidate, 12), alpha=0.05, permutations=400,
+                               seed=int(rng.integers(1 << 30)))
+        alarms += bool(np.nanmin(tested.p_adjusted) < 0.05)
+        raised = fired.copy()
+        raised[candidate, 0] |= rng.random(candidate.sum()) < 0.35
+        tested = stats.compare(family_of(raised, scored, cell, candidate, 12), alpha=0.05, permutations=400,
+                               seed=int(rng.integers(1 << 30)))
+        caught += bool(tested.p_adjusted[0, 0] < 0.05)
+    # 150 pairs at a true 5%: above 14 alarms (9.3%) happens by chance less than 1% of the time.
+    assert alarms <= 14, alarms
+    assert caught >= 0.6 * pairs, caught
