@@ -212,7 +212,11 @@ def sql_holds(query: str, state: dict) -> bool:
             _answers.move_to_end(key)
             return _answers[key]
     try:
-        rows = run_select(parse_select(query), records, events)
+        select = parse_select(query)
+        if "records" not in state and "records" in duckdb.get_table_names(select):
+            raise QueryFailed("reads records, and the runtime gives no records as data (a state hook gives "
+                              "them: runtime.state)")
+        rows = run_select(select, records, events)
     except QueryRefused as exc:
         raise QueryFailed(str(exc)) from None
     except duckdb.Error as exc:

@@ -22,9 +22,22 @@ from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
     """Instantiate `module:Class` (or `path/to/file.py:Class`) with `options` as keyword arguments."""
+    factory = load_attribute(target, "module:Class")
+    try:
+        return factory(**(options or {}))
+    except TypeError as exc:
+        raise RuntimeUnavailable(f"runtime target {target!r}: bad runtime options: {exc}") from None
+    except Exception as exc:
+        # The runtime's own constructor refused its options (an unknown fault name, say).
+        raise RuntimeUnavailable(f"runtime target {target!r} refused [runtime.options]: "
+                                 f"{type(exc).__name__}: {exc}") from None
+
+
+def load_attribute(target: str, form: str = "module:name") -> Any:
+    """The object `module:name` (or `path/to/file.py:name`) names."""
     module_name, _, attr = target.partition(":")
     if not attr:
-        raise RuntimeUnavailable(f"runtime target {target!r} must look like 'module:Class'")
+        raise RuntimeUnavailable(f"runtime target {target!r} must look like {form!r}")
     try:
         if module_name.endswith(".py"):
             path = Path(module_name)
@@ -38,17 +51,10 @@ def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
             module = importlib.import_module(module_name)
     except ImportError as exc:
         raise RuntimeUnavailable(f"runtime target {target!r}: cannot import {module_name}: {exc}") from None
-    factory = getattr(module, attr, None)
-    if factory is None:
+    found = getattr(module, attr, None)
+    if found is None:
         raise RuntimeUnavailable(f"runtime target {target!r}: {module_name} has no {attr}")
-    try:
-        return factory(**(options or {}))
-    except TypeError as exc:
-        raise RuntimeUnavailable(f"runtime target {target!r}: bad runtime options: {exc}") from None
-    except Exception as exc:
-        # The runtime's own constructor refused its options (an unknown fault name, say).
-        raise RuntimeUnavailable(f"runtime target {target!r} refused [runtime.options]: "
-                                 f"{type(exc).__name__}: {exc}") from None
+    return found
 
 
 async def _call(fn, *args):
@@ -56,6 +62,18 @@ async def _call(fn, *args):
     if inspect.isawaitable(value):
         value = await value
     return value
+
+
+async def guarded(what: str, fn, *args) -> Any:
+    """`fn(*args)`, sync or async; whatever it raises is a `crash` fault with its traceback's tail."""
+    started = time.perf_counter()
+    try:
+        return await _call(fn, *args)
+    except Exception as exc:
+        tail = "".join(traceback.format_exception(exc)[-3:])
+        raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: {exc}",
+                           traceback=tail[-2000:],
+                           elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
 
 class PythonRuntime(Checked):
@@ -74,14 +92,7 @@ class PythonRuntime(Checked):
         return check_health(await _call(self.runtime.health), self.description)
 
     async def _guarded(self, what: str, fn, *args) -> Any:
-        started = time.perf_counter()
-        try:
-            return await _call(fn, *args)
-        except Exception as exc:
-            tail = "".join(traceback.format_exception(exc)[-3:])
-            raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: {exc}",
-                               traceback=tail[-2000:],
-                               elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
+        return await guarded(what, fn, *args)
 
     def _answer(self, value: Any, what: str) -> Any:
         return as_json(value, what, self.max_result_bytes)
