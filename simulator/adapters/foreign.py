@@ -43,6 +43,7 @@ class ForeignRuntime(Checked):
     (`_reply`) and how the assistant is made ready (`_ready`)."""
 
     description = "foreign"
+    builds_state = True      # its state is simrun's, made from spans and a hook: never a protocol violation
 
     def __init__(self, *, tools: dict[str, Tool] | None = None, traces: bool = False, trace_wait_s: float = 2.0,
                  state: str | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:

@@ -93,6 +93,7 @@ def register(app: typer.Typer) -> None:
         for name, n in report.field_presence().items():
             fields.add_row(name, f"{n}/{answered}", style=None if n == answered else "yellow")
         out.print(fields)
+        print_ladder(report)
         unverifiable = report.unverifiable()
         if unverifiable:
             out.print("UNVERIFIABLE in a run (never counted as passes):", style="yellow")
@@ -107,6 +108,18 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
         out.print("protocol 1 kept", style="green")
 
+
+    def print_ladder(report) -> None:
+        """The evidence ladder: the rung the runtime reaches, what each rung checks, how to climb."""
+        level = report.level()
+        ladder = Table(title=f"evidence: level {level} of 4 ({report.ladder()[level].name})", title_justify="left")
+        for col in ("level", "evidence", "", "checks in full", "in part"):
+            ladder.add_column(col)
+        for rung in report.ladder():
+            mark = "reached" if rung.level <= level else ("given" if rung.given else "to reach: " + rung.how)
+            ladder.add_row(str(rung.level), rung.name, mark, ", ".join(rung.checks) or "–",
+                           "; ".join(rung.partly) or "–", style=None if rung.level <= level else "yellow")
+        out.print(ladder)
 
     @app.command("plan")
     def plan_command(
