@@ -53,7 +53,9 @@ class CallableRuntime(ForeignRuntime):
             raise RuntimeUnavailable(f"runtime target {target!r} is a {type(function).__name__}, not a function")
         self.function = function
         self.description = f"callable:{target}"
-        # The in-process assistant's exporter reads where to send its spans from the environment.
+        # The in-process assistant's exporter reads where to send its spans from the environment;
+        # what was there before is put back when the runtime is closed.
+        self._saved_environment = {name: os.environ.get(name) for name in self.trace_environment()}
         os.environ.update(self.trace_environment())
 
     async def _reply(self, messages: list[dict[str, str]], session: dict[str, Any]) -> Any:
@@ -64,3 +66,10 @@ class CallableRuntime(ForeignRuntime):
                 return await guarded("turn", function, messages, session)
             # asyncio.to_thread carries the current context (the trace's) into the thread.
             return await guarded("turn", asyncio.to_thread, function, messages, session)
+
+    async def _close_transport(self) -> None:
+        for name, value in self._saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

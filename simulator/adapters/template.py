@@ -10,8 +10,8 @@ chat: an OpenAI-compatible chat-completions endpoint as the assistant: the templ
 reply at `/choices/0/message/content`.
 
 Every request carries the turn's `traceparent` and an `X-Simrun-Session` header. With
-`runtime.command`, simrun starts the endpoint itself (`{port}` filled in, in the command and the
-URL), with `OTEL_EXPORTER_OTLP_ENDPOINT` set to its trace receiver, waits until the port takes
+`runtime.command`, simrun starts the endpoint itself (`{port}` filled in, in the command, the
+URL and a state hook's URL), with `OTEL_EXPORTER_OTLP_ENDPOINT` set to its trace receiver, waits until the port takes
 connections, and stops it at the end. Every way a request fails is a `RuntimeFault` with its
 evidence, as over the http transport.
 """
@@ -73,6 +73,8 @@ class TemplateRuntime(ForeignRuntime):
             self.port = free_port()
             command = [part.replace("{port}", str(self.port)) for part in command]
             url = url.replace("{port}", str(self.port))
+            if self.state_hook is not None:
+                self.state_hook = self.state_hook.replace("{port}", str(self.port))
             self.process = ManagedProcess(command, env={**(env or {}), **self.trace_environment()}, cwd=cwd)
         self.url, self.body, self.reply_at = url, body, reply
         self.description = f"{kind}:{url}"
