@@ -116,10 +116,14 @@ def register(app: typer.Typer) -> None:
         for col in ("level", "evidence", "", "checks in full", "in part"):
             ladder.add_column(col)
         for rung in report.ladder():
-            mark = "reached" if rung.level <= level else ("given" if rung.given else "to reach: " + rung.how)
+            mark = "reached" if rung.level <= level else ("given" if rung.given else "not given")
             ladder.add_row(str(rung.level), rung.name, mark, ", ".join(rung.checks) or "–",
                            "; ".join(rung.partly) or "–", style=None if rung.level <= level else "yellow")
         out.print(ladder)
+        if level + 1 < len(report.ladder()):
+            rung = report.ladder()[level + 1]
+            out.print(f"to reach level {rung.level} ({rung.name}): {rung.how}", highlight=False, markup=False,
+                      soft_wrap=True)
 
     @app.command("plan")
     def plan_command(
