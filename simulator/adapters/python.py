@@ -91,33 +91,30 @@ class PythonRuntime(Checked):
             raise RuntimeUnavailable(f"{self.description}: the runtime has no health() method")
         return check_health(await _call(self.runtime.health), self.description)
 
-    async def _guarded(self, what: str, fn, *args) -> Any:
-        return await guarded(what, fn, *args)
-
     def _answer(self, value: Any, what: str) -> Any:
         return as_json(value, what, self.max_result_bytes)
 
     async def start(self, request: dict[str, Any]) -> str:
-        return self._started(self._answer(await self._guarded("start", self.runtime.start, as_json(request, "start")),
+        return self._started(self._answer(await guarded("start", self.runtime.start, as_json(request, "start")),
                                           "start reply"))
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self._turn(self._answer(await self._guarded("turn", self.runtime.turn, session, payload),
+        return self._turn(self._answer(await guarded("turn", self.runtime.turn, session, payload),
                                        "turn result"))
 
     async def state(self, session: str) -> dict[str, Any] | None:
         if not hasattr(self.runtime, "state"):
             return None
-        return self._state(self._answer(await self._guarded("state", self.runtime.state, session), "state"))
+        return self._state(self._answer(await guarded("state", self.runtime.state, session), "state"))
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         if not hasattr(self.runtime, "audit"):
             return None
-        return self._audit(self._answer(await self._guarded("audit", self.runtime.audit, session), "audit"))
+        return self._audit(self._answer(await guarded("audit", self.runtime.audit, session), "audit"))
 
     async def close(self, session: str) -> None:
         if hasattr(self.runtime, "close"):
-            await self._guarded("close", self.runtime.close, session)
+            await guarded("close", self.runtime.close, session)
 
     async def aclose(self) -> None:
         return None
