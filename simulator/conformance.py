@@ -10,6 +10,7 @@ offer that has expired, and one of its questions.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ class Conformance:
     violations: list[Violation] = field(default_factory=list)
     audit: list[dict] | None = None
     crash: dict[str, Any] | None = None     # the evidence of a turn the runtime failed
+    traces: dict[str, int] | None = None    # what the trace receiver saw, for a runtime read through its traces
 
     @property
     def ok(self) -> bool:
@@ -59,8 +61,9 @@ class Conformance:
         answered = [t for t in self.turns if isinstance(t.result, dict)]
         gone = {name for name, n in self.field_presence().items() if n < len(answered)}
         states = [t.state for t in self.turns if isinstance(t.state, dict)]
-        if not any(isinstance(s.get("events"), list) for s in states):
-            gone.add("events")
+        if not any(isinstance(s.get("events"), list) for s in states) or (self.traces is not None
+                                                                           and not self.traces["spans"]):
+            gone.add("events")     # (events read from traces, where none came, are not given)
         if not any(isinstance(s.get("records"), dict) for s in states):
             gone.add("records")
         if self.operations.get("audit") != "supplied":
@@ -129,6 +132,9 @@ async def check_runtime(runtime: RuntimeAdapter, goal: Goal | None = None) -> Co
     try:
         return await _converse(runtime, goal, report)
     finally:
+        book = getattr(runtime, "book", None)
+        if book is not None:
+            report.traces = dataclasses.asdict(book.counts)
         await runtime.aclose()
 
 

@@ -120,6 +120,15 @@ def register(app: typer.Typer) -> None:
             ladder.add_row(str(rung.level), rung.name, mark, ", ".join(rung.checks) or "–",
                            "; ".join(rung.partly) or "–", style=None if rung.level <= level else "yellow")
         out.print(ladder)
+        if report.traces is not None and not report.traces["spans"]:
+            out.print("traces: no span arrived; point the assistant's OpenTelemetry exporter at simrun "
+                      "(OTEL_EXPORTER_OTLP_ENDPOINT, which simrun sets for a command it starts and for a callable)",
+                      style="yellow", highlight=False, markup=False, soft_wrap=True)
+        elif report.traces is not None:
+            t = report.traces
+            out.print(f"traces: {t['spans']} spans, {t['tool_events']} tool calls kept as events, {t['reads']} reads, "
+                      f"{t['orphans']} of no turn, {t['bad']} unreadable, {t['dropped']} past a turn's limit",
+                      highlight=False, soft_wrap=True)
         if level + 1 < len(report.ladder()):
             rung = report.ladder()[level + 1]
             out.print(f"to reach level {rung.level} ({rung.name}): {rung.how}", highlight=False, markup=False,

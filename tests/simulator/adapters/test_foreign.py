@@ -188,3 +188,11 @@ def test_the_scripted_user_hears_an_argument_asked_for_by_name():
     assert asked_by_name("I changed the date.", step) == []              # no question put
     assert asked_by_name("How many, what count?", step) == []             # no `answers` for count
     assert asked_by_name("Update the mandate?", step) == []               # a word, not a part of one
+
+
+def test_check_runtime_says_when_an_assistant_sends_no_span():
+    from simulator.conformance import check_runtime
+
+    report = asyncio.run(check_runtime(CallableRuntime(f"{__name__}:sync_agent", traces=True, trace_wait_s=0)))
+    assert report.traces is not None and report.traces["spans"] == 0
+    assert report.level() == 0 and "wrong_record" in report.unverifiable()    # no span: no events
