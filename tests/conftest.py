@@ -164,9 +164,8 @@ def desk_model_url():
 @pytest.fixture()
 def desk_env(monkeypatch, desk_model_url, tmp_path):
     """The foreign agent's settings: its model, a wrong record planted in a fifth of its write
-    turns, and the file it lists them in (returned)."""
+    calls, and the file it lists them in (returned)."""
     monkeypatch.setenv("FOREIGN_MODEL_URL", desk_model_url)
     monkeypatch.setenv("FOREIGN_WRONG_RECORD", "0.2")
-    monkeypatch.setenv("FOREIGN_FAULT_SEED", "7")
     monkeypatch.setenv("FOREIGN_PLANTED_LOG", str(tmp_path / "planted.txt"))
     return tmp_path / "planted.txt"

@@ -35,6 +35,9 @@ from tests.fixtures.model_api import FakeModelAPI
 FOREIGN = ROOT / "tests" / "fixtures" / "foreign"
 TOOLS = {"change_date": Tool("booking_id"), "add_guests": Tool("booking_id"), "cancel_booking": Tool("booking_id"),
          "get_booking": Tool(read_only=True)}
+# The wait ends when the agent's own span for the turn arrives; a long bound keeps a loaded
+# machine's slow exporter from leaving a turn's events out of the store read after it.
+TRACE_WAIT_S = 15.0
 AGENT = [sys.executable, "-m", "tests.fixtures.foreign_agent", "--port", "{port}"]
 # What the agent gives no data for, and why each of these classes is UNVERIFIABLE.
 REASONS = {"not_understood": "the runtime does not say whether it understood a message (understood)",
@@ -59,7 +62,9 @@ def judged(db: Path, dataset, runtime, user, repetitions: int) -> dict:
                                         budget=Decimal(1), concurrency=4)).run_id
         got = {cid: {"end": end, "reached": reached, "session": session, "goal": cid.split("/")[1],
                      "error": json.loads(error) if error else None, "wrong": set(), "checks": {},
-                     "records": (json.loads(final) or {}).get("records") if final else None}
+                     "records": (json.loads(final) or {}).get("records") if final else None,
+                     "writes": sum(1 for e in ((json.loads(final) or {}).get("events") or []) if final
+                                   and e["operation"] in foreign_agent.WRITES)}
                for cid, end, reached, session, error, final in store.con.execute(
                    "SELECT conversation_id, end_reason, goal_reached, session_id, error, final_state "
                    "FROM conversations WHERE run_id = ?", [run_id]).fetchall()}
@@ -84,6 +89,8 @@ def assert_judged_as_planted(got: dict, log: Path) -> None:
     gives no evidence for UNVERIFIABLE, each with its reason."""
     found = {(c["session"], turn) for c in got.values() for turn in c["wrong"]}
     assert found == planted(log) and found, (found, planted(log))
+    # Exactly a fifth of the write calls (each one a store event, from its span).
+    assert len(found) == sum(c["writes"] for c in got.values()) // 5
     crashed = [c for c in got.values() if c["end"] == "runtime_error"]
     assert crashed and all(c["goal"] == "cancel-broken" for c in crashed)
     for c in got.values():
@@ -101,7 +108,8 @@ def assert_judged_as_planted(got: dict, log: Path) -> None:
 
 
 def test_a_tool_calling_agent_is_judged_from_its_spans_as_a_callable(tmp_path, foreign, desk_env):
-    runtime = CallableRuntime("tests.fixtures.foreign_agent:reply", tools=TOOLS, traces=True)
+    runtime = CallableRuntime("tests.fixtures.foreign_agent:reply", tools=TOOLS, traces=True,
+                              trace_wait_s=TRACE_WAIT_S)
     got = judged(tmp_path / "c.duckdb", foreign, runtime, ScriptedUser(), repetitions=4)
     desk = next(d for key, d in foreign_agent._desks.items() if key[-1] == str(desk_env))
     for c in got.values():     # the agent's own store, to check the goal decided from its spans against
@@ -121,8 +129,9 @@ def test_the_same_agent_over_an_openai_compatible_endpoint_with_a_model_user(tmp
                      output="json_schema")
     runtime = ChatRuntime(url="http://127.0.0.1:{port}/v1", model="desk", command=AGENT, cwd=str(ROOT),
                           env={"FOREIGN_MODEL_URL": desk_model_url, "FOREIGN_WRONG_RECORD": "0.2",
-                               "FOREIGN_FAULT_SEED": "7", "FOREIGN_PLANTED_LOG": str(desk_env)},
-                          tools=TOOLS, traces=True, state="http://127.0.0.1:{port}/state/{session}")
+                               "FOREIGN_PLANTED_LOG": str(desk_env)},
+                          tools=TOOLS, traces=True, trace_wait_s=TRACE_WAIT_S,
+                          state="http://127.0.0.1:{port}/state/{session}")
     got = judged(tmp_path / "e.duckdb", foreign, runtime, user, repetitions=4)
     for c in assert_judged_as_planted(got, desk_env):
         # The endpoint answered 500 with its traceback (as Starlette's debug mode writes it).
