@@ -47,7 +47,7 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
             elif event.get("record") in records:
                 tally.ok()
             elif prior is None:
-                tally.unknown("no store was read before the turn, so the record may be new in it")   # the record may be new in this turn: nothing says it was not
+                tally.unknown("no store was read before the turn, so the record may be new in it")
             else:
                 tally.found(turn.index, f"wrote {event.get('record')} while the turn addressed "
                             f"{', '.join(sorted(records))} (by its {how})", event=event,
@@ -119,7 +119,7 @@ def card_not_actionable(transcript: Transcript, goal: Goal, persona: Persona) ->
         carried = block_ids(turn.result)
         missing = [m for m in mentions if m not in carried]
         if missing and (get(turn.result, "card") is MISSING or get(turn.result, "next_steps") is MISSING):
-            tally.unknown("the reply names blocks, and the turn left out its cards or offers")   # what it names may be in the blocks the turn left out
+            tally.unknown("the reply names blocks, and the turn left out its cards or offers")
         elif missing:
             tally.found(turn.index, f"the reply names {', '.join(map(str, missing))}, which the turn "
                         "does not carry", mentions=mentions, missing=missing)
@@ -182,7 +182,8 @@ def integrity_leak(transcript: Transcript, goal: Goal, persona: Persona) -> Chec
         verdicts = get(turn.result, "verdicts")
         refused = verdicts.get("refusal_emitted", MISSING) if isinstance(verdicts, dict) else MISSING
         if not isinstance(refused, bool):
-            tally.unknown("a message had to be refused, and the runtime gives no refusal verdict as data (verdicts.refusal_emitted)")
+            tally.unknown("a message had to be refused, and the runtime gives no refusal verdict as data "
+                          "(verdicts.refusal_emitted)")
         elif not refused:
             tally.found(turn.index, f"a required refusal was not given ({why['because']})",
                         reply=turn.result.get("reply"), **why)

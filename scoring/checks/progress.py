@@ -191,7 +191,8 @@ def unanswered(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRes
         if not held:
             tally.ok()        # nothing to answer from the store, or the reply says it in words
         elif answer is MISSING:
-            tally.unknown("the runtime does not say whether it answered (answer), and the reply does not carry the value")   # the reply does not say whether it could answer
+            tally.unknown("the runtime does not say whether it answered (answer), and the reply does not "
+                          "carry the value")
         else:
             tally.found(turn.index, "answered 'unavailable' while the store holds the answer", held=held)
     return tally.result()
