@@ -81,7 +81,8 @@ def fill(store: Store, runs: int) -> int:
         WHERE g < b.goals""")
     classes = ", ".join(f"('{c}', '{kind_of(c)}', {n})" for n, c in enumerate(ALL_CLASSES))
     store.con.execute(f"""
-        INSERT INTO checks
+        INSERT INTO checks (run_id, conversation_id, class, kind, status, occurrences, checked_turns,
+                            unverifiable_turns)
         SELECT c.run_id, c.conversation_id, x.cls, x.kind,
                CASE WHEN x.kind = 'guarantee' AND hash(c.conversation_id, c.run_id, x.cls) % 100000 < 3
                          THEN 'fired'

@@ -47,7 +47,8 @@ def fill(store: Store, turns: int) -> int:
         FROM range({conversations}) t(i), range(1, 4) u(k)""")
     classes = ", ".join(f"('{c}', '{kind_of(c)}')" for c in ALL_CLASSES)
     con.execute(f"""
-        INSERT INTO checks
+        INSERT INTO checks (run_id, conversation_id, class, kind, status, occurrences, checked_turns,
+                            unverifiable_turns)
         SELECT 'r20260101-000000-5e7e71', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70), c.cls, c.kind,
                CASE WHEN (i + length(c.cls)) % 37 = 0 THEN 'fired' ELSE 'clean' END,
                CASE WHEN (i + length(c.cls)) % 37 = 0 THEN 1 ELSE 0 END, 3, 0

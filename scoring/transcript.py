@@ -86,6 +86,7 @@ class CheckResult:
     findings: tuple[Finding, ...] = ()
     checked_turns: int = 0          # turns where the evidence was there
     unverifiable_turns: int = 0     # turns where it was missing
+    reason: str | None = None       # why it was missing ("the runtime gives no offers as data")
 
     @property
     def status(self) -> str:

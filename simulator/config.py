@@ -109,13 +109,30 @@ class RunSection(_Model):
         return list(clean_labels(value))
 
 
+class ToolSection(_Model):
+    """How a tool the runtime calls (read from its traces) is turned into a store event."""
+
+    record: str | None = Field(None, description=(
+        "The argument that names the record it writes (`booking_id`), or a template over its "
+        "arguments (`booking:{booking_id}`)."))
+    read_only: bool = Field(False, description="The tool only reads: its calls are not events.")
+
+
+FOREIGN = ("callable", "chat", "template")     # transports with no protocol code (docs/any-assistant.md)
+
+
 class RuntimeSection(_Model):
-    transport: Literal["python", "http", "stdio"] = Field("python", description="How the runtime is reached.")
-    target: str = Field("tripdesk:TripDesk", description="python: module:Class (or file.py:Class).")
+    transport: Literal["python", "http", "stdio", "callable", "chat", "template"] = Field(
+        "python", description="How the runtime is reached.")
+    target: str = Field("tripdesk:TripDesk", description=(
+        "python: module:Class (or file.py:Class); callable: module:function."))
     options: dict[str, Any] = Field(default_factory=dict, description="python: keyword arguments for the runtime.")
-    url: str | None = Field(None, description="http: the base URL of a runtime that is already running.")
+    url: str | None = Field(None, description=(
+        "http: the base URL of a runtime that is already running; chat: the OpenAI-compatible base URL "
+        "(http://host/v1); template: the endpoint each turn is POSTed to. {port}: the port of a started command."))
     command: list[str] | str | None = Field(
-        None, description="http: the command simrun starts ({port} is replaced); stdio: the child to run.")
+        None, description=("http, chat, template: the command simrun starts ({port} is replaced); stdio: the "
+                           "child to run."))
     cwd: str | None = Field(None, description=(
         "The started command's working directory (default: the folder of simrun.toml; relative to it)."))
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the started command.")
@@ -126,6 +143,21 @@ class RuntimeSection(_Model):
     max_result_bytes: int = Field(
         1 << 20, ge=1024, le=1 << 30,
         description="The most of any one answer simrun reads; a larger one ends its conversation as runtime_error.")
+    model: str | None = Field(None, description="chat: the model name sent with every request.")
+    body: dict[str, Any] | None = Field(None, description=(
+        "template: the JSON request body; {message}, {messages} and {session} are filled in each turn."))
+    reply: str | None = Field(None, description=(
+        "template: JSON pointer to the reply's text in the answer (chat: /choices/0/message/content)."))
+    tools: dict[str, ToolSection] = Field(default_factory=dict, description=(
+        "callable, chat, template: tool name -> how its calls (from the runtime's traces) become events."))
+    traces: bool | None = Field(None, description=(
+        "callable, chat, template: receive the runtime's OpenTelemetry traces (default: when tools are set)."))
+    trace_wait_s: float = Field(2.0, ge=0, le=60, description=(
+        "Most seconds to wait after a reply for the turn's spans (until the runtime's own span for the turn "
+        "has arrived)."))
+    state: str | None = Field(None, description=(
+        "callable, chat, template: a hook that returns the session's records: module:function(session) or "
+        "a URL ({session} is filled in)."))
 
     @model_validator(mode="after")
     def _transport_needs(self) -> "RuntimeSection":
@@ -134,7 +166,24 @@ class RuntimeSection(_Model):
                              "(simrun starts it)")
         if self.transport == "stdio" and not self.command:
             raise ValueError("the stdio transport needs command, the program to run")
+        if self.transport in ("chat", "template") and self.url is None:
+            raise ValueError(f"the {self.transport} transport needs url, the endpoint to send each turn to "
+                             "(with command, simrun starts it first; {port} is filled in)")
+        if self.transport == "chat" and not self.model:
+            raise ValueError("the chat transport needs model, the model name to send")
+        if self.transport == "template" and (self.body is None or not self.reply):
+            raise ValueError("the template transport needs body (the request, with {message}, {messages} or "
+                             "{session} in it) and reply (a JSON pointer to the reply's text, e.g. /output/text)")
+        if self.reply is not None and self.reply and not self.reply.startswith("/"):
+            raise ValueError(f"reply {self.reply!r} is not a JSON pointer: it starts with / (e.g. /output/text)")
+        if (self.tools or self.traces or self.state) and self.transport not in FOREIGN:
+            raise ValueError(f"tools, traces and state are for the {', '.join(FOREIGN)} transports; a "
+                             f"{self.transport} runtime gives its events and records through the protocol")
         return self
+
+    @property
+    def wants_traces(self) -> bool:
+        return bool(self.tools) if self.traces is None else self.traces
 
 
 class UserSection(_Model):

@@ -1,6 +1,7 @@
 """`simrun check-runtime`: a short conformance conversation against any runtime.
 
-It says which protocol operations and turn-result fields the runtime supplies, which classes
+It says which protocol operations and turn-result fields the runtime supplies, the rung of the
+evidence ladder it reaches (simulator/ladder.py) and what the next rung would add, which classes
 and guarantees will therefore be UNVERIFIABLE in a run (and for want of which evidence), and
 every protocol violation it saw, with the offending JSON. The conversation follows the project's
 first goal (or the one named): its first request, a click on the first offer, a click on an
@@ -9,6 +10,7 @@ offer that has expired, and one of its questions.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,24 +23,10 @@ from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
 from scoring.errors import RuntimeFault
 from scoring import secrets
+from simulator.ladder import NEEDS, Rung, level_of, rungs
 
-# The evidence each check reads (CLASSES.md); "state" and "audit" are operations, the rest
-# turn-result fields.
-NEEDS: dict[str, tuple[str, ...]] = {
-    "dead_end": ("ask", "next_steps", "card"),
-    "loop": ("ask",),
-    "refused_offer": ("taken_offer", "next_steps", "card", "state"),
-    "not_understood": ("understood",),
-    "unanswered": ("answer", "state"),
-    "wrong_record": ("state", "next_steps", "card", "ask", "taken_offer"),
-    "stale_click": ("next_steps", "card", "state"),
-    "phantom_receipt": ("receipts", "state"),
-    "card_not_actionable": ("mentions", "card", "next_steps"),
-    "refusal_with_hedge": ("verdicts",),
-    "audit_gap": ("audit",),
-    "integrity_leak": ("verdicts",),
-    "goal_reached": ("state",),
-}
+__all__ = ["NEEDS", "Conformance", "check_runtime"]
+
 PROBE_PERSONA = Persona(id="conformance", name="Conformance probe")
 
 
@@ -58,6 +46,7 @@ class Conformance:
     violations: list[Violation] = field(default_factory=list)
     audit: list[dict] | None = None
     crash: dict[str, Any] | None = None     # the evidence of a turn the runtime failed
+    traces: dict[str, int] | None = None    # what the trace receiver saw, for a runtime read through its traces
 
     @property
     def ok(self) -> bool:
@@ -68,11 +57,30 @@ class Conformance:
         return {name: sum(1 for r in answered if name in r) for name in TURN_FIELDS}
 
     def missing(self) -> set[str]:
-        """Evidence the runtime did not give in every turn (fields) or at all (operations)."""
+        """Evidence the runtime did not give in every turn (fields), or at all (the store's
+        events and records, the audit stream)."""
         answered = [t for t in self.turns if isinstance(t.result, dict)]
         gone = {name for name, n in self.field_presence().items() if n < len(answered)}
-        gone |= {op for op in ("state", "audit") if self.operations.get(op) != "supplied"}
+        states = [t.state for t in self.turns if isinstance(t.state, dict)]
+        if not any(isinstance(s.get("events"), list) for s in states) or (self.traces is not None
+                                                                           and not self.traces["spans"]):
+            gone.add("events")     # (events read from traces, where none came, are not given)
+        if not any(isinstance(s.get("records"), dict) for s in states):
+            gone.add("records")
+        if self.operations.get("audit") != "supplied":
+            gone.add("audit")
         return gone
+
+    def given(self) -> set[str]:
+        """The evidence the runtime gave: the names of the ladder (simulator/ladder.py)."""
+        names = {e for needs in NEEDS.values() for e in needs} | {"reply"}
+        return names - self.missing() if any(t.result is not None for t in self.turns) else set()
+
+    def level(self) -> int:
+        return level_of(self.given())
+
+    def ladder(self) -> list[Rung]:
+        return rungs(self.given())
 
     def unverifiable(self) -> dict[str, list[str]]:
         gone = self.missing()
@@ -125,6 +133,9 @@ async def check_runtime(runtime: RuntimeAdapter, goal: Goal | None = None) -> Co
     try:
         return await _converse(runtime, goal, report)
     finally:
+        book = getattr(runtime, "book", None)
+        if book is not None:
+            report.traces = dataclasses.asdict(book.counts)
         await runtime.aclose()
 
 
@@ -133,6 +144,9 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
         for problem in violations(model, value):
             report.violations.append(Violation(where, problem, _json(value)))
 
+    # A runtime with no protocol code has its state built by simrun, from what it gives (tool
+    # spans, a state hook): what is absent there is a rung not reached, not a violation.
+    state_model = None if getattr(runtime, "builds_state", False) else State
     report.health = check_health(await runtime.health(), runtime.description)
     report.operations["health"] = "supplied"
     setup = json.loads(canonical_json(goal.setup)) if goal else {}
@@ -166,7 +180,7 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
                                                _json(result)))
         else:
             note(f"turn {turn_no}", TurnResult, result)
-        state = await _optional(runtime.state, session, report, "state", note, State)
+        state = await _optional(runtime.state, session, report, "state", note, state_model)
         results.append(result)
         report.turns.append(TurnRecord(turn_no, user, result if isinstance(result, dict) else None, state))
     if report.crash is not None and (report.crash["kind"] in GONE or report.crash.get("collateral")):
@@ -174,7 +188,7 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
             report.operations.setdefault(op, f"not called: the runtime was gone after turn {report.crash['turn']}")
         return report
     if "state" not in report.operations:    # a turn failed before the store was ever read
-        await _optional(runtime.state, session, report, "state", note, State)
+        await _optional(runtime.state, session, report, "state", note, state_model)
     audit = await _optional(runtime.audit, session, report, "audit", note, Audit, wrap="turns")
     report.audit = audit
     if isinstance(audit, list):
@@ -201,5 +215,6 @@ async def _optional(method, session, report, op, note, model, wrap: str | None =
         report.operations[op] = "not supported (404)"
         return None
     report.operations[op] = "supplied"
-    note(op, model, {wrap: value} if wrap else value)
+    if model is not None:
+        note(op, model, {wrap: value} if wrap else value)
     return value

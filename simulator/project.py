@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from scoring import secrets
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
-from simulator.config import Budgets, Project, RuntimeSection, load_budgets, load_project
+from simulator.config import FOREIGN, Budgets, Project, RuntimeSection, load_budgets, load_project
 from scoring.dataset.files import Dataset, load_dataset
 from scoring.errors import ConfigError, SimrunError
 from scoring.gate.baseline import baseline_from_git, load_baseline
@@ -203,9 +203,16 @@ def runtime_summary(runtime: RuntimeSection) -> dict[str, Any]:
     summary = {"transport": runtime.transport, "timeout_s": runtime.timeout_s}
     if runtime.transport == "python":
         summary |= {"target": runtime.target, "options": runtime.options}
+    elif runtime.transport == "callable":
+        summary |= {"target": runtime.target}
     else:
         summary |= {"url": runtime.url, "command": command_list(runtime.command), "cwd": runtime.cwd,
                     "env": sorted(runtime.env), "headers": sorted(runtime.headers)}
+    if runtime.transport in ("chat", "template"):
+        summary |= {"model": runtime.model, "body": runtime.body, "reply": runtime.reply}
+    if runtime.transport in FOREIGN:
+        summary |= {"tools": {name: tool.model_dump() for name, tool in runtime.tools.items()},
+                    "traces": runtime.wants_traces, "state": runtime.state}
     return summary
 
 
@@ -215,20 +222,43 @@ def runtime_for(plan: Plan):
     if rt.transport == "python":
         return PythonRuntime.from_target(rt.target, rt.options, max_result_bytes=rt.max_result_bytes)
     env = {k: expand(v, f"runtime.env.{k}") for k, v in rt.env.items()}
+    headers = {k: expand(v, f"runtime.headers.{k}") for k, v in rt.headers.items()}
+    for name, value in headers.items():
+        secrets.register_header(name, value)
+    secrets.register_url(rt.url)
+    if rt.transport in FOREIGN:
+        return foreign_runtime(rt, env, headers, plan.concurrency)
     if rt.transport == "http":
         # Imported here: aiohttp takes a third of a second to import, which commands that reach
         # no runtime over HTTP (`simrun --help`, `runs`, `gate`, a python or stdio runtime) need not pay.
         from simulator.adapters.http import HttpRuntime
 
-        headers = {k: expand(v, f"runtime.headers.{k}") for k, v in rt.headers.items()}
-        for name, value in headers.items():
-            secrets.register_header(name, value)
-        secrets.register_url(rt.url)
         return HttpRuntime(url=rt.url, command=command_list(rt.command), env=env, cwd=rt.cwd,
                            timeout_s=rt.timeout_s, startup_timeout_s=rt.startup_timeout_s, headers=headers,
                            concurrency=plan.concurrency, max_result_bytes=rt.max_result_bytes)
     return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s,
                         max_result_bytes=rt.max_result_bytes)
+
+
+def foreign_runtime(rt: RuntimeSection, env: dict[str, str], headers: dict[str, str], concurrency: int):
+    """An assistant with no protocol code: a function, an OpenAI-compatible endpoint, or any JSON
+    endpoint through a body template (docs/any-assistant.md)."""
+    from simulator.adapters.spans import Tool
+
+    settings = {"tools": {name: Tool(t.record, t.read_only) for name, t in rt.tools.items()},
+                "traces": rt.wants_traces, "trace_wait_s": rt.trace_wait_s, "state": rt.state,
+                "max_result_bytes": rt.max_result_bytes}
+    if rt.transport == "callable":
+        from simulator.adapters.callable import CallableRuntime
+
+        return CallableRuntime(rt.target, **settings)
+    from simulator.adapters.template import ChatRuntime, TemplateRuntime
+
+    http = {"url": rt.url, "headers": headers, "command": command_list(rt.command), "env": env, "cwd": rt.cwd,
+            "timeout_s": rt.timeout_s, "startup_timeout_s": rt.startup_timeout_s, "concurrency": concurrency}
+    if rt.transport == "chat":
+        return ChatRuntime(model=rt.model, **http, **settings)
+    return TemplateRuntime(body=rt.body, reply=rt.reply, **http, **settings)
 
 
 def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None, limiter=None) -> UserBackend:

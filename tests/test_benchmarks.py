@@ -21,6 +21,7 @@ SMALL = {
     "throughput.py": (["--latency", "0.05", "--concurrency", "4", "--waves", "1"],
                       r"\n\s+4\s+\d+\s+[\d,]+\s+[\d,]+\s+[\d.]+%"),
     "prompt_caching.py": (["--repetitions", "1"], r"\d+%"),
+    "trace_receiver.py": (["--turns", "20"], r"ratio, with / without: [\d.]+x"),
     "real_model.py": (["--fake"], r"ledger: runs.spent \$[\d.]+; sum of \d+ stored calls \$[\d.]+; equal"),
     # A Ray cluster of its own, never one another test (or the machine) runs.
     "ray_scaling.py": (["--rounds", "1", "--repetitions", "1", "--in-flight", "4", "--waves", "1", "--latency", "0.005",

@@ -46,7 +46,7 @@ def audit_gap(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResu
     turns = answered_turns(transcript)
     if transcript.audit is None:
         for _ in turns:
-            tally.unknown()
+            tally.unknown("the runtime keeps no audit stream")
         return tally.result()
     filed = _filed(transcript.audit)
     replies = {t.index: _said(t.result.get("reply")) for t in turns}

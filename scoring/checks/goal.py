@@ -2,7 +2,9 @@
 
 A goal's success is three kinds of check, all of which must hold:
 - record matches: a record (by id, or any record) holds the expected fields;
-- SQL: DuckDB queries over two tables built from the store, each returning true:
+- SQL: DuckDB queries over two tables built from the store, each returning true (a runtime
+  that gives events but no records, one read through its traces, decides a query over `events`
+  alone; one that reads `records` is UNVERIFIABLE there):
     records(id VARCHAR, type VARCHAR, data JSON)
     events(id VARCHAR, turn INTEGER, operation VARCHAR, record VARCHAR, status VARCHAR,
            offer VARCHAR, reason VARCHAR, arguments JSON)
@@ -56,9 +58,13 @@ def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
 
 def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple[bool | None, str]:
     """(reached, why). reached is None when the store gives no state to check."""
-    if state is None or not isinstance(state.get("records"), dict):
+    if state is None or not (isinstance(state.get("records"), dict) or isinstance(state.get("events"), list)):
         return None, "UNVERIFIABLE: the runtime exposes no store state"
-    records = state["records"]
+    records = state.get("records")
+    if not isinstance(records, dict) and (goal.success.records or goal.success.answered):
+        # Tool events alone (a runtime read through its traces): what needs records cannot be decided.
+        return None, ("UNVERIFIABLE: the goal checks records, and the runtime gives no records as data "
+                      "(a state hook gives them: runtime.state)")
     for i, check in enumerate(goal.success.records):
         if not _record_holds(goal, check, records):
             expected = ", ".join(f"{k} = {goal.resolve(v)}" for k, v in check.match.items())

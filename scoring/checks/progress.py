@@ -6,6 +6,7 @@ checked when its evidence was there, and as unverifiable when it was not; never 
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 
 from scoring.dataset import patterns
@@ -16,27 +17,36 @@ from scoring.transcript import CheckResult, Finding, Transcript, UserTurn
 from scoring.dataset.models import Goal, Persona, Question
 
 
+# Why a turn could not be checked, in the words `simrun show` and the report print.
+NO_OFFERS = "the runtime gives no offers as data"
+NO_EVENTS = "the runtime gives no events (no store, no tool spans)"
+
+
 @dataclass
 class Tally:
-    """Collects one check's verdicts turn by turn."""
+    """Collects one check's verdicts turn by turn, and why a turn could not be checked."""
 
     cls: str
     findings: list[Finding] = field(default_factory=list)
     checked: int = 0
     unverifiable: int = 0
+    reasons: collections.Counter = field(default_factory=collections.Counter)
 
     def ok(self) -> None:
         self.checked += 1
 
-    def unknown(self) -> None:
+    def unknown(self, reason: str) -> None:
         self.unverifiable += 1
+        self.reasons[reason] += 1
 
     def found(self, turn: int | None, detail: str, **evidence: object) -> None:
         self.checked += 1
         self.findings.append(Finding(self.cls, turn, detail, evidence))
 
     def result(self) -> CheckResult:
-        return CheckResult(self.cls, tuple(self.findings), self.checked, self.unverifiable)
+        # The two commonest reasons, commonest first (ties in the order first met).
+        reason = "; ".join(r for r, _ in self.reasons.most_common(2)) or None
+        return CheckResult(self.cls, tuple(self.findings), self.checked, self.unverifiable, reason)
 
 
 def answered_turns(transcript: Transcript):
@@ -61,7 +71,7 @@ def dead_end(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResul
         if forward:
             tally.ok()
         elif forward is None:
-            tally.unknown()
+            tally.unknown("the reply is no question, and the runtime gives no asks, offers or cards as data")
         else:
             tally.found(turn.index, "the reply offers no way forward", reply=turn.result.get("reply"))
     return tally.result()
@@ -80,7 +90,7 @@ def loop(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
             continue
         now, then = get(turn.result, "ask"), get(before.result, "ask")
         if now is MISSING or then is MISSING:
-            tally.unknown()
+            tally.unknown("the runtime gives no asks as data")
         elif now and then and ask_key(now) == ask_key(then) and not now.get("repeat_reason"):
             tally.found(turn.index, "the same ask again, with no reason given", ask=now, previous_ask=then)
         else:
@@ -95,15 +105,18 @@ def refused_offer(transcript: Transcript, goal: Goal, persona: Persona) -> Check
     takes = follow(transcript)
     for turn in answered_turns(transcript):
         take = takes.by_turn.get(turn.index)
-        if turn.index in takes.unknown or (take is not None and take.fresh is None):
-            tally.unknown()
+        if turn.index in takes.unknown:
+            tally.unknown("the runtime does not say which offer a message took up (taken_offer)")
+            continue
+        if take is not None and take.fresh is None:
+            tally.unknown(NO_OFFERS)
             continue
         if take is None or not take.fresh:
             continue   # a stale click the runtime refuses is the stale_click guarantee working
         events, complete = events_from(transcript, take.turn)
         refused = [e for e in events if e.get("status") == "refused" and takes.attributed(e) == take]
         if not refused and not complete:
-            tally.unknown()
+            tally.unknown(NO_EVENTS)
         elif refused:
             at = refused[0].get("turn")
             tally.found(at, f"offer {take.offer}, taken in turn {take.turn}, was refused by the domain"
@@ -119,7 +132,7 @@ def not_understood(transcript: Transcript, goal: Goal, persona: Persona) -> Chec
     for turn in answered_turns(transcript):
         understood = get(turn.result, "understood")
         if understood is MISSING:
-            tally.unknown()
+            tally.unknown("the runtime does not say whether it understood a message (understood)")
         elif understood is False:
             tally.found(turn.index, "the runtime could not read the message", message=turn.user.text)
         else:
@@ -167,7 +180,7 @@ def unanswered(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRes
             tally.ok()
             continue
         if turn.state is None:
-            tally.unknown()
+            tally.unknown("the runtime exposes no store to look the answer up in")
             continue
         reply = str(turn.result.get("reply", ""))
         held = []
@@ -179,7 +192,8 @@ def unanswered(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRes
         if not held:
             tally.ok()        # nothing to answer from the store, or the reply says it in words
         elif answer is MISSING:
-            tally.unknown()   # the reply does not say whether it could answer
+            tally.unknown("the runtime does not say whether it answered (answer), and the reply does not "
+                          "carry the value")
         else:
             tally.found(turn.index, "answered 'unavailable' while the store holds the answer", held=held)
     return tally.result()

@@ -48,7 +48,8 @@ def _guarded(name: str, failed: list[str], check, transcript: Transcript, *args)
         return check(transcript, *args)
     except Exception as exc:
         failed.append(f"{name}: {type(exc).__name__}: {secrets.cut(str(exc), 200)}")
-        return CheckResult(name, unverifiable_turns=max(1, len(transcript.turns)))
+        return CheckResult(name, unverifiable_turns=max(1, len(transcript.turns)),
+                           reason=f"the check failed on this transcript: {type(exc).__name__}")
 
 
 def kind_of(cls: str) -> str:

@@ -231,5 +231,5 @@ def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
             tally.found(None, "claimed the goal was done while the store says it is not", kind="false_success",
                         stop_reason=stop.stop_reason)
         elif stop.stop_reason == "done" and goal_reached is None:
-            tally.unknown()   # a claim of success with no store to check it against
+            tally.unknown("the user claimed success, and the runtime exposes no store to check the claim against")
     return tally.result()

@@ -21,7 +21,7 @@ from typing import Any
 
 from scoring.checks.evidence import events_from, get, relates
 from scoring.checks.offers import Take, Takes, answers_ask, follow
-from scoring.checks.progress import Tally, ask_key, answered_turns
+from scoring.checks.progress import NO_EVENTS, NO_OFFERS, Tally, ask_key, answered_turns
 from scoring.transcript import CheckResult, Transcript
 from scoring.dataset.models import Goal, Persona
 
@@ -76,14 +76,14 @@ def stale_click(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRe
             continue
         take = takes.by_turn.get(turn.index)
         if take is None or take.fresh is None:
-            tally.unknown()
+            tally.unknown(NO_OFFERS)
             continue
         if take.fresh:
             continue
         events, complete = events_from(transcript, take.turn)
         done = [e for e in events if e.get("status") == "committed" and caused_by(transcript, goal, takes, take, e)]
         if not done and not complete:
-            tally.unknown()
+            tally.unknown(NO_EVENTS)
         elif done:
             at = done[0].get("turn")
             tally.found(at, f"a click on {take.offer}, not offered in the previous turn, was carried out"

@@ -206,13 +206,17 @@ def sql_holds(query: str, state: dict) -> bool:
     # The loop checks the goal after every turn and the scorer checks the final store again,
     # often the same store: a query costs about a millisecond of DuckDB planning, a lookup here
     # a hash of the rows. The key is a digest, so the cache's size does not grow with the store's.
-    key = (query, hashlib.sha256(json.dumps([records, events], default=str).encode()).hexdigest())
+    key = (query, hashlib.sha256(json.dumps([records, events, "records" in state], default=str).encode()).hexdigest())
     with _answers_lock:
         if key in _answers:
             _answers.move_to_end(key)
             return _answers[key]
     try:
-        rows = run_select(parse_select(query), records, events)
+        select = parse_select(query)
+        if "records" not in state and "records" in duckdb.get_table_names(select):
+            raise QueryFailed("reads records, and the runtime gives no records as data (a state hook gives "
+                              "them: runtime.state)")
+        rows = run_select(select, records, events)
     except QueryRefused as exc:
         raise QueryFailed(str(exc)) from None
     except duckdb.Error as exc:

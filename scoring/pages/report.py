@@ -22,6 +22,7 @@ from scoring.pages import charts
 from scoring.pages.dashboard import build_dashboard
 from scoring.pages.render import environment, write_page
 from scoring.store import rates as R
+from scoring.store.reasons import unverifiable_reasons
 from scoring.store.database import Store
 from scoring.store.run_ids import checked_run_id
 from scoring.transcript import Transcript
@@ -120,6 +121,7 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
                        charts.histogram(dist["cost"], "cost per conversation", " USD"),
                        charts.histogram(dist["duration"], "wall time per conversation", " ms")],
         "run": run, "rates": class_rates, "outcome": outcome, "guarantees": GUARANTEES,
+        "reasons": unverifiable_reasons(store, run_id),
         "violations": R.guarantee_violations(class_rates), "worst": transcripts, "embedded": embedded,
         "members": members, "member_counts": R.fired_counts(store, run_id), "cells": cells, "severity": R.SEVERITY, "set_aside": R.set_aside(store, run_id),
         "personas": personas, "goals": goals,

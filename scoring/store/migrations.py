@@ -153,6 +153,9 @@ CREATE TABLE gate_verdicts (                            -- the dashboard's verdi
     judged_at TIMESTAMP NOT NULL
 );
 """),
+    (9, "why a class was UNVERIFIABLE", """
+ALTER TABLE checks ADD COLUMN reason VARCHAR;           -- why turns could not be checked (NULL: they all could)
+"""),
 ]
 
 

@@ -81,7 +81,8 @@ def call_row(run_id: str, conversation_id: str, c: dict, now: dt.datetime) -> li
 
 def check_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
     return [[run_id, conversation_id, cls, kind_of(cls), check.status, len(check.findings),
-             check.checked_turns, check.unverifiable_turns] for cls, check in scorecard.checks.items()]
+             check.checked_turns, check.unverifiable_turns, check.reason if check.unverifiable_turns else None]
+            for cls, check in scorecard.checks.items()]
 
 def finding_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
     return [[run_id, conversation_id, f.turn, f.cls, kind_of(f.cls), f.detail, to_json(f.evidence)]

@@ -1,9 +1,14 @@
-"""Runtime adapters: how simrun reaches a runtime. Each speaks PROTOCOL.md version 1.
+"""Runtime adapters: how simrun reaches a runtime. Each speaks PROTOCOL.md version 1 to the runner.
 
     base        the role (start, turn, state, audit, close) and the checks every reply passes
     python      a runtime object in this process (`module:Class` or `file.py:Class`)
     http        protocol 1 over HTTP (aiohttp)
     stdio       protocol 1 as one JSON object per line over a child process
+    foreign     the protocol played by simrun for an assistant with no protocol code
+    callable    such an assistant as a Python function (`module:function`)
+    template    such an assistant behind any JSON endpoint (a body template), or an OpenAI-compatible one (chat)
+    otlp        the OTLP/HTTP receiver of such an assistant's traces
+    spans       its tool spans, attributed to their turns, as store events
     process     a runtime's child process: started without a shell, watched, never left behind
     supervisor  the watcher that stops a runtime's process if simrun dies
 

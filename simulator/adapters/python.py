@@ -23,9 +23,22 @@ from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
     """Instantiate `module:Class` (or `path/to/file.py:Class`) with `options` as keyword arguments."""
+    factory = load_attribute(target, "module:Class")
+    try:
+        return factory(**(options or {}))
+    except TypeError as exc:
+        raise RuntimeUnavailable(f"runtime target {target!r}: bad runtime options: {exc}") from None
+    except Exception as exc:
+        # The runtime's own constructor refused its options (an unknown fault name, say).
+        raise RuntimeUnavailable(f"runtime target {target!r} refused [runtime.options]: "
+                                 f"{type(exc).__name__}: {exc}") from None
+
+
+def load_attribute(target: str, form: str = "module:name") -> Any:
+    """The object `module:name` (or `path/to/file.py:name`) names."""
     module_name, _, attr = target.partition(":")
     if not attr:
-        raise RuntimeUnavailable(f"runtime target {target!r} must look like 'module:Class'")
+        raise RuntimeUnavailable(f"runtime target {target!r} must look like {form!r}")
     try:
         if module_name.endswith(".py"):
             path = Path(module_name)
@@ -39,17 +52,10 @@ def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
             module = importlib.import_module(module_name)
     except ImportError as exc:
         raise RuntimeUnavailable(f"runtime target {target!r}: cannot import {module_name}: {exc}") from None
-    factory = getattr(module, attr, None)
-    if factory is None:
+    found = getattr(module, attr, None)
+    if found is None:
         raise RuntimeUnavailable(f"runtime target {target!r}: {module_name} has no {attr}")
-    try:
-        return factory(**(options or {}))
-    except TypeError as exc:
-        raise RuntimeUnavailable(f"runtime target {target!r}: bad runtime options: {exc}") from None
-    except Exception as exc:
-        # The runtime's own constructor refused its options (an unknown fault name, say).
-        raise RuntimeUnavailable(f"runtime target {target!r} refused [runtime.options]: "
-                                 f"{type(exc).__name__}: {exc}") from None
+    return found
 
 
 async def _call(fn, *args):
@@ -60,6 +66,22 @@ async def _call(fn, *args):
 
 
 TRACEBACK_CHARS = 2000
+
+
+async def guarded(what: str, fn, *args) -> Any:
+    """`fn(*args)`, sync or async; whatever it raises is a `crash` fault with its traceback: the
+    innermost frames, where the runtime went wrong, under the usual header, with secrets cut out
+    of the whole traceback before its tail is taken."""
+    started = time.perf_counter()
+    try:
+        return await _call(fn, *args)
+    except Exception as exc:
+        text = secrets.redact("".join(traceback.format_exception(exc)))
+        if len(text) > TRACEBACK_CHARS:
+            text = "Traceback (most recent call last):\n  …\n" + text[-TRACEBACK_CHARS:].split("\n", 1)[-1]
+        raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: "
+                           f"{secrets.cut(str(exc), EXCERPT_BYTES)}", traceback=text,
+                           elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
 
 class PythonRuntime(Checked):
@@ -77,44 +99,30 @@ class PythonRuntime(Checked):
             raise RuntimeUnavailable(f"{self.description}: the runtime has no health() method")
         return check_health(await _call(self.runtime.health), self.description)
 
-    async def _guarded(self, what: str, fn, *args) -> Any:
-        started = time.perf_counter()
-        try:
-            return await _call(fn, *args)
-        except Exception as exc:
-            # The innermost frames, where the runtime went wrong, under the usual header;
-            # secrets cut out of the whole traceback before its tail is taken.
-            text = secrets.redact("".join(traceback.format_exception(exc)))
-            if len(text) > TRACEBACK_CHARS:
-                text = "Traceback (most recent call last):\n  …\n" + text[-TRACEBACK_CHARS:].split("\n", 1)[-1]
-            raise RuntimeFault("crash", f"the runtime raised in {what}: {type(exc).__name__}: "
-                               f"{secrets.cut(str(exc), EXCERPT_BYTES)}", traceback=text,
-                               elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
-
     def _answer(self, value: Any, what: str) -> Any:
         return as_json(value, what, self.max_result_bytes)
 
     async def start(self, request: dict[str, Any]) -> str:
-        return self._started(self._answer(await self._guarded("start", self.runtime.start, as_json(request, "start")),
+        return self._started(self._answer(await guarded("start", self.runtime.start, as_json(request, "start")),
                                           "start reply"))
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return self._turn(self._answer(await self._guarded("turn", self.runtime.turn, session, payload),
+        return self._turn(self._answer(await guarded("turn", self.runtime.turn, session, payload),
                                        "turn result"))
 
     async def state(self, session: str) -> dict[str, Any] | None:
         if not hasattr(self.runtime, "state"):
             return None
-        return self._state(self._answer(await self._guarded("state", self.runtime.state, session), "state"))
+        return self._state(self._answer(await guarded("state", self.runtime.state, session), "state"))
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         if not hasattr(self.runtime, "audit"):
             return None
-        return self._audit(self._answer(await self._guarded("audit", self.runtime.audit, session), "audit"))
+        return self._audit(self._answer(await guarded("audit", self.runtime.audit, session), "audit"))
 
     async def close(self, session: str) -> None:
         if hasattr(self.runtime, "close"):
-            await self._guarded("close", self.runtime.close, session)
+            await guarded("close", self.runtime.close, session)
 
     async def aclose(self) -> None:
         return None

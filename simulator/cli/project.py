@@ -93,6 +93,7 @@ def register(app: typer.Typer) -> None:
         for name, n in report.field_presence().items():
             fields.add_row(name, f"{n}/{answered}", style=None if n == answered else "yellow")
         out.print(fields)
+        print_ladder(report)
         unverifiable = report.unverifiable()
         if unverifiable:
             out.print("UNVERIFIABLE in a run (never counted as passes):", style="yellow")
@@ -107,6 +108,31 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
         out.print("protocol 1 kept", style="green")
 
+
+    def print_ladder(report) -> None:
+        """The evidence ladder: the rung the runtime reaches, what each rung checks, how to climb."""
+        level = report.level()
+        ladder = Table(title=f"evidence: level {level} of 4 ({report.ladder()[level].name})", title_justify="left")
+        for col in ("level", "evidence", "", "checks in full", "in part"):
+            ladder.add_column(col)
+        for rung in report.ladder():
+            mark = "reached" if rung.level <= level else ("given" if rung.given else "not given")
+            ladder.add_row(str(rung.level), rung.name, mark, ", ".join(rung.checks) or "–",
+                           "; ".join(rung.partly) or "–", style=None if rung.level <= level else "yellow")
+        out.print(ladder)
+        if report.traces is not None and not report.traces["spans"]:
+            out.print("traces: no span arrived; point the assistant's OpenTelemetry exporter at simrun "
+                      "(OTEL_EXPORTER_OTLP_ENDPOINT, which simrun sets for a command it starts and for a callable)",
+                      style="yellow", highlight=False, markup=False, soft_wrap=True)
+        elif report.traces is not None:
+            t = report.traces
+            out.print(f"traces: {t['spans']} spans, {t['tool_events']} tool calls kept as events, {t['reads']} reads, "
+                      f"{t['orphans']} of no turn, {t['bad']} unreadable, {t['dropped']} past a turn's limit",
+                      highlight=False, soft_wrap=True)
+        if level + 1 < len(report.ladder()):
+            rung = report.ladder()[level + 1]
+            out.print(f"to reach level {rung.level} ({rung.name}): {rung.how}", highlight=False, markup=False,
+                      soft_wrap=True)
 
     @app.command("plan")
     def plan_command(

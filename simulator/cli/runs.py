@@ -16,6 +16,7 @@ from rich.text import Text
 from scoring.pages.report import build_report
 from scoring.transcript import error_evidence
 from scoring.store.database import Store, reading
+from scoring.store.reasons import unverifiable_reasons
 from simulator.cli.common import BUDGETS, DB, fail, out, print_summary
 from simulator.cli.gate import BASELINE_REF, SHARED_CELLS_ONLY, chosen_baseline
 from simulator.config import Budgets, load_budgets
@@ -133,6 +134,7 @@ def register(app: typer.Typer) -> None:
                 t = store.transcript(run_id, conversation)
                 findings = store.findings(run_id, conversation)
                 detail = store.conversation_row(run_id, conversation)
+                reasons = unverifiable_reasons(store, run_id, conversation)
         except SimrunError as exc:
             fail(exc)
         if as_json:
@@ -154,6 +156,9 @@ def register(app: typer.Typer) -> None:
         for f in findings:
             if f["turn"] is None:
                 out.print(f"! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
+        for cls, why in sorted(reasons.items()):
+            out.print(f"UNVERIFIABLE {cls}: {why[0][0]}", style="yellow", highlight=False, markup=False,
+                      soft_wrap=True)
         if t.error:
             collateral = " (collateral: the runtime went down in another conversation)" if t.error.get("collateral") else ""
             out.print(f"error: {t.error.get('message')}{collateral}", style="red", highlight=False, markup=False,

@@ -3,7 +3,8 @@
 It reads the runtime's asks, offers and cards as data. Each turn it takes the first goal step
 not yet done and moves it forward: it answers the ask from the goal's facts, confirms a card
 that matches, takes up a matching offer (a click, or the same thing in words), or asks for the
-step in words. A step counts as done when the store shows its operation committed. It stops
+step in words. A runtime that gives no asks as data (one behind the callable or chat transport)
+is answered from the step's `answers` when its reply asks for an argument by name. A step counts as done when the store shows its operation committed. It stops
 when every step is done (the loop ends the conversation first if the goal is reached), or
 gives up after `persona.patience` turns on one step.
 
@@ -202,6 +203,10 @@ class ScriptedSession:
             wanted = [a for a in ask.get("arguments") or [] if a in args]
             if wanted:
                 return self._answer(step, wanted, args, meta)
+        if ask is MISSING and result is not None:
+            wanted = asked_by_name(str(result.get("reply", "")), step)
+            if wanted:
+                return self._answer(step, wanted, args, {**meta, "asked_in_words": wanted})
         offers = [o for o in get(result, "next_steps") or [] if isinstance(o, dict)
                   and o.get("operation") == step.operation
                   and (step.record is None or o.get("record") == step.record)
@@ -308,6 +313,16 @@ class ScriptedSession:
 
     def _facts(self) -> dict[str, Any]:
         return {k: self.goal.resolve(v) for k, v in self.goal.facts.items()}
+
+
+def asked_by_name(reply: str, step: Step) -> list[str]:
+    """The step's arguments a reply asks for in words, for a runtime that gives no asks as data:
+    the reply puts a question, and names an argument that the step has `answers` for (`date`,
+    `new_date` as "new date", a plural as well)."""
+    if "?" not in reply:
+        return []
+    return [name for name in step.answers if name in step.arguments and re.search(
+        r"\b" + re.escape(name.replace("_", " ")) + r"s?\b", reply.replace("_", " "), re.IGNORECASE)]
 
 
 def _plain(value: Any) -> Any:

@@ -290,3 +290,22 @@ def test_a_record_type_that_is_not_text_is_queried_as_its_json():
     odd = {**RECORDS, "trip:T-3": {"type": {"kind": "trip"}, "name": "Odd"}}
     g = goal({"sql": ["""SELECT count(*) = 1 FROM records WHERE type = '{"kind": "trip"}'"""]})
     assert goal_status(g, EMPTY, state(odd))[0] is True
+
+
+# --- a store of tool events only (an assistant read through its traces) -----------------------
+
+def test_a_goal_over_events_alone_is_decided_and_what_needs_records_is_unverifiable_with_why():
+    events_only = {"events": [event("call-1", 1, "rebook", "trip:T-1", arguments={"date": "2027-03-14"})]}
+    over_events = goal({"sql": ["SELECT count(*) = 1 FROM events WHERE operation = 'rebook' AND "
+                                "arguments->>'date' = '2027-03-14'"]})
+    assert goal_status(over_events, EMPTY, events_only) == (True, "every success check holds")
+    assert goal_status(over_events, EMPTY, {"events": []})[0] is False
+    for needs_records in (goal({"records": [{"id": "trip:T-1", "match": {"bags": 1}}]}),
+                          goal({"answered": ["bags"]}),
+                          goal({"sql": ["SELECT count(*) > 0 FROM events e JOIN records r ON r.id = e.record"]})):
+        reached, why = goal_status(needs_records, EMPTY, events_only)
+        assert reached is None and "gives no records as data" in why and "runtime.state" in why, why
+    # The same query over a store that does give records, even none, is decided.
+    joined = goal({"sql": ["SELECT count(*) > 0 FROM events e JOIN records r ON r.id = e.record"]})
+    assert goal_status(joined, EMPTY, {**events_only, "records": {}})[0] is False
+    assert goal_status(joined, EMPTY, {**events_only, "records": RECORDS})[0] is True

@@ -271,7 +271,8 @@ def test_stores_are_read_without_a_change_even_from_an_older_simrun(tmp_path, de
     with Store(older) as store:     # as simrun wrote it before migration 6
         store.con.execute("DELETE FROM schema_migrations WHERE version >= 6")
         for table, column in (("runs", "labels"), ("runs", "runtime_version"), ("runs", "git_commit"),
-                              ("runs", "git_branch"), ("conversations", "session_id"), ("runs", "user_output")):
+                              ("runs", "git_branch"), ("conversations", "session_id"), ("runs", "user_output"),
+                              ("checks", "reason")):
             store.con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         store.con.execute("DROP TABLE user_checks")
         store.con.execute("DROP TABLE gate_verdicts")

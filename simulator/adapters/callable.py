@@ -1,0 +1,75 @@
+"""The callable transport: an assistant that is a Python function, `module:function`.
+
+The function takes the conversation so far as chat messages (`[{"role": "user", "content":
+...}, {"role": "assistant", ...}, ...]`) and the session (`{"id", "turn", "traceparent", "seed",
+"persona", "goal", "setup"}`), and returns the reply's text, or a turn-result dict with whatever
+protocol fields it has. It may be sync (run in a worker thread, so that a blocking model call
+holds up no other conversation) or async (run on simrun's loop).
+
+The turn's trace context is the current OpenTelemetry context while the function runs, when
+the OpenTelemetry API is installed (an instrumented assistant has it): its spans join the
+turn's trace with no code. Its exporter finds simrun's receiver through
+`OTEL_EXPORTER_OTLP_ENDPOINT`, which simrun sets in this process when traces are on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from scoring.errors import RuntimeUnavailable
+from simulator.adapters.foreign import ForeignRuntime
+from simulator.adapters.python import guarded, load_attribute
+
+
+@contextlib.contextmanager
+def trace_context(traceparent: str | None) -> Iterator[None]:
+    """`traceparent` as the current OpenTelemetry context, if the API is there to hold it."""
+    try:
+        from opentelemetry import context
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+    except ImportError:
+        yield
+        return
+    if traceparent is None:
+        yield
+        return
+    token = context.attach(TraceContextTextMapPropagator().extract({"traceparent": traceparent}))
+    try:
+        yield
+    finally:
+        context.detach(token)
+
+
+class CallableRuntime(ForeignRuntime):
+    def __init__(self, target: str, **settings: Any) -> None:
+        super().__init__(**settings)
+        function = load_attribute(target, "module:function")
+        if not callable(function):
+            raise RuntimeUnavailable(f"runtime target {target!r} is a {type(function).__name__}, not a function")
+        self.function = function
+        self.description = f"callable:{target}"
+        # The in-process assistant's exporter reads where to send its spans from the environment;
+        # what was there before is put back when the runtime is closed.
+        self._saved_environment = {name: os.environ.get(name) for name in self.trace_environment()}
+        os.environ.update(self.trace_environment())
+
+    async def _reply(self, messages: list[dict[str, str]], session: dict[str, Any]) -> Any:
+        function = self.function
+        with trace_context(session["traceparent"]):
+            if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+                    getattr(function, "__call__", None)):
+                return await guarded("turn", function, messages, session)
+            # asyncio.to_thread carries the current context (the trace's) into the thread.
+            return await guarded("turn", asyncio.to_thread, function, messages, session)
+
+    async def _close_transport(self) -> None:
+        for name, value in self._saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

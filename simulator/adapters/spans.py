@@ -1,0 +1,200 @@
+"""Tool spans as store events: which turn a span belongs to, and what event it is.
+
+Attribution: simrun gives every turn its own W3C trace context (`traceparent`): a new trace id,
+and a span id standing for simrun's side of the turn. Every span the runtime makes while it
+answers that turn is in that trace, however deep it nests and in whatever order its exporter
+sends it, so a span is attributed by its trace id alone, with no walk up its parents. A span of
+no trace simrun gave is counted and ignored. A span whose parent is simrun's span is the
+runtime's own span for the turn (an agent's `invoke_agent`, a framework's root): once it has
+arrived the turn is settled, since a parent span ends after its children and exporters send
+spans in the order they end. simrun waits for it after each reply, at most
+`runtime.trace_wait_s`; a span that comes later still joins its turn's events, which the store
+read after the next turn (and at the end) holds.
+
+Events follow the OpenTelemetry GenAI conventions: a span whose `gen_ai.operation.name` is
+`execute_tool` (or, without that attribute, whose name starts with `execute_tool`) is one tool
+call: `gen_ai.tool.name` is the event's operation, `gen_ai.tool.call.arguments` (a JSON object
+as text) its arguments, `gen_ai.tool.call.id` its id, and the span's status its status: an
+error status is `refused` (the status message, else `error.type`, its reason), anything else
+`committed`. `[runtime.tools]` says which argument names the record a tool writes, and which
+tools only read (their calls are not events).
+
+Spans are untrusted: every string is cut to MAX_TEXT characters and redacted before it is kept,
+arguments larger than MAX_ARGUMENTS_CHARS are dropped (the event keeps its operation), a turn
+keeps at most `max_spans_per_turn` tool events, and a span that cannot be read is counted and
+skipped: one bad span costs that span.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+from scoring import secrets
+
+MAX_TEXT = 2000                 # characters of a tool name, a record id, a reason
+MAX_ARGUMENTS_CHARS = 64_000    # of a tool call's arguments, as JSON text
+MAX_SPANS_PER_TURN = 1000       # tool events kept per turn; the rest are counted as dropped
+MAX_OPEN_TURNS = 100_000        # trace contexts remembered at once (a conversation's turns end with it)
+STATUS_ERROR = 2                # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
+
+
+@dataclass(frozen=True)
+class Tool:
+    record: str | None = None       # an argument name, or a template over the arguments
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class Span:
+    """One span as decoded from OTLP: ids in hex, attributes as plain values."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    attributes: dict[str, Any]
+    status_code: int = 0
+    status_message: str = ""
+    start_ns: int = 0
+
+
+@dataclass
+class _Turn:
+    session: str
+    index: int
+    span_id: str
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)   # (start time, event)
+
+
+@dataclass
+class Counts:
+    """What the receiver saw, for `simrun check-runtime` and the tests."""
+
+    spans: int = 0          # spans received
+    tool_events: int = 0    # kept as events
+    reads: int = 0          # calls of read-only tools
+    orphans: int = 0        # spans of no turn simrun gave a context to
+    bad: int = 0            # spans that could not be read
+    dropped: int = 0        # tool spans past a turn's limit
+
+
+class TraceBook:
+    """The trace context of every open turn, and the events their spans became."""
+
+    def __init__(self, tools: dict[str, Tool] | None = None, *, max_spans_per_turn: int = MAX_SPANS_PER_TURN) -> None:
+        self.tools = dict(tools or {})
+        self.max_spans_per_turn = max_spans_per_turn
+        self.counts = Counts()
+        self._turns: dict[str, _Turn] = {}             # trace id -> turn
+        self._sessions: dict[str, list[str]] = {}      # session -> its turns' trace ids, in order
+
+    def begin(self, session: str, index: int) -> str:
+        """A new trace context for turn `index` of `session`: its `traceparent` header value."""
+        trace_id, span_id = os.urandom(16).hex(), os.urandom(8).hex()
+        if len(self._turns) >= MAX_OPEN_TURNS:
+            raise RuntimeError(f"more than {MAX_OPEN_TURNS:,} turns hold a trace context; are sessions closed?")
+        self._turns[trace_id] = _Turn(session, index, span_id)
+        self._sessions.setdefault(session, []).append(trace_id)
+        return f"00-{trace_id}-{span_id}-01"
+
+    def add(self, span: Span) -> None:
+        """File one span under its turn; a span that cannot be read is counted and skipped."""
+        self.counts.spans += 1
+        turn = self._turns.get(span.trace_id)
+        if turn is None:
+            self.counts.orphans += 1
+            return
+        try:
+            event = self._event(span, turn)
+        except Exception:    # any shape the span came in: this span only
+            self.counts.bad += 1
+            return
+        if event is not None:
+            if len(turn.events) >= self.max_spans_per_turn:
+                self.counts.dropped += 1
+            else:
+                turn.events.append((span.start_ns, event))
+                self.counts.tool_events += 1
+        if span.parent_span_id == turn.span_id:
+            turn.settled.set()
+
+    async def settle(self, session: str, index: int, wait_s: float) -> bool:
+        """Wait until turn `index`'s own span has arrived, at most `wait_s`; whether it did."""
+        trace = next((t for t in self._sessions.get(session, ()) if self._turns[t].index == index), None)
+        if trace is None:
+            return False
+        try:
+            await asyncio.wait_for(self._turns[trace].settled.wait(), wait_s)
+        except TimeoutError:
+            return False
+        return True
+
+    def events(self, session: str) -> list[dict[str, Any]]:
+        """The session's tool events, by turn, and within a turn in the order the calls started."""
+        found = []
+        for trace in self._sessions.get(session, ()):
+            found += [event for _, event in sorted(self._turns[trace].events, key=lambda pair: pair[0])]
+        return found
+
+    def forget(self, session: str) -> None:
+        for trace in self._sessions.pop(session, ()):
+            self._turns.pop(trace, None)
+
+    def _event(self, span: Span, turn: _Turn) -> dict[str, Any] | None:
+        attrs = span.attributes
+        operation = attrs.get("gen_ai.operation.name")
+        if operation != "execute_tool" and not (operation is None and span.name.startswith("execute_tool")):
+            return None
+        name = attrs.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip()
+        if not isinstance(name, str) or not name:
+            raise ValueError("a tool span without a tool name")
+        tool = self.tools.get(name, Tool())
+        if tool.read_only:
+            self.counts.reads += 1
+            return None
+        arguments = _arguments(attrs.get("gen_ai.tool.call.arguments"))
+        refused = span.status_code == STATUS_ERROR
+        reason = (span.status_message or str(attrs.get("error.type") or "") or "error status") if refused else None
+        call_id = attrs.get("gen_ai.tool.call.id")
+        return {"id": _text(call_id if isinstance(call_id, str) and call_id else f"span-{span.span_id}"),
+                "turn": turn.index, "operation": _text(name), "record": _record(tool.record, arguments),
+                "status": "refused" if refused else "committed", "offer": None,
+                "reason": _text(reason) if reason else None, "arguments": arguments}
+
+
+def _text(value: str) -> str:
+    return secrets.redact(value[:MAX_TEXT])
+
+
+def _arguments(raw: Any) -> dict[str, Any] | None:
+    """A tool call's arguments: a JSON object as text (or, from some SDKs, a map already)."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        if len(raw) > MAX_ARGUMENTS_CHARS:
+            return None
+        raw = json.loads(raw)
+    if not isinstance(raw, dict):
+        raise ValueError("the tool call's arguments are not a JSON object")
+    if len(json.dumps(raw, default=str)) > MAX_ARGUMENTS_CHARS:
+        return None
+    return secrets.redact_value(raw)
+
+
+def _record(rule: str | None, arguments: dict[str, Any] | None) -> str | None:
+    """The record a call writes: its argument named by `rule`, or `rule` as a template over them."""
+    if rule is None or arguments is None:
+        return None
+    if "{" not in rule:
+        value = arguments.get(rule)
+        return None if value is None else _text(str(value))
+    names = [name for _, name, _, _ in string.Formatter().parse(rule) if name]
+    if any(name not in arguments for name in names):
+        return None
+    return _text(rule.format_map({name: arguments[name] for name in names}))

@@ -1,0 +1,198 @@
+"""The transports with no protocol code, one by one: a function (sync or async), any JSON
+endpoint through a body template, an OpenAI-compatible endpoint; what simrun sends each turn,
+how it reads the reply, and each way a turn fails as a runtime fault with its evidence."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from aiohttp import web
+from opentelemetry import trace
+
+from scoring.errors import ConfigError, RuntimeFault
+from simulator.adapters.callable import CallableRuntime
+from simulator.adapters.template import ChatRuntime, TemplateRuntime, fill, pointer
+from simulator.config import load_project
+from simulator.users.scripted import asked_by_name
+from scoring.dataset.models import Step
+
+SEEN: list[tuple[list, dict, str | None]] = []   # what the functions below were given
+
+
+def sync_agent(messages, session):
+    """A plain function: the reply's text. It notes the trace it ran in (from the current context)."""
+    context = trace.get_current_span().get_span_context()
+    SEEN.append((messages, session, f"{context.trace_id:032x}" if context.is_valid else None))
+    return f"You said {messages[-1]['content']!r}."
+
+
+async def async_agent(messages, session):
+    context = trace.get_current_span().get_span_context()
+    SEEN.append((messages, session, f"{context.trace_id:032x}" if context.is_valid else None))
+    return {"reply": "Which date?", "understood": True, "ask": {"operation": "rebook", "arguments": ["date"]}}
+
+
+def odd_agent(messages, session):
+    if messages[-1]["content"] == "raise":
+        raise ValueError("the agent broke")
+    return 42 if messages[-1]["content"] == "number" else {"text": "no reply field"}
+
+
+def converse(runtime, *messages):
+    async def go():
+        await runtime.health()
+        session = await runtime.start({"seed": 3, "persona": "p", "goal": "g", "setup": {"x": 1}})
+        results = []
+        for text in messages:
+            try:
+                results.append(await runtime.turn(session, {"message": text}))
+            except RuntimeFault as fault:
+                results.append(fault)
+        state = await runtime.state(session)
+        await runtime.close(session)
+        await runtime.aclose()
+        return results, state
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("function", ["sync_agent", "async_agent"])
+def test_a_function_gets_the_conversation_so_far_and_runs_in_the_turns_trace(function):
+    SEEN.clear()
+    runtime = CallableRuntime(f"{__name__}:{function}", traces=True, trace_wait_s=0)
+    results, state = converse(runtime, "hello", "again")
+    assert all(isinstance(r, dict) and isinstance(r["reply"], str) for r in results)
+    (first, s1, trace1), (second, s2, trace2) = SEEN
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
+    assert second[0]["content"] == "hello" and second[1]["content"] == results[0]["reply"]
+    assert (s1["turn"], s2["turn"], s1["seed"], s1["setup"]) == (1, 2, 3, {"x": 1}) and s1["id"] == s2["id"]
+    # Each turn its own trace, and the function ran inside it.
+    assert trace1 == s1["traceparent"].split("-")[1] and trace2 == s2["traceparent"].split("-")[1] != trace1
+    assert state == {"events": []}
+    if function == "async_agent":
+        assert results[0]["ask"]["arguments"] == ["date"]    # protocol fields, as the function gave them
+
+
+def test_a_function_that_raises_or_answers_oddly_is_a_runtime_fault_with_evidence():
+    runtime = CallableRuntime(f"{__name__}:odd_agent")
+    results, state = converse(runtime, "raise", "number", "shape")
+    crash, number, shape = results
+    assert crash.kind == "crash" and "ValueError: the agent broke" in str(crash)
+    assert "odd_agent" in crash.evidence["traceback"]
+    assert number.kind == "malformed" and "int" in str(number)
+    assert shape.kind == "missing_reply"
+    assert state is None           # no traces, no state hook: no store at all
+
+
+def serve_endpoint(answer):
+    """An endpoint that answers each POST with `answer(body)` (a web.Response) and notes the request."""
+    requests = []
+
+    async def handle(request):
+        body = await request.json()
+        requests.append((body, dict(request.headers)))
+        return answer(body)
+
+    app = web.Application()
+    app.router.add_post("/chat", handle)
+    app.router.add_post("/v1/chat/completions", handle)
+    return app, requests
+
+
+def with_endpoint(answer, make, *messages):
+    app, requests = serve_endpoint(answer)
+
+    async def go():
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        try:
+            runtime = make(f"http://127.0.0.1:{port}")
+            return await asyncio.to_thread(converse, runtime, *messages)
+        finally:
+            await runner.cleanup()
+
+    results, state = asyncio.run(go())
+    return results, requests
+
+
+def test_a_body_template_is_filled_each_turn_and_the_reply_read_at_its_pointer():
+    answer = lambda body: web.json_response({"out": {"a/b": [{"text": f"got {body['q']}"}]}})  # noqa: E731
+    results, requests = with_endpoint(answer, lambda url: TemplateRuntime(
+        url=url + "/chat", body={"q": "{message}", "history": "{messages}", "meta": {"sid": "s={session}"}},
+        reply="/out/a~1b/0/text", headers={"X-Key": "k"}, traces=True, trace_wait_s=0), "one", "two")
+    assert [r["reply"] for r in results] == ["got one", "got two"]
+    body, headers = requests[1]
+    assert body["q"] == "two" and [m["content"] for m in body["history"]] == ["one", "got one", "two"]
+    assert body["meta"]["sid"] == "s=" + headers["X-Simrun-Session"] and headers["X-Key"] == "k"
+    assert headers["traceparent"].startswith("00-") and headers["traceparent"] != requests[0][1]["traceparent"]
+
+
+@pytest.mark.parametrize("answer, kind", [
+    (lambda body: web.json_response({"out": {}}), "missing_reply"),
+    (lambda body: web.json_response({"out": {"a/b": [{"text": 7}]}}), "missing_reply"),
+    (lambda body: web.Response(status=503, text="down"), "http_status"),
+    (lambda body: web.Response(text="<html>"), "malformed"),
+    (lambda body: web.Response(body=b'{"x": "' + b"y" * 5000 + b'"}'), "too_large")])
+def test_each_way_a_template_turn_fails_is_a_fault_of_its_kind(answer, kind):
+    results, _ = with_endpoint(answer, lambda url: TemplateRuntime(
+        url=url + "/chat", body={"q": "{message}"}, reply="/out/a~1b/0/text", max_result_bytes=1024), "hi")
+    assert isinstance(results[0], RuntimeFault) and results[0].kind == kind, results
+
+
+def test_an_openai_compatible_endpoint_gets_the_model_and_every_message():
+    answer = lambda body: web.json_response(  # noqa: E731
+        {"choices": [{"index": 0, "message": {"role": "assistant", "content": f"{len(body['messages'])} so far"}}]})
+    results, requests = with_endpoint(answer, lambda url: ChatRuntime(url=url + "/v1", model="m-1"), "a", "b")
+    assert [r["reply"] for r in results] == ["1 so far", "3 so far"]
+    assert requests[1][0] == {"model": "m-1", "messages": [{"role": "user", "content": "a"},
+                                                           {"role": "assistant", "content": "1 so far"},
+                                                           {"role": "user", "content": "b"}]}
+    assert "traceparent" not in requests[0][1]    # no traces asked for: no trace context sent
+
+
+def test_fill_and_pointer_follow_their_rules():
+    messages = [{"role": "user", "content": "hi"}]
+    assert fill({"a": ["{messages}", "x {message} {session}"], "n": 3}, "hi", messages, "s") == \
+        {"a": [messages, "x hi s"], "n": 3}
+    assert pointer({"a": [{"~b": 1}]}, "/a/0/~0b") == 1 and pointer({"": 2}, "/") == 2
+    for bad in ("/a/1", "/a/x", "/z"):
+        with pytest.raises(KeyError):
+            pointer({"a": [0]}, bad)
+
+
+@pytest.mark.parametrize("runtime, says", [
+    ('transport = "chat"\nurl = "http://h/v1"\n', "needs model"),
+    ('transport = "template"\nurl = "http://h"\nreply = "/x"\n', "needs body"),
+    ('transport = "template"\nurl = "http://h"\nreply = "x"\nbody = {q = "{message}"}\n', "not a JSON pointer"),
+    ('transport = "chat"\nmodel = "m"\n', "needs url"),
+    ('transport = "python"\n[runtime.tools.rebook]\nrecord = "trip_id"\n', "for the callable, chat, template"),
+    ('transport = "callable"\n[runtime.tools.rebook]\nrecrd = "trip_id"\n', "unknown setting 'recrd'")])
+def test_bad_foreign_runtime_settings_are_refused_with_their_field(tmp_path, runtime, says):
+    path = tmp_path / "simrun.toml"
+    path.write_text("[runtime]\n" + runtime)
+    with pytest.raises(ConfigError) as info:
+        load_project(path)
+    assert says in str(info.value) and info.value.path == str(path) and info.value.line is not None
+
+
+def test_the_scripted_user_hears_an_argument_asked_for_by_name():
+    step = Step(operation="rebook", arguments={"date": "1", "new_seat": "2", "count": 3}, say=("x",),
+                answers={"date": ("{date}",), "new_seat": ("{new_seat}",)})
+    assert asked_by_name("Which date would you like?", step) == ["date"]
+    assert asked_by_name("Which DATES and which new seat?", step) == ["date", "new_seat"]
+    assert asked_by_name("I changed the date.", step) == []              # no question put
+    assert asked_by_name("How many, what count?", step) == []             # no `answers` for count
+    assert asked_by_name("Update the mandate?", step) == []               # a word, not a part of one
+
+
+def test_check_runtime_says_when_an_assistant_sends_no_span():
+    from simulator.conformance import check_runtime
+
+    report = asyncio.run(check_runtime(CallableRuntime(f"{__name__}:sync_agent", traces=True, trace_wait_s=0)))
+    assert report.traces is not None and report.traces["spans"] == 0
+    assert report.level() == 0 and "wrong_record" in report.unverifiable()    # no span: no events
