@@ -88,8 +88,12 @@ def project(tmp_path: Path) -> Path:
     """A copy of the bundled demo project in a temporary folder."""
     for folder in ("personas", "goals"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
-    for name in ("simrun.toml", "budgets.toml"):
-        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copy(ROOT / "budgets.toml", tmp_path / "budgets.toml")
+    # Two repetitions, not the demo's five: a test of the command line needs its matrix, not its
+    # power. A test that needs more says so (`-n`, or its own simrun.toml).
+    toml = (ROOT / "simrun.toml").read_text()
+    assert "\nrepetitions = 5\n" in toml
+    (tmp_path / "simrun.toml").write_text(toml.replace("\nrepetitions = 5\n", "\nrepetitions = 2\n"))
     return tmp_path
 
 

@@ -4,13 +4,15 @@ A goal file may come from an untrusted pull request, and DuckDB runs every state
 it is given: file reads and writes, ATTACH, INSTALL, SET. So a success query is
 - exactly one statement, and a SELECT, as DuckDB's own parser reads it (never a regex), with no
   parameters, and no longer than MAX_QUERY_CHARS;
-- run on an in-memory connection with no file system or network (`enable_external_access` off),
-  no extension installed or loaded, one thread, a memory cap and no spilling to disk, and its
-  configuration locked before any query runs;
+- run in a process of its own (scoring/dataset/sql_sandbox.py): an in-memory DuckDB with no file
+  system or network (`enable_external_access` off), no extension installed or loaded, one
+  thread, no spilling to disk, its configuration locked, and an address space the kernel caps,
+  because DuckDB's own memory limit does not bound every allocation (a `repeat()` inside an
+  expression asks for gigabytes past it);
 - given only the `records` and `events` of one conversation, as inline tables;
-- stopped after QUERY_TIMEOUT_S through DuckDB's `interrupt()`. A query that ran past its limit
-  once is not run again in this process: every later check fails at once, so one hostile goal
-  costs one stall, not one per turn.
+- stopped after QUERY_TIMEOUT_S by ending that process. A query that ran past its time or its
+  memory once is not run again in this process: every later check fails at once, so one hostile
+  goal costs one stall, not one per turn.
 
 A failure is never a pass: the caller reports it as UNVERIFIABLE with the goal's name. Messages
 name DuckDB's error class; DuckDB's own words are shown only when the query ran on empty tables
@@ -19,28 +21,22 @@ name DuckDB's error class; DuckDB's own words are shown only when the query ran 
 
 from __future__ import annotations
 
+import atexit
 import collections
 import hashlib
-import heapq
-import itertools
 import json
+import os
+import select
+import subprocess
+import sys
 import threading
-import time
+from pathlib import Path
 
 import duckdb
 
 MAX_QUERY_CHARS = 10_000
 QUERY_TIMEOUT_S = 2.0
-SANDBOX = {
-    "enable_external_access": False,        # no files, no network, no ATTACH, no COPY
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-    "allow_community_extensions": False,
-    "threads": 1,
-    "memory_limit": "256MB",
-    "temp_directory": "",                   # an in-memory database with nowhere to spill
-    "lock_configuration": True,             # last: nothing the query says can undo the above
-}
+STARTUP_TIMEOUT_S = 60.0
 # The two tables a success query sees, as typed columns. They are built inline for each check
 # (a CTE of VALUES), which costs a third of inserting into tables and needs no cleaning up.
 RECORDS = (("id", "VARCHAR"), ("type", "VARCHAR"), ("data", "JSON"))
@@ -100,99 +96,122 @@ def _table(columns: tuple, rows: list[tuple]) -> tuple[str, list]:
     return f"SELECT * FROM (VALUES {', '.join([one] * len(rows))}) t({names})", [v for row in rows for v in row]
 
 
-# --- the sandboxed connection and its watchdog ---------------------------------------------------
+# --- the sandbox process -------------------------------------------------------------------------
 
-_local = threading.local()
-
-
-def _connection() -> duckdb.DuckDBPyConnection:
-    """This thread's sandbox (a DuckDB connection must not be shared between threads)."""
-    con = getattr(_local, "con", None)
-    if con is None:
-        con = _local.con = duckdb.connect(":memory:", config=SANDBOX)
-    return con
+_CHILD = [sys.executable, "-I", str(Path(__file__).with_name("sql_sandbox.py"))]
 
 
-class _Watchdog:
-    """One daemon thread that interrupts queries past their deadline: no thread per query."""
+class _Sandbox:
+    """One thread's sandbox process (requests on one pipe are answered in turn), started on first
+    use and again after it was ended."""
 
     def __init__(self) -> None:
-        self._due: list[tuple[float, int, duckdb.DuckDBPyConnection]] = []
-        self._live: set[int] = set()
-        self._ids = itertools.count()
-        self._cv = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self.process: subprocess.Popen | None = None
 
-    def start(self, con: duckdb.DuckDBPyConnection, seconds: float) -> int:
-        with self._cv:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._watch, name="simrun-sql-watchdog", daemon=True)
-                self._thread.start()
-            ticket = next(self._ids)
-            heapq.heappush(self._due, (time.monotonic() + seconds, ticket, con))
-            self._live.add(ticket)
-            self._cv.notify()
-            return ticket
+    def ask(self, request: bytes, timeout_s: float) -> dict:
+        if self.process is None or self.process.poll() is not None:
+            # Its own session: a Ctrl-C at the terminal is the run's to handle, not the sandbox's.
+            # No environment: the process needs none, and a query could not read it anyway.
+            self.process = subprocess.Popen(_CHILD, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL, start_new_session=True,
+                                            env={"PATH": os.defpath})
+            _started.add(self.process)
+            # Starting is not the query's time: a loaded machine may take seconds to load DuckDB.
+            ready, _, _ = select.select([self.process.stdout], [], [], STARTUP_TIMEOUT_S)
+            if not ready or not self.process.stdout.readline().startswith(b'{"ready"'):
+                self.end()
+                raise QueryFailed(f"could not be run: the SQL sandbox process did not start within "
+                                  f"{STARTUP_TIMEOUT_S:g} s")
+        process = self.process
+        try:
+            process.stdin.write(request)
+            process.stdin.flush()
+            ready, _, _ = select.select([process.stdout], [], [], timeout_s)
+            line = process.stdout.readline() if ready else None
+        except (BrokenPipeError, OSError):
+            line = b""
+        if line is None:
+            self.end()
+            raise _Runaway(f"ran past its {timeout_s:g} s limit (stopped)")
+        try:
+            return json.loads(line)
+        except ValueError:
+            # The process died mid-query: the kernel's memory cap, most likely, or a crash.
+            self.end()
+            raise _Runaway("ended its sandbox process (past its memory limit, most likely)") from None
 
-    def done(self, ticket: int) -> None:
-        with self._cv:
-            self._live.discard(ticket)
-
-    def _watch(self) -> None:
-        with self._cv:
-            while True:
-                while self._due and self._due[0][1] not in self._live:
-                    heapq.heappop(self._due)
-                if not self._due:
-                    self._cv.wait()
-                    continue
-                deadline, ticket, con = self._due[0]
-                wait = deadline - time.monotonic()
-                if wait > 0:
-                    self._cv.wait(wait)
-                    continue
-                heapq.heappop(self._due)
-                self._live.discard(ticket)
-                con.interrupt()
+    def end(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            _started.discard(self.process)
+            self.process = None
 
 
-_watchdog = _Watchdog()
-_runaway: set[str] = set()                   # queries that ran past their limit in this process
+class _Runaway(Exception):
+    """The query cost the sandbox its process: it is not run again."""
+
+
+_local = threading.local()
+_started: set[subprocess.Popen] = set()
+_runaway: set[str] = set()                   # queries that ran past a limit in this process
 _answers: collections.OrderedDict[tuple[str, str], bool] = collections.OrderedDict()
 _answers_lock = threading.Lock()
 
 
-def run_select(select: str, records: list[tuple], events: list[tuple], *,
-               timeout_s: float = QUERY_TIMEOUT_S) -> list[tuple]:
-    """Run a parsed SELECT over the two tables, in the sandbox, within its time limit."""
-    if select in _runaway:
-        raise QueryFailed(f"ran past its {timeout_s:g} s limit earlier in this run; not run again")
+@atexit.register
+def _end_all() -> None:
+    for process in list(_started):
+        process.kill()
+
+
+def run_select(select_sql: str, records: list[tuple], events: list[tuple], *,
+               timeout_s: float = QUERY_TIMEOUT_S) -> tuple[int, int, bool]:
+    """Run a parsed SELECT over the two tables, in this thread's sandbox process, within its
+    limits: the number of rows (counted up to 2), of columns, and whether the first value is
+    true. SandboxError when DuckDB fails it; QueryFailed when it ran past a limit."""
+    if select_sql in _runaway:
+        raise QueryFailed("ran past its time or memory limit earlier in this run; not run again")
     rec_sql, rec_args = _table(RECORDS, records)
     ev_sql, ev_args = _table(EVENTS, events)
-    con = _connection()
-    ticket = _watchdog.start(con, timeout_s)
+    request = json.dumps({"sql": wrapped(select_sql, rec_sql, ev_sql), "params": rec_args + ev_args},
+                         default=str).encode() + b"\n"
+    sandbox = getattr(_local, "sandbox", None) or _local.__dict__.setdefault("sandbox", _Sandbox())
     try:
-        return con.execute(wrapped(select, rec_sql, ev_sql), rec_args + ev_args).fetchall()
-    except duckdb.InterruptException:
-        _runaway.add(select)
-        raise QueryFailed(f"ran past its {timeout_s:g} s limit (stopped)") from None
-    finally:
-        _watchdog.done(ticket)
+        got = sandbox.ask(request, timeout_s)
+    except _Runaway as exc:
+        _runaway.add(select_sql)
+        raise QueryFailed(str(exc)) from None
+    if "error" in got:
+        if got["error"] == "OutOfMemoryException":
+            _runaway.add(select_sql)
+            raise QueryFailed("ran past its memory limit (stopped)")
+        raise SandboxError(str(got["error"]), str(got.get("message", "")))
+    return int(got["rows"]), int(got["columns"]), bool(got["first"])
+
+
+class SandboxError(Exception):
+    """DuckDB refused or failed the query in the sandbox: its error class, and its first line
+    (shown only where the tables were empty, so that it can carry no store value)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind, self.message = kind, message
 
 
 def check_goal_sql(query: str) -> str | None:
     """Why a success query cannot be used, or None if it can: it must be one SELECT, run on the
-    store schema with empty tables within its time limit, and give exactly one value."""
+    store schema with empty tables within its limits, and give exactly one value."""
     try:
-        rows = run_select(parse_select(query), [], [])
+        rows, columns, _ = run_select(parse_select(query), [], [])
     except QueryRefused as exc:
         return str(exc)
     except QueryFailed as exc:
         return f"success query {exc}"
-    except duckdb.Error as exc:
+    except SandboxError as exc:
         # Empty tables: DuckDB's words cannot carry a store's value here, and they help the author.
-        return f"success query does not run on the store schema (records, events): {_first_line(exc)}"
-    if len(rows) != 1 or len(rows[0]) != 1:
+        return f"success query does not run on the store schema (records, events): {exc.message or exc.kind}"
+    if rows != 1 or columns != 1:
         return "a success query must return exactly one value (true when the goal is reached)"
     return None
 
@@ -204,25 +223,25 @@ def sql_holds(query: str, state: dict) -> bool:
     events = [(e.get("id"), e.get("turn"), e.get("operation"), e.get("record"), e.get("status"), e.get("offer"),
                e.get("reason"), json.dumps(e.get("arguments"))) for e in state.get("events") or []]
     # The loop checks the goal after every turn and the scorer checks the final store again,
-    # often the same store: a query costs about a millisecond of DuckDB planning, a lookup here
-    # a hash of the rows. The key is a digest, so the cache's size does not grow with the store's.
+    # often the same store: a query costs about a millisecond of DuckDB planning and a round trip
+    # to the sandbox, a lookup here a hash of the rows. The key is a digest, so the cache's size
+    # does not grow with the store's.
     key = (query, hashlib.sha256(json.dumps([records, events, "records" in state], default=str).encode()).hexdigest())
     with _answers_lock:
         if key in _answers:
             _answers.move_to_end(key)
             return _answers[key]
     try:
-        select = parse_select(query)
-        if "records" not in state and "records" in duckdb.get_table_names(select):
+        select_sql = parse_select(query)
+        if "records" not in state and "records" in duckdb.get_table_names(select_sql):
             raise QueryFailed("reads records, and the runtime gives no records as data (a state hook gives "
                               "them: runtime.state)")
-        rows = run_select(select, records, events)
+        _, _, holds = run_select(select_sql, records, events)
     except QueryRefused as exc:
         raise QueryFailed(str(exc)) from None
-    except duckdb.Error as exc:
-        raise QueryFailed(f"failed with a DuckDB {type(exc).__name__} on this store (`simrun validate` "
-                          "shows DuckDB's message on an empty store)") from None
-    holds = bool(rows and rows[0] and rows[0][0])
+    except SandboxError as exc:
+        raise QueryFailed(f"failed with a DuckDB {exc.kind} on this store (`simrun validate` shows DuckDB's "
+                          "message on an empty store)") from None
     with _answers_lock:
         _answers[key] = holds
         if len(_answers) > ANSWERS_KEPT:

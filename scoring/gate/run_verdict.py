@@ -126,6 +126,11 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
         named += [f"ceilings on {', '.join(ceilings)}"] if ceilings else []
         held.append(f"every release criterion met ({'; '.join(named)})")
     not_checked += check.unchecked
+    if outcome.goal_unverifiable:
+        # Never a pass, and never out of sight: the goal rate above is over the others only.
+        not_checked.append(f"goal reached: UNVERIFIABLE in {outcome.goal_unverifiable} of {outcome.conversations} "
+                           "conversations, whose goal could not be checked (`simrun show RUN CONVERSATION` "
+                           "gives the reason)")
     undecided = [r for r in rates if r.unverifiable]
     if undecided:
         not_checked.append("UNVERIFIABLE (the runtime did not give the evidence): " + ", ".join(

@@ -38,6 +38,7 @@ The generator is seeded, so the same two runs always get the same verdict.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -273,6 +274,24 @@ def advice_rates(fired, scored, *, upper: float | None = None) -> np.ndarray:
 
 def critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray, *, alpha: float,
                    correction: str = "max-t", draws: int = _NULL_DRAWS, seed: int = SEED) -> float:
+    """`_critical_value`, remembered: the draw is seeded, so the same inputs give the same value,
+    and a dashboard or a gate run twice in one process asks for the same ones again (each takes
+    a fifth of a second or more)."""
+    rates, member = np.ascontiguousarray(base_rates, float), np.ascontiguousarray(slices, bool)
+    return _remembered_critical(rates.tobytes(), rates.shape, repetitions, member.tobytes(), member.shape,
+                                alpha, correction, draws, seed)
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered_critical(rates: bytes, rates_shape: tuple, repetitions: int, slices: bytes, slices_shape: tuple,
+                         alpha: float, correction: str, draws: int, seed: int) -> float:
+    return _critical_value(np.frombuffer(rates).reshape(rates_shape), repetitions,
+                           np.frombuffer(slices, bool).reshape(slices_shape), alpha=alpha,
+                           correction=correction, draws=draws, seed=seed)
+
+
+def _critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray, *, alpha: float,
+                    correction: str, draws: int, seed: int) -> float:
     """The statistic a hypothesis must reach to be flagged, when every cell holds `repetitions`
     conversations of each run and the cells' true rates are `base_rates` (cells x classes).
 

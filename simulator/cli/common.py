@@ -166,8 +166,9 @@ def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = N
     out.print(table)
     low, high = outcome.goal_interval
     ends = ", ".join(f"{k} {v}" for k, v in outcome.ends.items())
+    unverifiable = f", UNVERIFIABLE in {outcome.goal_unverifiable}" if outcome.goal_unverifiable else ""
     out.print(f"goal reached: {pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, "
-              f"95% {pct(low)} – {pct(high)}); ends: {ends}", highlight=False, soft_wrap=True)
+              f"95% {pct(low)} – {pct(high)}{unverifiable}); ends: {ends}", highlight=False, soft_wrap=True)
     if outcome.runtime_errors:
         out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): `simrun show {run_id} "
                   "--class runtime_error` lists them, and `simrun show RUN CONVERSATION` shows each one's evidence",

@@ -9,13 +9,14 @@ file, the line and the field, and must leave no trace on the machine.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from scoring.dataset import goal_sql
+from scoring.dataset import goal_sql, sql_sandbox
 from scoring.dataset.files import load_dataset
 from scoring.checks.goal import goal_status
 from scoring.dataset.goal_sql import QueryRefused, check_goal_sql, parse_select
@@ -107,16 +108,53 @@ def test_a_runaway_query_is_stopped_at_its_limit_and_named(simrun, project):
 
 
 def test_the_sandbox_holds_even_for_a_query_that_reached_the_connection(secret_file, site):
-    # Defence in depth: were the parser ever fooled, the connection itself refuses.
-    con = goal_sql._connection()
-    for statement in (f"SELECT * FROM read_text('{secret_file}')", f"COPY (SELECT 1) TO '{site}/x.pth'",
-                      f"ATTACH '{site}/y.duckdb' AS y", "INSTALL httpfs", "LOAD httpfs",
-                      "SET enable_external_access = true", "SET lock_configuration = false"):
-        with pytest.raises(duckdb.Error) as info:
-            con.execute(statement).fetchall()
-        assert SECRET not in str(info.value)
+    # Defence in depth: were the parser ever fooled, the connection itself refuses, and so does
+    # the sandbox process that a query is sent to.
+    con = sql_sandbox.connect()
+    sandbox = goal_sql._Sandbox()
+    try:
+        for statement in (f"SELECT * FROM read_text('{secret_file}')", f"COPY (SELECT 1) TO '{site}/x.pth'",
+                          f"ATTACH '{site}/y.duckdb' AS y", "INSTALL httpfs", "LOAD httpfs",
+                          "SET enable_external_access = true", "SET lock_configuration = false"):
+            with pytest.raises(duckdb.Error) as info:
+                con.execute(statement).fetchall()
+            assert SECRET not in str(info.value)
+            got = sandbox.ask(json.dumps({"sql": statement, "params": []}).encode() + b"\n", 5.0)
+            assert "error" in got and SECRET not in json.dumps(got), (statement, got)
+        assert sandbox.ask(b'{"sql": "SELECT current_setting(\'enable_external_access\')", "params": []}\n',
+                           5.0) == {"rows": 1, "columns": 1, "first": False}
+    finally:
+        sandbox.end()
     assert list(site.iterdir()) == []
     assert con.execute("SELECT current_setting('enable_external_access')").fetchone() == (False,)
+
+
+def test_the_sandbox_process_holds_no_secret_of_simruns(monkeypatch):
+    # What a query might one day read of its process, there is nothing of simrun's to read.
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    sandbox = goal_sql._Sandbox()
+    try:
+        assert "rows" in sandbox.ask(b'{"sql": "SELECT 1", "params": []}\n', 5.0)
+        environ = Path(f"/proc/{sandbox.process.pid}/environ").read_bytes()
+    finally:
+        sandbox.end()
+    assert SECRET.encode() not in environ and b"OPENAI_API_KEY" not in environ
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT length(repeat(repeat('x', 20000), 20000)) > 0",                          # one huge string
+    "SELECT length(string_agg(repeat('y', 100000), '')) > 0 FROM range(20000)",      # many, joined
+    "SELECT max(len(l)) > 0 FROM (SELECT list(i) AS l FROM range(400000000) t(i))",  # one huge list
+])
+def test_a_query_that_asks_for_gigabytes_is_stopped_at_its_memory_limit(query):
+    # DuckDB's memory_limit bounds its buffers, not every allocation; the sandbox process's
+    # address space is what bounds these. They fail, quickly, and fail again without running.
+    started = time.monotonic()
+    problem = check_goal_sql(query)
+    assert problem is not None and "memory limit" in problem, problem
+    assert time.monotonic() - started < goal_sql.QUERY_TIMEOUT_S + 3
+    assert "earlier in this run; not run again" in check_goal_sql(query)
+    assert check_goal_sql("SELECT true") is None            # the sandbox serves the next query
 
 
 def test_a_trailing_comment_or_semicolon_cannot_reshape_the_wrapped_query():

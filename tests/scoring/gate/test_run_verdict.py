@@ -181,3 +181,15 @@ def test_a_baseline_keeps_the_hashes_and_one_that_forges_them_is_refused():
     cand = a_summary("r20261201-000001-bbbbbb", items_of(goals=(*GOALS, "upgrade")))
     with pytest.raises(GateError, match="keeps only that hash.*bless a new baseline"):
         gate_verdict(loaded, cand, SETTINGS)
+
+
+def test_goals_that_could_not_be_checked_are_named_as_not_checked_never_silently_left_out():
+    # A goal check that failed (its query past a limit, its record not given) leaves the goal
+    # UNVERIFIABLE: the goal rate is over the others, so the verdict must say what it left out.
+    rates = [Rate(cls, kind_of(cls), 0, 70, 0, 0, 70) for cls in ALL_CLASSES]
+    checked = Outcome(70, 70, {"goal_reached": 63, "user_stopped": 7}, 63, 70, 0, 0, 3.0, 3.0, 0.0)
+    unchecked = Outcome(70, 70, {"goal_reached": 63, "user_stopped": 7}, 63, 63, 7, 0, 3.0, 3.0, 0.0)
+    assert not any("goal reached" in line for line in run_verdict("r1", rates, checked, None).not_checked)
+    lines = [line for line in run_verdict("r1", rates, unchecked, None).not_checked if "goal reached" in line]
+    assert lines == ["goal reached: UNVERIFIABLE in 7 of 70 conversations, whose goal could not be checked "
+                     "(`simrun show RUN CONVERSATION` gives the reason)"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 
 from scoring.pages.report import build_report
@@ -62,7 +63,7 @@ def test_the_report_and_the_gate_always_agree(tmp_path, demo, monkeypatch):
     cli = CliRunner()
     toml = tmp_path / "simrun.toml"
     for faults in ("dead_end=0.1", "dead_end=0.1", "dead_end=0.6"):
-        toml.write_text(f'[run]\nrepetitions = 3\n[runtime.options]\nfaults = "{faults}"\nfault_seed = {len(faults)}\n')
+        toml.write_text(f'[run]\nrepetitions = 2\n[runtime.options]\nfaults = "{faults}"\nfault_seed = {len(faults)}\n')
         assert cli.invoke(app, ["--fresh"]).exit_code in (0, 1)
     with Store(tmp_path / "simrun.duckdb", create=False) as store:
         first, same, worse = [r["run_id"] for r in reversed(store.runs())]
@@ -71,9 +72,13 @@ def test_the_report_and_the_gate_always_agree(tmp_path, demo, monkeypatch):
         made = cli.invoke(app, ["report", candidate, "--baseline", first])
         assert made.exit_code == 0, made.output
         html = (tmp_path / "reports" / f"{candidate}.html").read_text()
-        verdict = re.search(r"Gate: (passed|FAILED)[^<]*</b> \(exit (\d)\)", html)
-        assert verdict and int(verdict.group(2)) == gate.exit_code
-        assert (verdict.group(1) == "passed") == (gate.exit_code == 0)
+        # The page's verdict is the exit status the gate gave, whatever decided it (here a
+        # release ceiling can fail a run whose comparison passed: two repetitions of 10% dead ends
+        # sometimes show more than 10%), and the comparison says what the gate printed of it.
+        verdict = re.search(r'<section id="verdict"[^>]*data-exit="(\d)"', html)
+        assert verdict and int(verdict.group(1)) == gate.exit_code
+        comparison = re.search(r"Comparison: ((passed|FAILED)[^<]*)</b>", html)
+        assert comparison and html_lib.unescape(comparison.group(1)) in gate.output
     assert gate.exit_code == 1 and "dead_end</td>" in html and ">regression</td>" in html
     index = (tmp_path / "reports" / "index.html").read_text()
     assert all(run in index for run in (first, same, worse)) and 'id="trends"' in index

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ def run_rows(project: Path) -> int:
 def test_the_main_command_runs_the_demo(project):
     """`simrun --budget 5usd` as a user types it: a real process, in a project folder."""
     exe = Path(sys.executable).with_name("simrun")
+    shutil.copy(ROOT / "simrun.toml", project / "simrun.toml")      # the demo's own five repetitions
     proc = subprocess.run([str(exe), "--budget", "5usd"], cwd=project, capture_output=True, text=True,
                           timeout=120, env={**os.environ, "COLUMNS": "160"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
