@@ -23,7 +23,8 @@ import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from scoring.checks.scorer import ALL_CLASSES
 from scoring.errors import BaselineError, StoreError
@@ -186,9 +187,10 @@ def parse_baseline(data: bytes, where: str, fix: str) -> RunSummary:
     except ValueError as exc:
         raise BaselineError(f"{where}: {exc}; {fix}") from None
     try:
+        _first_bad_entry(raw)
         model = BaselineFile.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = exc.errors(include_input=False, include_url=False)[0]
         loc = ".".join(printable(part, 40) for part in err["loc"]) or "file"
         message = printable(err["msg"].removeprefix("Value error, "), 300)
         raise BaselineError(f"{where} ({loc}): {message}; not a simrun baseline, or damaged: {fix}") from None
@@ -213,6 +215,33 @@ def parse_baseline(data: bytes, where: str, fix: str) -> RunSummary:
     except BaselineError as exc:
         raise BaselineError(f"{exc}; not a simrun baseline, or damaged: {fix}") from None
     return summary
+
+
+# One entry of each per-cell mapping, validated on its own (see _first_bad_entry).
+_ENTRY = {"cells": TypeAdapter(BaselineFile.model_fields["cells"].annotation.__args__[1]),
+          "repetitions": TypeAdapter(RepetitionsOfCell)}
+
+
+def _first_bad_entry(raw: Any) -> None:
+    """The cells and repetitions, entry by entry, stopping at the first bad one. Validated whole,
+    a file whose every entry is wrong makes pydantic build an error per entry: memory and time
+    far beyond the file's size (an 8 MB file took minutes). Entry by entry, reading any file costs
+    what its parsed JSON costs (benchmarks/README.md, "Hostile files"). Raises the entry's
+    ValidationError with its place in the file."""
+    if not isinstance(raw, dict):
+        return
+    for field, adapter in _ENTRY.items():
+        entries = raw.get(field)
+        if not isinstance(entries, dict):
+            continue
+        for key, entry in entries.items():
+            try:
+                adapter.validate_python(entry)
+            except ValidationError as exc:
+                err = exc.errors(include_input=False, include_url=False)[0]
+                raise ValidationError.from_exception_data(exc.title, [
+                    {"type": PydanticCustomError("entry", "{msg}", {"msg": err["msg"]}),
+                     "loc": (field, key, *err["loc"]), "input": None}]) from None
 
 
 def load_baseline(path: Path | str) -> RunSummary:

@@ -78,3 +78,35 @@ def test_a_bad_bundle_costs_memory_in_proportion_to_its_size(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < 30 * size, f"{peak / size:.0f}x the file's size"
+
+
+def test_a_bad_baseline_costs_memory_in_proportion_to_its_size():
+    """Every cell of a 0.8 MB baseline is wrong: the refusal names the first, and reading it
+    costs within the same stated factor as a bundle (30x its size), not an error per cell."""
+    import json
+
+    from scoring.errors import BaselineError
+    from scoring.gate.baseline import parse_baseline
+    from scoring.gate.summary import GATE_CLASSES
+
+    cells = 2_000
+    data = json.dumps({
+        "format": "simrun-baseline", "format_version": 3, "run_id": "r20261202-000000-abcdef",
+        "dataset_hash": "0" * 16, "scorer_version": "3", "simrun_version": "0.1.0",
+        "blessed_at": "2026-12-02T00:00:00Z",
+        "matrix": {"personas": [], "goals": [], "repetitions": 1, "cells": cells, "conversations": cells},
+        "classes": list(GATE_CLASSES), "count_fields": ["fired", "scored", "unverifiable"],
+        "cells": {f"p{i}/g{i}": {cls: [0, 1, "x"] for cls in GATE_CLASSES} for i in range(cells)},
+        "repetitions": {f"p{i}/g{i}": {"fired": {"loop": [-1]}} for i in range(cells)}, "items": {},
+    }, separators=(",", ":")).encode()
+    tracemalloc.start()
+    try:
+        try:
+            parse_baseline(data, "bad.json", "bless it again")
+            raise AssertionError("a baseline of bad cells was read")
+        except BaselineError as exc:
+            assert str(exc).startswith("bad.json (cells.p0/g0.") and len(str(exc).splitlines()) == 1, exc
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 30 * len(data), f"{peak / len(data):.0f}x the file's size"
