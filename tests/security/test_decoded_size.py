@@ -110,3 +110,27 @@ def test_a_bad_baseline_costs_memory_in_proportion_to_its_size():
     finally:
         tracemalloc.stop()
     assert peak < 30 * len(data), f"{peak / len(data):.0f}x the file's size"
+
+
+def test_a_large_goal_file_costs_memory_in_proportion_to_its_size(tmp_path, demo):
+    """A goal file of 25,000 list items (under the 100,000 values a YAML file may expand to):
+    reading the dataset costs within the stated factor of its size (80x: the YAML's events and
+    nodes while one file is read; the file itself is at most 1 MB)."""
+    import shutil
+
+    from scoring.dataset.files import load_dataset
+    from tests.conftest import ROOT
+
+    for folder in ("personas", "goals"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    goal = tmp_path / "goals" / "cancel-trip.yaml"
+    goal.write_text(goal.read_text() + "forbidden: [" + ", ".join(f"w{i}" for i in range(25_000)) + "]\n")
+    size = sum(p.stat().st_size for p in tmp_path.rglob("*.yaml"))
+    tracemalloc.start()
+    try:
+        dataset = load_dataset(tmp_path / "personas", tmp_path / "goals")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(dataset.goal("cancel-trip").forbidden) == 25_000
+    assert peak < 80 * size, f"{peak / size:.0f}x the files' size"
