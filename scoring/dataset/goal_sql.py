@@ -102,8 +102,8 @@ _CHILD = [sys.executable, "-I", str(Path(__file__).with_name("sql_sandbox.py"))]
 
 
 class _Sandbox:
-    """One thread's sandbox process (requests on one pipe are answered in turn), started on first
-    use and again after it was ended."""
+    """A sandbox process (requests on its pipe are answered in turn), started on first use and
+    again after it was ended. Idle ones wait in `_idle` for the next query, from any thread."""
 
     def __init__(self) -> None:
         self.process: subprocess.Popen | None = None
@@ -152,7 +152,8 @@ class _Runaway(Exception):
     """The query cost the sandbox its process: it is not run again."""
 
 
-_local = threading.local()
+_idle: list[_Sandbox] = []                  # as many as queries ever ran at once, no more
+_idle_lock = threading.Lock()
 _started: set[subprocess.Popen] = set()
 _runaway: set[str] = set()                   # queries that ran past a limit in this process
 _answers: collections.OrderedDict[tuple[str, str], bool] = collections.OrderedDict()
@@ -163,6 +164,7 @@ _answers_lock = threading.Lock()
 def _end_all() -> None:
     for process in list(_started):
         process.kill()
+        process.wait()              # reaped: no zombie, and its CPU time is counted as this process's
 
 
 def run_select(select_sql: str, records: list[tuple], events: list[tuple], *,
@@ -176,12 +178,16 @@ def run_select(select_sql: str, records: list[tuple], events: list[tuple], *,
     ev_sql, ev_args = _table(EVENTS, events)
     request = json.dumps({"sql": wrapped(select_sql, rec_sql, ev_sql), "params": rec_args + ev_args},
                          default=str).encode() + b"\n"
-    sandbox = getattr(_local, "sandbox", None) or _local.__dict__.setdefault("sandbox", _Sandbox())
+    with _idle_lock:
+        sandbox = _idle.pop() if _idle else _Sandbox()
     try:
         got = sandbox.ask(request, timeout_s)
     except _Runaway as exc:
         _runaway.add(select_sql)
         raise QueryFailed(str(exc)) from None
+    finally:
+        with _idle_lock:
+            _idle.append(sandbox)
     if "error" in got:
         if got["error"] == "OutOfMemoryException":
             _runaway.add(select_sql)
