@@ -69,7 +69,8 @@ def cumulative(stats: pstats.Stats, names: list[str]) -> float:
     return total
 
 
-async def one_run(base_url: str, in_flight: int, repetitions: int, api_pid: int, client: str) -> dict:
+async def one_run(base_url: str, in_flight: int, repetitions: int, api_pid: int, client: str,
+                  profile: cProfile.Profile | None = None) -> dict:
     dataset = load_dataset(ROOT / "personas", ROOT / "goals")
     ledger = Ledger(Decimal(1000))
     price = load_budgets(ROOT / "budgets.toml").prices[SPEC]
@@ -81,8 +82,12 @@ async def one_run(base_url: str, in_flight: int, repetitions: int, api_pid: int,
     with Store(":memory:") as store:
         api, process, main = cpu_seconds(api_pid), time.process_time(), time.thread_time()
         started = time.perf_counter()
+        if profile is not None:
+            profile.enable()
         result = await run_matrix(dataset, runtime, user, store, repetitions=repetitions, seed=1,
                                   budget=ledger.budget, concurrency=in_flight, ledger=ledger)
+        if profile is not None:
+            profile.disable()
         wall = time.perf_counter() - started
         main, process, api = time.thread_time() - main, time.process_time() - process, cpu_seconds(api_pid) - api
         (calls,) = store.con.execute("SELECT count(*) FROM model_calls").fetchone()
@@ -99,13 +104,12 @@ def main() -> None:
                         help="the model client: simrun's light one (the default) or the openai SDK's")
     args = parser.parse_args()
     repetitions = max(1, -(-args.in_flight * args.waves // 70))
+    import pandas  # noqa: F401  (the store's first write imports it: half a second once per run, not per call)
     fake, base_url = start_fake_api(args.latency)
     try:
         plain = eventloop.run(one_run(base_url, args.in_flight, repetitions, fake.pid, args.client))
         profile = cProfile.Profile(time.thread_time)
-        profile.enable()
-        eventloop.run(one_run(base_url, args.in_flight, repetitions, fake.pid, args.client))
-        profile.disable()
+        eventloop.run(one_run(base_url, args.in_flight, repetitions, fake.pid, args.client, profile))
         if os.environ.get("CALL_CPU_DUMP"):
             profile.dump_stats(os.environ["CALL_CPU_DUMP"])
     finally:
