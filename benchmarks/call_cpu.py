@@ -74,7 +74,8 @@ async def one_run(base_url: str, in_flight: int, repetitions: int, api_pid: int,
     dataset = load_dataset(ROOT / "personas", ROOT / "goals")
     ledger = Ledger(Decimal(1000))
     price = load_budgets(ROOT / "budgets.toml").prices[SPEC]
-    provider = OpenAIProvider("gpt-4.1-mini", base_url=base_url, timeout_s=60, client=client)
+    provider = OpenAIProvider("gpt-4.1-mini", base_url=base_url, timeout_s=60,
+                              **({"client": client} if client != "default" else {}))
     user = ModelUser(SPEC, provider, price, ledger)
     runtime = MeteredRuntime(command=[sys.executable, "-m", "tripdesk.server", "--port", "{port}"],
                              concurrency=in_flight)
@@ -100,8 +101,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--waves", type=int, default=5, help="conversations per slot")
-    parser.add_argument("--client", choices=("light", "sdk"), default="light",
-                        help="the model client: simrun's light one (the default) or the openai SDK's")
+    parser.add_argument("--client", choices=("default", "light", "sdk"), default="default",
+                        help="the model client: the provider's default (simrun's light one since issue 28), "
+                             "its light one, or the openai SDK's")
     args = parser.parse_args()
     repetitions = max(1, -(-args.in_flight * args.waves // 70))
     import pandas  # noqa: F401  (the store's first write imports it: half a second once per run, not per call)
