@@ -65,6 +65,7 @@ class RayExecutor:
         self.alive = 0            # workers up, for the progress line
         self.pids: list[int] = []  # each worker's process id, as of its last start
         self.connected_here = False   # this executor called ray.init, and lets go of it after the run
+        self.draws = 0            # the workers' calls to the budget actor (their floats), so far
 
     def connect(self) -> str:
         """Join or start the cluster now, before anything is spent."""
@@ -304,6 +305,7 @@ class _Dispatch:
                 raise _budget_gone(exc) from None
             return
         self.ledger.follow(figures, records)
+        self.executor.draws = figures.get("draws", 0)
 
     async def _cancel(self) -> None:
         """Interrupted, or failed: cancel the chunks out. Their conversations stop, and release

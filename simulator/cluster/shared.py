@@ -57,12 +57,14 @@ class Budget:
         self.floats: dict[str, Decimal] = {}  # each live float: what is held for it now
         self.in_flight: dict[str, int] = {}   # each live float's calls under way, as last reported
         self.dead: set[str] = set()           # floats forfeited: what they report late is not counted again
+        self.draws = 0                        # calls from the workers (benchmarks/ray_scaling.py counts them)
 
     def draw(self, name: str, report: "Report", want: Decimal, need: Decimal = Decimal(0)
              ) -> tuple[Decimal, bool, bool]:
         """Take float `name`'s report, then give it up to `want` more (a `want` below zero gives
         that much back): (what is given, whether the budget is exhausted, whether this float was
         forfeited: its worker was given up for dead, and everything it held already counts)."""
+        self.draws += 1
         if name in self.dead:
             return Decimal(0), self.ledger.exhausted, True
         self.ledger.charge(report.spent, report.calls, report.overruns, report.records)
@@ -96,6 +98,7 @@ class Budget:
         calls settled since the last take."""
         figures, records = self.ledger.figures(), self.ledger.take_records()
         figures["in_flight"] += sum(self.in_flight.values())
+        figures["draws"] = self.draws
         return figures, records
 
 
