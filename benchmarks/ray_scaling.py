@@ -125,8 +125,9 @@ output_per_mtok = 1.60
 
 def throughput_run(config: Path, executor_for, in_flight: int, latency: float, db: Path) -> dict:
     plan = load_plan(config=config, budgets=config.with_name("budgets.toml"))
+    executor = executor_for(plan)
     with Store(db) as store:
-        result = eventloop.run(execute(plan, store, executor=executor_for(plan), resume=False))
+        result = eventloop.run(execute(plan, store, executor=executor, resume=False))
         # From the first conversation's start to the last one's end: what starting the runtime
         # (and on Ray the workers) takes is left out of both, as benchmarks/throughput.py does.
         (wall,) = store.con.execute(
@@ -140,8 +141,11 @@ def throughput_run(config: Path, executor_for, in_flight: int, latency: float, d
                                        [result.run_id]).fetchone()
     actual = result.conversations / wall * 3600
     ideal = in_flight * 3600 / (sum(calls) / len(calls) * latency)
+    workers = getattr(executor, "workers", None)
+    draws = (f"{executor.draws / workers / wall:.1f}" if getattr(executor, "draws", None) is not None
+             else "") if workers else ""
     return {"actual": actual, "ideal": ideal, "of_ideal": actual / ideal,
-            "of_makespan": ideal_makespan(calls, in_flight, latency) / wall, "call_ms": call_ms}
+            "of_makespan": ideal_makespan(calls, in_flight, latency) / wall, "call_ms": call_ms, "draws": draws}
 
 
 def throughput(args, folder: Path, RayExecutor) -> None:
@@ -155,7 +159,8 @@ def throughput(args, folder: Path, RayExecutor) -> None:
                      f"Ray, {args.workers} workers": (spread, lambda plan: RayExecutor(plan, workers=args.workers))}
         print(f"throughput: model latency {args.latency * 1000:.0f} ms per call; {args.in_flight} conversations in "
               f"flight; {repetitions * 70} conversations a run")
-        print(f"{'':>24}{'per hour':>11}{'ideal':>11}{'of ideal':>10}{'of makespan':>13}{'call ms':>9}")
+        print(f"{'':>24}{'per hour':>11}{'ideal':>11}{'of ideal':>10}{'of makespan':>13}{'call ms':>9}"
+              "   budget actor calls per worker per second")
         shares: dict[str, list[float]] = {name: [] for name in executors}
         for round_ in range(args.rounds):
             for name, (config, executor_for) in executors.items():
@@ -163,7 +168,7 @@ def throughput(args, folder: Path, RayExecutor) -> None:
                                    folder / f"{round_}-{len(shares[name])}-{name[:3]}.duckdb")
                 shares[name].append(m["of_ideal"])
                 print(f"{name:>24}{m['actual']:>11,.0f}{m['ideal']:>11,.0f}{m['of_ideal']:>10.1%}"
-                      f"{m['of_makespan']:>13.1%}{m['call_ms']:>9.0f}", flush=True)
+                      f"{m['of_makespan']:>13.1%}{m['call_ms']:>9.0f}   {m['draws']}", flush=True)
         medians = {name: statistics.median(s) for name, s in shares.items()}
         (local_share, ray_share) = medians.values()
         print(f"throughput, share of ideal (medians): in-process {local_share:.1%}, Ray {ray_share:.1%} "

@@ -82,6 +82,32 @@ class Ledger:
             if record is not None:
                 self._records.append(record)
 
+    def grant(self, want: Decimal, need: Decimal = Decimal(0)) -> Decimal:
+        """Hold up to `want` for a worker's float (`simulator/cluster/shared.py`): as much as is
+        left. When not even `need` (the call the worker waits to hold) is left, nothing, and no
+        new conversation starts."""
+        with self._lock:
+            if need > self.remaining:
+                self.exhausted = True
+                return Decimal(0)
+            given = min(Decimal(want), self.remaining)
+            self.reserved += given
+            return given
+
+    def ungrant(self, amount: Decimal) -> None:
+        """A float given back unspent."""
+        with self._lock:
+            self.reserved -= amount
+
+    def charge(self, amount: Decimal, calls: int = 0, overruns: int = 0, records: list[dict] = ()) -> None:
+        """What was spent out of a float: from held to spent, with the records of its calls."""
+        with self._lock:
+            self.reserved -= amount
+            self.spent += amount
+            self.calls += calls
+            self.overruns += overruns
+            self._records.extend(records)
+
     def log(self, record: dict) -> None:
         """A call that cost nothing (answered from the replay cache): stored all the same."""
         with self._lock:

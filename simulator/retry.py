@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from scoring.errors import BudgetCut, ProviderFailure
 from simulator.users.providers import MalformedResponse
@@ -92,30 +92,47 @@ class RetryPolicy:
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep   # tests pass one that only records
     waits: list[float] = field(default_factory=list)
 
-    def wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
+    def delay(self, exc: BaseException | None, attempt: int) -> float:
+        """How long to wait after failed attempt number `attempt`: what Retry-After asks (capped),
+        else an exponential backoff with jitter."""
         asked = retry_after(exc) if exc is not None else None
         if asked is not None:
             delay = min(asked, self.max_wait_s)
         else:
-            delay = min(self.max_wait_s, self.base_wait_s * 2 ** (state.attempt_number - 1))
+            delay = min(self.max_wait_s, self.base_wait_s * 2 ** (attempt - 1))
             delay *= 0.5 + random.random() / 2   # jitter, so concurrent conversations spread out
         self.waits.append(delay)
         return delay
 
     async def call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        # The first attempt outside tenacity: most calls need no other, and setting up its
+        # machinery for each call cost a tenth of a millisecond at a fast model (benchmarks/README.md).
         try:
-            async for attempt in AsyncRetrying(stop=stop_after_attempt(self.attempts), wait=self.wait,
+            return await fn()
+        except BudgetCut:
+            raise   # the budget, not the provider, ended it (a retry could not be held)
+        except Exception as exc:
+            if self.attempts <= 1 or not should_retry(exc):
+                raise self._failure(exc) from None
+            await self.sleep(self.delay(exc, 1))
+        # The attempts after the first, numbered on from it.
+        wait = lambda state: self.delay(state.outcome.exception() if state.outcome else None,  # noqa: E731
+                                        state.attempt_number + 1)
+        try:
+            async for attempt in AsyncRetrying(stop=stop_after_attempt(self.attempts - 1), wait=wait,
                                                retry=retry_if_exception(should_retry), sleep=self.sleep,
                                                reraise=True):
                 with attempt:
                     return await fn()
         except BudgetCut:
-            raise   # the budget, not the provider, ended it (a retry could not be held)
+            raise
         except Exception as exc:
-            status = getattr(exc, "status_code", None)
-            raise ProviderFailure(
-                "retries_exhausted" if should_retry(exc) else "refused",
-                f"{type(exc).__name__}: {secrets.cut(str(exc), 300)}", status=status, server_message=server_message(exc),
-                attempts=self.attempts if should_retry(exc) else 1) from None
+            raise self._failure(exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _failure(self, exc: BaseException) -> ProviderFailure:
+        status = getattr(exc, "status_code", None)
+        return ProviderFailure(
+            "retries_exhausted" if should_retry(exc) else "refused",
+            f"{type(exc).__name__}: {secrets.cut(str(exc), 300)}", status=status, server_message=server_message(exc),
+            attempts=self.attempts if should_retry(exc) else 1)

@@ -182,6 +182,22 @@ def _fact_dates(goal: Goal) -> set[dt.date]:
     return dates
 
 
+_GOAL_DATES: dict[int, tuple[Goal, frozenset[dt.date], frozenset[dt.date]]] = {}
+
+
+def _goal_dates(goal: Goal) -> tuple[frozenset[dt.date], frozenset[dt.date]]:
+    """(`_fact_dates`, `_true_dates`) of a goal, worked out once per goal object: every
+    conversation of a goal asks the same, and reading its setup's dates was a fifth of the
+    scoring at a fast model (benchmarks/README.md). The goal is kept with them, so that its id
+    cannot be another goal's while cached."""
+    cached = _GOAL_DATES.get(id(goal))
+    if cached is None or cached[0] is not goal:
+        if len(_GOAL_DATES) > 4096:
+            _GOAL_DATES.clear()
+        cached = _GOAL_DATES[id(goal)] = (goal, frozenset(_fact_dates(goal)), frozenset(_true_dates(goal)))
+    return cached[1], cached[2]
+
+
 def _true_dates(goal: Goal) -> set[dt.date]:
     """Dates a user may say without contradicting the goal: its facts, the slips it asks for,
     and every date its setup holds (today's bookings)."""
@@ -205,7 +221,7 @@ def simulator_error(transcript: Transcript, goal: Goal, persona: Persona,
     # A slip corrected later (the fact's day and month restated, the fact within a week of the
     # slip) is a user changing its mind, which a persona may do; a mistake the user had no later
     # message to correct in is given the benefit of the doubt.
-    facts, true = _fact_dates(goal), _true_dates(goal)
+    facts, true = _goal_dates(goal)
     sent = [t for t in transcript.turns if t.user.kind in ("message", "click")]
     for n, turn in enumerate(sent):
         text = turn.user.text or ""

@@ -16,7 +16,7 @@ follows the budget's, so the progress line, the records stored and the run's spe
 cluster's.
 
 Faults. A worker that dies (killed, out of memory, its node gone) loses nothing: the driver
-counts what its conversations held as spent (those calls may have been billed), gives their
+counts its float of the budget as spent (calls under way there may have been billed), gives its
 cells back to be run again, and Ray restarts the worker (up to `MAX_RESTARTS` times), which
 starts its runtime again. Nothing a dead worker ran is stored, so each conversation is stored
 once. When no worker is left, or the cluster's budget actor is gone, the run ends as
@@ -42,7 +42,7 @@ from simulator.cluster.shared import Budget, Rates
 from simulator.conversation import Cell
 from simulator.ledger import Ledger
 from simulator.project import Plan
-from simulator.cluster.worker import Chunk, Worker, WorkerSpec
+from simulator.cluster.worker import Chunk, Worker, WorkerSpec, float_prefix
 from simulator.runner import Finish
 
 CHUNK_S = 0.5          # a chunk's length in its worker's time (what a dead worker's chunk costs to run again)
@@ -65,6 +65,7 @@ class RayExecutor:
         self.alive = 0            # workers up, for the progress line
         self.pids: list[int] = []  # each worker's process id, as of its last start
         self.connected_here = False   # this executor called ray.init, and lets go of it after the run
+        self.draws = 0            # the workers' calls to the budget actor (their floats), so far
 
     def connect(self) -> str:
         """Join or start the cluster now, before anything is spent."""
@@ -123,7 +124,7 @@ class _Dispatch:
         names = {"budget": f"simrun-budget-{run}", "rates": None}
         shared = {"num_cpus": 0, "scheduling_strategy": here, "max_restarts": 0}
         self.budget = ray.remote(Budget).options(name=names["budget"], **shared).remote(
-            self.ledger.budget, self.ledger.figures())
+            self.ledger.budget, self.ledger.figures(), plan.user)
         limit = plan.budgets.limits.get(plan.user)
         if limit is not None:
             names["rates"] = f"simrun-rates-{run}"
@@ -177,8 +178,8 @@ class _Dispatch:
 
     async def _start_all(self) -> None:
         try:
-            started = await asyncio.wait_for(asyncio.gather(*(_get(h.start.remote(self.replay))
-                                                              for h in self.handles)), START_S)
+            started = await asyncio.wait_for(asyncio.gather(*(_get(h.start.remote(self.replay, i))
+                                                              for i, h in enumerate(self.handles))), START_S)
         except asyncio.TimeoutError:
             raise ClusterLost(f"the Ray workers did not start within {START_S:.0f} s; does the cluster have "
                               "free CPUs? (`ray status`)") from None
@@ -233,7 +234,7 @@ class _Dispatch:
                     if up:
                         up = False
                         self.executor.alive -= 1
-                    await self._give_back(chunk)
+                    await self._give_back(chunk, handle)
                 except RayTaskError as exc:
                     raise _cause(exc) from None
                 else:
@@ -247,11 +248,11 @@ class _Dispatch:
                     self.executor.alive += 1
                     returned, since = 0, None
 
-    async def _give_back(self, chunk: list[Cell]) -> None:
-        # What the dead worker's conversations held first, then their cells: forfeiting after a
-        # new attempt had begun would count that attempt's calls too.
+    async def _give_back(self, chunk: list[Cell], handle) -> None:
+        # The dead worker's float first, then its cells: forfeiting after a new attempt had begun
+        # would count that attempt's calls too (a worker started again draws a float of its own).
         try:
-            await _get(self.budget.forfeit.remote([c.id for c in chunk]))
+            await _get(self.budget.forfeit.remote(float_prefix(self.handles.index(handle))))
         except DIED as exc:
             raise _budget_gone(exc) from None
         self.given_back.extend(chunk)
@@ -262,7 +263,8 @@ class _Dispatch:
         deadline = asyncio.get_running_loop().time() + START_S
         while True:
             try:
-                started = await asyncio.wait_for(_get(handle.start.remote(self.replay)), START_S)
+                started = await asyncio.wait_for(_get(handle.start.remote(self.replay, self.handles.index(handle))),
+                                                 START_S)
                 self.executor.pids[self.handles.index(handle)] = started["pid"]
                 return True
             except ActorUnavailableError:
@@ -303,6 +305,7 @@ class _Dispatch:
                 raise _budget_gone(exc) from None
             return
         self.ledger.follow(figures, records)
+        self.executor.draws = figures.get("draws", 0)
 
     async def _cancel(self) -> None:
         """Interrupted, or failed: cancel the chunks out. Their conversations stop, and release

@@ -1,37 +1,40 @@
 """What the workers of a Ray cluster share: one budget and one rate limit for the whole run.
 
-`Budget` is the run's ledger, kept in one actor: every worker holds each call's worst case
-through it and settles the real cost through it, so no number of workers can overshoot the
-budget. It knows which conversation holds each reservation, so that when a worker dies the
-driver can `forfeit` what that worker's conversations held: those calls may have been billed,
-so each counts as spent at its worst case, recorded as a call of cache status `lost`. The
-runner's ledger follows it (`take`): the records of the calls it settled are stored by the
-driver, as in-process.
+`Budget` is the run's ledger, kept in one actor. Each worker holds a float of it
+(`simulator/cluster/floats.py`): the actor holds the float against the budget, as a reservation,
+and the worker holds each call's worst case against its float, locally, and asks the actor for
+more only when the float runs low, telling it then what it spent and the records of those calls.
+No float is given beyond what is left, so no number of workers can overshoot the budget. When a
+worker dies the driver `forfeit`s its float: what it held (calls under way that may have been
+billed, and whatever it spent since it last told) counts as spent, recorded as one call of cache
+status `lost`. That is the price of the floats: a dead worker costs at most its float. The
+runner's ledger follows the budget (`take`): the records of the calls it settled are stored by
+the driver, as in-process.
 
 `Rates` holds the [limits] windows of budgets.toml (`simulator.limits.RateWindow`): one window
 for the cluster, so that eight workers do not send eight times the allowed rate. A booking is a
 quick computation that returns how long to wait; the worker waits out its turn itself, so the
-actor is never held.
-
-`RemoteLedger` and `RemoteLimiter` are what a worker's model user is given in place of a
-`Ledger` and a `RateLimiter`; each sends its actor, through a `Courier`, the calls of one
-moment in one. The two shared classes are plain Python: `simulator/cluster/executor.py` makes them
-actors, on the driver's node (they die with the driver, never before it).
+actor is never held. `RemoteLimiter` is what a worker's model user is given in place of a
+`RateLimiter`; it sends the actor, through a `Courier`, the bookings of one moment in one call.
+The two shared classes are plain Python: `simulator/cluster/executor.py` makes them actors, on the
+driver's node (they die with the driver, never before it).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from scoring.errors import ClusterLost
-from simulator.ledger import Ledger, Reservation
+from simulator.ledger import Ledger
 from simulator.limits import RateLimiter, RateWindow
+
+
+FLOAT = "(budget float)"    # the conversation id a dead worker's float is stored under, as the probe's calls are
 
 
 def lost_record(call: dict[str, Any], amount: Decimal) -> dict[str, Any]:
@@ -43,59 +46,60 @@ def lost_record(call: dict[str, Any], amount: Decimal) -> dict[str, Any]:
 
 
 class Budget:
-    """The cluster's ledger. Reservations are known by number, with the call that holds each."""
+    """The cluster's ledger. It hands each worker a float of the budget (`draw`), held against the
+    budget as reservations are in-process, and hears back what the worker spent of it, with the
+    records of those calls, when the worker draws again or stops."""
 
-    def __init__(self, budget: Decimal, figures: dict[str, Any]) -> None:
+    def __init__(self, budget: Decimal, figures: dict[str, Any], backend: str = "") -> None:
         self.ledger = Ledger(budget)
         self.ledger.follow(figures, [])       # what the run spent before: an earlier attempt, the output probe
-        self.held: dict[int, tuple[Reservation, dict[str, Any]]] = {}
-        self.numbers = itertools.count(1)
+        self.backend = backend
+        self.floats: dict[str, Decimal] = {}  # each live float: what is held for it now
+        self.in_flight: dict[str, int] = {}   # each live float's calls under way, as last reported
+        self.dead: set[str] = set()           # floats forfeited: what they report late is not counted again
+        self.draws = 0                        # calls from the workers (benchmarks/ray_scaling.py counts them)
 
-    def reserve(self, worst_case: Decimal, call: dict[str, Any]) -> tuple[int | None, Decimal, bool]:
-        """(the reservation's number, or None if refused; what is left; whether any call was refused)."""
-        reservation = self.ledger.reserve(worst_case)
-        number = None
-        if reservation is not None:
-            number = next(self.numbers)
-            self.held[number] = (reservation, call)
-        return number, self.ledger.remaining, self.ledger.exhausted
+    def draw(self, name: str, report: "Report", want: Decimal, need: Decimal = Decimal(0)
+             ) -> tuple[Decimal, bool, bool]:
+        """Take float `name`'s report, then give it up to `want` more (a `want` below zero gives
+        that much back): (what is given, whether the budget is exhausted, whether this float was
+        forfeited: its worker was given up for dead, and everything it held already counts)."""
+        self.draws += 1
+        if name in self.dead:
+            return Decimal(0), self.ledger.exhausted, True
+        self.ledger.charge(report.spent, report.calls, report.overruns, report.records)
+        held = self.floats.get(name, Decimal(0)) - report.spent
+        if want < 0:
+            given = -min(-want, held)
+            self.ledger.ungrant(-given)
+        else:
+            given = self.ledger.grant(want, need)
+        self.floats[name] = held + given
+        self.in_flight[name] = report.in_flight
+        return given, self.ledger.exhausted, False
 
-    def settle(self, number: int, actual: Decimal, record: dict[str, Any] | None) -> None:
-        held = self.held.pop(number, None)
-        # Not held any more: its worker was given up for dead, and the call already counted at
-        # its worst case. Counting it again would charge it twice.
-        if held is not None:
-            self.ledger.settle(held[0], actual, record)
-
-    def release(self, number: int) -> None:
-        held = self.held.pop(number, None)
-        if held is not None:
-            self.ledger.release(held[0])
-
-    def log(self, record: dict[str, Any]) -> None:
-        self.ledger.log(record)
-
-    def forfeit(self, conversations: list[str] | None = None) -> int:
-        """Count what these conversations hold (all, with None) as spent: their worker is gone."""
-        wanted = None if conversations is None else set(conversations)
-        lost = [n for n, (_, call) in self.held.items() if wanted is None or call["conversation_id"] in wanted]
-        for number in lost:
-            reservation, call = self.held.pop(number)
-            self.ledger.settle(reservation, reservation.amount, lost_record(call, reservation.amount))
+    def forfeit(self, prefix: str | None = None) -> int:
+        """Count what the floats of a dead worker (their names begin with `prefix`; all, with None)
+        still hold as spent: calls under way there may have been billed, and what it spent since
+        its last report is not known. Each is recorded as one call of cache status `lost`."""
+        lost = [name for name in self.floats if prefix is None or name.startswith(prefix)]
+        for name in lost:
+            held = self.floats.pop(name)
+            self.in_flight.pop(name, None)
+            self.dead.add(name)
+            if held:
+                call = {"conversation_id": FLOAT, "turn": None, "backend": self.backend,
+                        "model": self.backend.partition(":")[2], "request_hash": f"float {name}"}
+                self.ledger.charge(held, calls=1, records=[lost_record(call, held)])
         return len(lost)
 
-    def exchange(self, owed: list[tuple], asked: list[tuple[Decimal, dict[str, Any]]]
-                 ) -> tuple[list[tuple[int | None, Decimal, bool]], bool]:
-        """A worker's settles, releases and logged records, in the order it made them, then the
-        reservations it asks for: each one's answer (as `reserve`), and whether any call has been
-        refused (the worker then starts no new conversation)."""
-        for kind, *args in owed:
-            getattr(self, kind)(*args)
-        return [self.reserve(worst_case, call) for worst_case, call in asked], self.ledger.exhausted
-
     def take(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """The ledger's figures, and the records of the calls settled since the last take."""
-        return self.ledger.figures(), self.ledger.take_records()
+        """The ledger's figures (calls in flight as the floats last said), and the records of the
+        calls settled since the last take."""
+        figures, records = self.ledger.figures(), self.ledger.take_records()
+        figures["in_flight"] += sum(self.in_flight.values())
+        figures["draws"] = self.draws
+        return figures, records
 
 
 class Rates:
@@ -116,9 +120,16 @@ class Rates:
         return [self.windows[spec].book(n, now) - now for n in tokens]
 
 
-@dataclass(frozen=True)
-class Held(Reservation):
-    number: int = 0
+@dataclass
+class Report:
+    """What a worker tells the budget of its float when it draws: what it spent since it last
+    told (and the calls, overruns and records of it), and its calls under way now."""
+
+    spent: Decimal = Decimal(0)
+    calls: int = 0
+    overruns: int = 0
+    in_flight: int = 0
+    records: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Courier:
@@ -133,10 +144,8 @@ class Courier:
     HOLD_S = 0.002
     FREE_S = 0.05
 
-    def __init__(self, proxy: RemoteLedger | RemoteLimiter,
-                 send: Callable[[list, list], Awaitable[list]], unclaimed: Callable[[Any], None] | None = None
-                 ) -> None:
-        self.proxy, self.send, self.unclaimed = proxy, send, unclaimed
+    def __init__(self, proxy: Any, send: Callable[[list, list], Awaitable[list]]) -> None:
+        self.proxy, self.send = proxy, send
         self.told: list = []
         self.asked: list[tuple[Any, asyncio.Future]] = []
         self.timer: asyncio.TimerHandle | None = None
@@ -184,49 +193,6 @@ class Courier:
             for (_, answer), given in zip(asked, answers):
                 if not answer.done():
                     answer.set_result(given)
-                elif self.unclaimed is not None:
-                    self.unclaimed(given)      # its asker was cancelled meanwhile
-
-
-class RemoteLedger:
-    """A worker's ledger: the cluster's `Budget`, through its actor handle. A call is held
-    through it before it is made; what frees a reservation (settling, releasing) and the records
-    of replayed calls are told to it, and the conversation goes on at once. A reservation freed
-    a few milliseconds later only makes the budget more careful, never overshoot."""
-
-    def __init__(self, actor: Any) -> None:
-        self.actor = actor
-        self.remaining = Decimal(0)    # as of the last answer
-        self.exhausted = False         # the cluster refused a call: start no new conversation
-        self.lost = False              # the actor is gone: no call can be paid for any more
-        self.courier = Courier(self, self._exchange, self._unclaimed)
-
-    async def _exchange(self, told: list[tuple], asked: list[tuple[Decimal, dict]]) -> list[Held | None]:
-        answers, exhausted = await self.actor.exchange.remote(told, asked)
-        self.exhausted = self.exhausted or exhausted
-        held = []
-        for (worst_case, _), (number, self.remaining, _) in zip(asked, answers):
-            held.append(None if number is None else Held(worst_case, number))
-        return held
-
-    def _unclaimed(self, held: Held | None) -> None:
-        if held is not None:
-            self.release(held)
-
-    async def hold(self, worst_case: Decimal, call: dict[str, Any] | None = None) -> Held | None:
-        return await self.courier.ask((Decimal(worst_case), call or {}))
-
-    def settle(self, reservation: Held, actual: Decimal, record: dict | None = None) -> None:
-        self.courier.tell(("settle", reservation.number, Decimal(actual), record))
-
-    def release(self, reservation: Held) -> None:
-        self.courier.tell(("release", reservation.number))
-
-    def log(self, record: dict) -> None:
-        self.courier.tell(("log", record))
-
-    async def flush(self) -> None:
-        await self.courier.flush()
 
 
 class RemoteLimiter(RateLimiter):
@@ -248,7 +214,7 @@ class LedgerLost(ClusterLost):
     """The cluster's budget or rate-limit actor is gone: no call a worker makes can be paid for."""
 
 
-async def _ask(proxy: RemoteLedger | RemoteLimiter, ref) -> Any:
+async def _ask(proxy: Any, ref) -> Any:
     """An actor's answer; if it cannot give one, the proxy is lost for good, and says so."""
     try:
         return await ref

@@ -19,6 +19,7 @@ import asyncio
 import dataclasses
 import gc
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ import ray
 from scoring import secrets
 from scoring.errors import SimrunError
 from scoring.store.rows import Finished
-from simulator.cluster.shared import LedgerLost, RemoteLedger, RemoteLimiter
+from simulator.cluster.floats import FloatLedger
+from simulator.cluster.shared import LedgerLost, RemoteLimiter
 from simulator.conversation import Cell, converse
 from simulator.project import Plan, environment_of, runtime_for, user_backend
 
@@ -80,6 +82,11 @@ class Chunk:
     replay: tuple[int, int]
 
 
+def float_prefix(index: int) -> str:
+    """How the floats of the driver's worker `index` are named: what forfeiting them names."""
+    return f"worker {index}/"
+
+
 class Worker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
@@ -87,12 +94,13 @@ class Worker:
         self.ready: asyncio.Task | None = None
         self.slots: asyncio.Semaphore | None = None
 
-    async def start(self, replay=None) -> dict[str, Any]:
+    async def start(self, replay=None, index: int = 0) -> dict[str, Any]:
         """Start the runtime and the user backend, once (again after Ray restarted this worker).
-        `replay`: the recorded answers of a `--replay` run, sent once to each worker."""
+        `replay`: the recorded answers of a `--replay` run, sent once to each worker; `index`:
+        which of the driver's workers this is, which names its float of the budget."""
         if self.ready is None:
             self.replay = replay
-            self.ready = asyncio.ensure_future(self._start())
+            self.ready = asyncio.ensure_future(self._start(index))
         try:
             await self.ready
         except SimrunError as exc:
@@ -100,13 +108,14 @@ class Worker:
             raise type(exc)(secrets.redact(str(exc))) from None
         return {"pid": os.getpid()}
 
-    async def _start(self) -> None:
+    async def _start(self, index: int) -> None:
         spec = self.spec
         os.environ.update(spec.environment)
         for value in spec.secrets:
             secrets.register(value)
         plan = spec.plan
-        self.ledger = RemoteLedger(ray.get_actor(spec.budget))
+        # A float of its own each time it starts: one of a process that died is forfeited whole.
+        self.ledger = FloatLedger(ray.get_actor(spec.budget), f"{float_prefix(index)}{uuid.uuid4().hex[:8]}")
         limit = plan.budgets.limits.get(plan.user)
         self.limiter = (RemoteLimiter(ray.get_actor(spec.rates), plan.user, limit.requests_per_minute,
                                       limit.tokens_per_minute, limit.window_s)

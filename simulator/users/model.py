@@ -164,10 +164,10 @@ class ModelUser:
             nonlocal held, started
             try:
                 if self.slots is None:
-                    return await self.provider.complete(request)
+                    return await self.provider.complete(request, body)
                 async with self.slots:
                     started = time.perf_counter()
-                    return await self.provider.complete(request)
+                    return await self.provider.complete(request, body)
             except MalformedResponse:
                 # A 2xx answer that cannot be read was most likely billed: it is charged at its
                 # worst case, and the next attempt holds a worst case of its own.

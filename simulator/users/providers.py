@@ -11,9 +11,11 @@ each form (`OUTPUT_FORMS`, in the order `run.user_output = "auto"` tries them):
 - `guided_json`: vLLM's extra request field;
 - `tools`: a forced function call, whose arguments are the answer;
 - `prompt`: nothing but the prompt; the answer's JSON is read out of whatever text comes back.
-Anthropic has one form, a forced tool. SDK retries are off (`max_retries=0`): `simulator.retry` owns retries. The
-SDKs are imported here only, and the API key is read from the environment only here; it is
-never part of a request record, an error message or anything stored.
+Anthropic has one form, a forced tool. SDK retries are off (`max_retries=0`): `simulator.retry` owns retries.
+OpenAI-compatible calls go through simrun's light client (`simulator.users.wire`), which raises
+the openai SDK's own exceptions; the SDK's client stays available (`client="sdk"`). The API key
+is read from the environment only here; it is never part of a request record, an error message
+or anything stored.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from typing import Any
 import httpx
 
 from scoring import secrets
+from scoring.dataset.files import canonical_json
 from scoring.errors import ConfigError
 from simulator.pricing import Usage
+from simulator.users.wire import LightClient
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OUTPUT_FORMS = ("json_schema", "json_object", "guided_json", "tools", "prompt")
 TOOL_NAME, TOOL_DESCRIPTION = "act", "Your next move in the conversation."
@@ -81,14 +85,22 @@ class OpenAIProvider:
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 60.0,
                  temperature: float = 1.0, output: str = "json_schema",
-                 http_client: httpx.AsyncClient | None = None, offline: bool = False) -> None:
-        import openai
-
+                 http_client: httpx.AsyncClient | None = None, offline: bool = False, client: str = "light") -> None:
+        """`client`: "light" (simrun's own, `simulator.users.wire`: a finished body POSTed, the
+        answer read as bytes) or "sdk" (the openai SDK's `post`, kept for comparison: see
+        benchmarks/call_cpu.py). Both raise the SDK's exceptions, so retries are the same."""
         self.model, self.temperature, self.output = model, temperature, output
         self.key = api_key("openai", offline)
-        self.client = openai.AsyncOpenAI(
-            api_key=self.key, base_url=base_url or os.environ.get("OPENAI_BASE_URL"), max_retries=0,
-            timeout=timeout_s, http_client=http_client or _aiohttp(openai, timeout_s))
+        if client == "light":
+            self.client = LightClient(base_url, self.key, timeout_s, http_client=http_client)
+        elif client == "sdk":
+            import openai
+
+            self.client = openai.AsyncOpenAI(
+                api_key=self.key, base_url=base_url or os.environ.get("OPENAI_BASE_URL"), max_retries=0,
+                timeout=timeout_s, http_client=http_client or _aiohttp(openai, timeout_s))
+        else:
+            raise ValueError(f"unknown client {client!r}: light or sdk")
 
     @property
     def forms(self) -> tuple[str, ...]:
@@ -118,11 +130,15 @@ class OpenAIProvider:
             raise ValueError(f"unknown output form {form!r}")
         return body
 
-    async def complete(self, request: dict[str, Any]) -> Completion:
-        # `post` with the finished body, answered as bytes: the SDK's request path, errors and
-        # status handling, without `create`'s walk over the parameters' type hints or building
-        # response models only to turn them back into JSON for the replay cache.
-        response = _json_object(await self.client.post("/chat/completions", cast_to=bytes, body=request))
+    async def complete(self, request: dict[str, Any], body: str | None = None) -> Completion:
+        """The call; `body` is the request as JSON text, when the caller has it already."""
+        if isinstance(self.client, LightClient):
+            raw = await self.client.post("/chat/completions", body if body is not None else canonical_json(request))
+        else:
+            # The SDK's `post` with the finished body, answered as bytes: without `create`'s walk
+            # over the parameters' type hints, or response models built only to be dumped again.
+            raw = await self.client.post("/chat/completions", cast_to=bytes, body=request)
+        response = _json_object(raw)
         usage = _field(response, "usage", required=False)
         prompt = usage.get("prompt_tokens") or 0
         cached = _field(usage, "prompt_tokens_details", required=False).get("cached_tokens") or 0
@@ -168,7 +184,7 @@ class AnthropicProvider:
             "tool_choice": {"type": "tool", "name": TOOL_NAME},
         }
 
-    async def complete(self, request: dict[str, Any]) -> Completion:
+    async def complete(self, request: dict[str, Any], body: str | None = None) -> Completion:
         response = _json_object(await self.client.post("/v1/messages", cast_to=bytes, body=request))
         content = response.get("content")
         if not isinstance(content, list):

@@ -126,12 +126,25 @@ def test_the_run_closes_the_users_connections(demo, kind):
 
 @pytest.mark.parametrize("kind", PROVIDERS)
 def test_without_a_client_given_the_sdks_use_their_aiohttp_transport(kind):
+    import aiohttp
     import anthropic
     import openai
 
     provider_cls, _ = PROVIDERS[kind]
-    sdk = openai if kind == "openai" else anthropic
-    assert isinstance(provider_cls("m").client._client, sdk.DefaultAioHttpClient)
+    if kind == "openai":
+        # OpenAI-compatible calls go through simrun's light client, on an aiohttp session of its
+        # own (simulator/users/wire.py); the SDK's client, kept for comparison, still uses aiohttp.
+        async def session():
+            client = provider_cls("m").client
+            try:
+                return type(client._http())
+            finally:
+                await client.close()
+
+        assert asyncio.run(session()) is aiohttp.ClientSession
+        assert isinstance(provider_cls("m", client="sdk").client._client, openai.DefaultAioHttpClient)
+    else:
+        assert isinstance(provider_cls("m").client._client, anthropic.DefaultAioHttpClient)
 
 
 @pytest.mark.parametrize("kind", PROVIDERS)

@@ -1,0 +1,127 @@
+"""A light client for OpenAI-compatible chat completions: one POST of a finished body, its answer as bytes.
+
+At a fast model (a local vLLM or llama.cpp server answering in 50 ms) the openai SDK's own
+request path was most of simrun's CPU per call (benchmarks/README.md, "A fast model"): it
+validates options through pydantic, builds httpx requests and headers, draws an idempotency key,
+and hands the request to aiohttp through an httpx shim and the answer back. simrun sends a body it
+has already serialised (for its worst case and its cache key) and reads the answer as JSON, so
+none of that is needed: this client posts the bytes on one aiohttp session whose pool is sized to
+the calls in flight.
+
+Failures are raised as the openai SDK's own exceptions (`openai.RateLimitError`,
+`openai.InternalServerError`, `openai.APITimeoutError`, ...), with the response, its headers and
+its body, so that `simulator.retry` treats them exactly as the SDK's: Retry-After honoured, 5xx
+retried unless the message blames the request, other 4xx never retried. The API key goes in the
+Authorization header only. An `httpx.AsyncClient` can be given instead of the aiohttp session
+(tests answer through `httpx.MockTransport`): the same path, the same errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+import aiohttp
+import httpx
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# The variables the SDK reads for these headers, read the same way: a team that scopes its key
+# to an organisation or project keeps doing so.
+SCOPE_HEADERS = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
+
+
+class LightClient:
+    def __init__(self, base_url: str | None, key: str, timeout_s: float, *, connections: int = 0,
+                 http_client: httpx.AsyncClient | None = None) -> None:
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.timeout_s = timeout_s
+        self.connections = connections     # 0: as many as there are calls in flight
+        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                        "Accept": "application/json",
+                        **{header: os.environ[name] for name, header in SCOPE_HEADERS.items() if os.environ.get(name)}}
+        self.http_client = http_client
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                connector=aiohttp.TCPConnector(limit=self.connections, keepalive_timeout=30))
+        return self._session
+
+    async def post(self, path: str, body: str) -> bytes:
+        """POST `body` (JSON text) to `path`; the answer's bytes, or the SDK's exception for it."""
+        url = self.base_url + path
+        if self.http_client is not None:
+            try:
+                response = await self.http_client.post(url, content=body.encode(), headers=self.headers,
+                                                       timeout=self.timeout_s)
+            except httpx.TimeoutException:
+                raise _timeout(url) from None
+            except httpx.TransportError as exc:
+                raise _connection(url, exc) from None
+            status, headers, raw = response.status_code, response.headers, response.content
+        else:
+            try:
+                async with self._http().post(url, data=body.encode(), headers=self.headers,
+                                             allow_redirects=False) as response:
+                    status, headers, raw = response.status, response.headers, await response.read()
+            except (asyncio.TimeoutError, TimeoutError):
+                raise _timeout(url) from None
+            except aiohttp.ClientError as exc:
+                raise _connection(url, exc) from None
+        if not 200 <= status < 300:
+            raise _status_error(url, status, dict(headers), raw)
+        return raw
+
+    def is_closed(self) -> bool:
+        return self._closed
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._session is not None:
+            await self._session.close()
+        if self.http_client is not None:
+            await self.http_client.aclose()
+
+
+def _request(url: str) -> httpx.Request:
+    return httpx.Request("POST", url)
+
+
+def _timeout(url: str):
+    import openai
+
+    return openai.APITimeoutError(request=_request(url))
+
+
+def _connection(url: str, exc: BaseException):
+    import openai
+
+    return openai.APIConnectionError(message=f"Connection error: {type(exc).__name__}", request=_request(url))
+
+
+def _status_error(url: str, status: int, headers: dict[str, str], raw: bytes):
+    """The exception the openai SDK raises for this status, with the same message and body."""
+    import openai
+
+    response = httpx.Response(status, headers=headers, content=raw, request=_request(url))
+    message = f"Error code: {status}"
+    body: Any = raw.decode("utf-8", "replace").strip()
+    try:
+        body = json.loads(body)
+    except ValueError:
+        pass
+    error = body.get("error", body) if isinstance(body, dict) else body
+    said = error.get("message") if isinstance(error, dict) else None
+    if isinstance(said, str) and said:
+        message += f" - {said}"
+    cls = {400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
+           404: openai.NotFoundError, 409: openai.ConflictError, 422: openai.UnprocessableEntityError,
+           429: openai.RateLimitError}.get(status)
+    if cls is None:
+        cls = openai.InternalServerError if status >= 500 else openai.APIStatusError
+    return cls(message, response=response, body=error)
