@@ -21,7 +21,7 @@ SMALL = {
     "throughput.py": (["--latency", "0.05", "--concurrency", "4", "--waves", "1"],
                       r"\n\s+4\s+\d+\s+[\d,]+\s+[\d,]+\s+[\d.]+%"),
     "prompt_caching.py": (["--repetitions", "1"], r"\d+%"),
-    "call_cpu.py": (["--latency", "0.005", "--in-flight", "16", "--waves", "1"],
+    "call_cpu.py": (["--latency", "0.005", "--in-flight", "4", "--waves", "1"],
                     r"CPU ms per model call: harness [\d.]+ (.|\n)+model client\s+[\d.]+%"),
     "trace_receiver.py": (["--turns", "20"], r"ratio, with / without: [\d.]+x"),
     "real_model.py": (["--fake"], r"ledger: runs.spent \$[\d.]+; sum of \d+ stored calls \$[\d.]+; equal"),
