@@ -143,6 +143,11 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
             bounds.append(old or Bound(verdict.cls, None, None, None))
             continue
         low, high = verdict.delta - z * verdict.se, verdict.delta + z * verdict.se
+        # The normal bound claims too much where little fired (nothing fired: a standard error
+        # of 0): the rise is also bounded by the candidate's exact (Clopper-Pearson) upper bound
+        # less the baseline's rate, and the wider of the two is kept.
+        high = max(high, _exact_upper(verdict.candidate.fired, verdict.candidate.scored, share)
+                   - (verdict.baseline.rate or 0.0))
         if old is not None and old.high is not None:
             low, high = max(low, old.low), min(high, old.high)
         bounds.append(Bound(verdict.cls, verdict.delta, low, high))
@@ -155,6 +160,15 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
     conversations = sum(len([r for r in held.held if r < repetitions])
                         for held in sofar.repetitions_held.values())
     return Look(k, repetitions, conversations, share, total, tuple(bounds), decision, result)
+
+
+def _exact_upper(fired: int, scored: int, a: float) -> float:
+    """One-sided (1 - a) Clopper-Pearson upper bound of a rate: fired of scored."""
+    from scipy.special import betaincinv
+
+    if scored == 0 or fired >= scored:
+        return 1.0
+    return float(betaincinv(fired + 1, scored - fired, 1 - a))
 
 
 def _z(q: float) -> float:
