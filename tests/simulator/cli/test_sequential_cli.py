@@ -39,6 +39,8 @@ def test_rounds_continue_one_run_undecided_is_inconclusive_and_a_broken_goal_fai
         assert db.execute("SELECT count(*) FROM conversations WHERE run_id = ?", [run_id]).fetchone()[0] == 140
     html = (project / re.search(r"report: (\S+)", same.output).group(1)).read_text()
     assert 'data-status="inconclusive" data-exit="3"' in html
+    assert '<table id="rounds-table">' in html and '<td class="num">2 / 2</td><td class="num">140</td>' in html
+    assert '<table id="confidence-sequences">' in html
     gated = cli("gate", "--sequential", "--candidate", run_id, "--markdown", "gate.md")
     assert gated.exit_code == 3, gated.output
     assert verdict_lines(gated.output)[:2] == lines[:2]
