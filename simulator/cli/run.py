@@ -4,7 +4,8 @@ Exit status: the run's verdict (`scoring.gate.run_verdict`): 0 when the run kept
 met budgets.toml's [release] criteria and, with gate.baseline set in simrun.toml, passed the gate
 against that baseline; 1 when any of these failed (each reason named in one line); 2 on a user
 error (bad input, unknown run), printed as one line with no traceback, or when no conversation
-could be judged.
+could be judged; 3 when a `--sequential` run is still undecided at its round cap or budget
+(inconclusive, never a pass).
 """
 
 from __future__ import annotations

@@ -13,8 +13,11 @@ from tests.simulator.cli.test_verdict_cli import broken_goal, verdict_lines, wit
 
 def rounds(project, max_rounds: int) -> None:
     budgets = project / "budgets.toml"
-    budgets.write_text(budgets.read_text().replace("permutations = 10000", "permutations = 2000").replace("[release]", f"[gate.sequential]\nmax_rounds = {max_rounds}\n\n"
-                                                   "[release]\nprogress_ceiling = 1.0", 1))
+    text = budgets.read_text()
+    assert "max_rounds = 20 " in text
+    budgets.write_text(text.replace("permutations = 10000", "permutations = 2000")
+                       .replace("max_rounds = 20 ", f"max_rounds = {max_rounds} ")
+                       .replace("[release]", "[release]\nprogress_ceiling = 1.0", 1))
 
 
 def test_rounds_continue_one_run_undecided_is_inconclusive_and_a_broken_goal_fails_at_once(cli, project):
