@@ -247,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool-normal", type=int, default=60)
     parser.add_argument("--pool-changed", type=int, default=20)
     parser.add_argument("--pools", default="/tmp/simrun-gate-pools.pkl", help="cache of the pools ('': none)")
+    parser.add_argument("--every", type=int, default=50, help="print a running tally every this many pairs")
     parser.add_argument("--secant-steps", type=int, default=4, help="pool runs to find the changed faults")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rebuild", default="", help="pools to build again in the cache (broad, local)")
@@ -286,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             results = []
             for result in pool.map(pair_job, jobs, chunksize=4):
                 results.append(result)
-                if len(results) % 50 == 0 and len(results) < n:     # a running tally: usable if stopped
+                if len(results) % args.every == 0 and len(results) < n:     # a running tally: usable if stopped
                     print(f"    after {len(results)} pairs ({time.perf_counter() - t:.0f} s): "
                           + tally(part, results, seq, cells, fixed.alpha)[0], flush=True)
         for line in tally(part, results, seq, cells, fixed.alpha):

@@ -44,6 +44,8 @@ def test_rounds_continue_one_run_undecided_is_inconclusive_and_a_broken_goal_fai
     assert 'data-status="inconclusive" data-exit="3"' in html
     assert '<table id="rounds-table">' in html and '<td class="num">2 / 2</td><td class="num">140</td>' in html
     assert '<table id="confidence-sequences">' in html
+    # The dashboard judges the run against the baseline with the same sequential gate.
+    assert "– inconclusive: sequential: inconclusive after 2 of 2 rounds" in (project / "reports" / "index.html").read_text()
     gated = cli("gate", "--sequential", "--candidate", run_id, "--markdown", "gate.md")
     assert gated.exit_code == 3, gated.output
     assert verdict_lines(gated.output)[:2] == lines[:2]
