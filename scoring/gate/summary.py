@@ -210,9 +210,10 @@ def first_repetitions(summary: RunSummary, n: int) -> RunSummary:
         fired = {c: r & kept for c, r in reps.fired.items()}
         unscored = {c: r & kept for c, r in reps.unscored.items()}
         counts = {}
+        gone = len(reps.held - kept)
         for cls, whole in summary.cells[cell].items():
-            # Unverifiable conversations are a subset of the unscored ones (the rest were not counted).
-            gone = len(reps.held - kept)
+            # Unverifiable conversations are among the unscored ones (the rest were not counted):
+            # a cut cell keeps at most as many as it has unscored.
             f, u = len(fired.get(cls, ())), len(unscored.get(cls, ()))
             scored = len(kept) - u
             unverifiable = min(whole.unverifiable, u) if gone else whole.unverifiable
