@@ -17,6 +17,7 @@ left out (one violation fails the gate by design, not by chance).
     there and at smaller sizes, beside the power the advice predicts at each.
 (d) The advice for other matrices: the smallest rise caught with 80% power, and the repetitions
     a 5-point rise needs, by base rate.
+(e) `--parts sequential [flags]`: the sequential gate, on pools of real conversations (gate_sequential.py).
 
     .venv/bin/python benchmarks/gate_calibration.py [--pairs 200] [--parts aa,localized,broad]
                                                     [--seed 1] [--workers N]
@@ -45,11 +46,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scoring.gate import stats  # noqa: E402
-from scoring.gate.summary import Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
 from scoring.dataset.files import Dataset, load_dataset  # noqa: E402
 from scoring.gate.compare import gate_verdict  # noqa: E402
-from scoring.gate.summary import TESTED
-from scoring.gate.verdict import GateResult
+from scoring.gate.summary import TESTED, Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
+from scoring.gate.verdict import GateResult  # noqa: E402
 from simulator.config import GateSection, load_budgets, load_project  # noqa: E402
 
 # Moderate rates: each class fires in roughly 2-10% of the demo's conversations.
@@ -357,6 +357,8 @@ def advice_table(settings: GateSection, out: Report) -> None:
 
 
 def main() -> int:
+    if sys.argv[1:3] == ["--parts", "sequential"]:
+        return __import__("gate_sequential").main(sys.argv[3:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--parts", default=",".join(PARTS), help="any of " + ",".join(PARTS))

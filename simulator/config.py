@@ -60,6 +60,14 @@ class Limit(_Model):
         "minute's limits (60: any minute holds them; 1: any second holds a sixtieth)."))
 
 
+class SequentialSection(_Model):
+    max_rounds: int = Field(20, ge=1, le=1_000, description=(
+        "The sequential gate's round cap: undecided there is inconclusive (exit 3)."))
+    per_round: int = Field(1, ge=1, le=100, description="Repetitions of every cell per round.")
+    spending: float = Field(2.0, gt=0, le=10, description=(
+        "rho of the alpha-spending function alpha * (round / max_rounds) ** rho: larger spends less early."))
+
+
 class GateSection(_Model):
     alpha: float = Field(0.05, gt=0, lt=1, description="The chance of any false alarm, over every class and slice.")
     min_effect: float = Field(0.05, ge=0, lt=1, description="Smallest rise of a class rate worth failing on.")
@@ -68,6 +76,8 @@ class GateSection(_Model):
     correction: Literal["max-t", "holm", "bonferroni"] = Field(
         "max-t", description="How the false-alarm rate is held over every class and slice.")
     permutations: int = Field(10_000, ge=1_000, le=1_000_000, description="Reassignments drawn by the test.")
+    sequential: SequentialSection = Field(default_factory=SequentialSection, description=(
+        "The sequential gate (`simrun --sequential`, `simrun gate --sequential`)."))
 
 
 class ReleaseSection(_Model):

@@ -48,6 +48,7 @@ class Plan:
     files: tuple[str, ...] = ()      # the configuration files read
     labels: tuple[str, ...] = ()     # what the run is called (a release, a branch): never part of its key
     baseline: RunSummary | None = None   # gate.baseline of simrun.toml, read before anything runs
+    sequential: bool = False         # run in rounds against the baseline (`scoring.gate.sequential`)
 
     @property
     def conversations(self) -> int:
@@ -60,6 +61,8 @@ class Plan:
             "user": self.user, "budget_usd": str(self.budget),
             "runtime": runtime_summary(self.runtime),
             "personas": [p.id for p in self.dataset.personas], "goals": [g.id for g in self.dataset.goals],
+            # A run in rounds is judged by the sequential gate with the settings it started with.
+            **({"sequential": self.budgets.gate.sequential.model_dump()} if self.sequential else {}),
         }
 
 
@@ -115,7 +118,7 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
               repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
               user: str | None = None, db: str | None = None, reports: str | None = None,
               runtime_flags: dict[str, Any] | None = None, check_user: bool = True,
-              labels: list[str] | None = None) -> Plan:
+              labels: list[str] | None = None, sequential: bool = False) -> Plan:
     """Resolve flags over files over defaults, and validate all of it before anything runs."""
     config_file = given_file(config, "simrun.toml", "--config")
     budgets_file = given_file(budgets, "budgets.toml", "--budgets")
@@ -141,13 +144,20 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
             raise ConfigError(err["msg"].removeprefix("Value error, "), field=flag) from None
     if config_file is not None:
         runtime = _rooted(runtime, base)
+    rounds = money.gate.sequential
+    if sequential and repetitions is not None:
+        raise ConfigError("a sequential run's repetitions are its rounds: set gate.sequential.max_rounds (and "
+                          "per_round) in budgets.toml instead", field="--repetitions")
     plan = Plan(project=project, budgets=money, dataset=dataset, budget=amount,
-                repetitions=repetitions or run.repetitions, seed=run.seed if seed is None else seed,
+                repetitions=rounds.max_rounds * rounds.per_round if sequential else repetitions or run.repetitions, seed=run.seed if seed is None else seed,
                 concurrency=concurrency or run.concurrency, user=user or run.user,
                 db=Path(db) if db else base / run.db, reports=Path(reports) if reports else base / run.reports,
                 runtime=runtime, files=tuple(str(f) for f in (config_file, budgets_file) if f),
                 labels=labels_flag(labels) if labels else tuple(run.labels),
-                baseline=project_baseline(project, config_file))
+                baseline=project_baseline(project, config_file), sequential=sequential)
+    if sequential and plan.baseline is None:
+        raise ConfigError("--sequential judges the run against a baseline: set gate.baseline in simrun.toml "
+                          "(bless one with `simrun baseline bless RUN --out baselines/main.json`)", field="--sequential")
     if not plan.db.parent.is_dir():
         raise ConfigError(f"the folder {plan.db.parent} does not exist", field="--db")
     if plan.reports.exists() and not plan.reports.is_dir():
@@ -270,7 +280,7 @@ def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None, limiter=
 
 async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime=None, replay=None,
                   ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool | str = True,
-                  on_conversation=None, on_user_ready=None, executor=None) -> RunResult:
+                  on_conversation=None, on_user_ready=None, executor=None, upto: int | None = None) -> RunResult:
     """Run the plan. One ledger holds the budget for the user backend and the runner alike.
     `executor` runs the conversations (default: in this process; `simulator.executors`)."""
     ledger = ledger or Ledger(plan.budget)
@@ -280,7 +290,7 @@ async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime
                             concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
                             resume=resume if replay is None else False, on_conversation=on_conversation,
                             on_user_ready=on_user_ready, labels=plan.labels, git=git,
-                            executor=executor)
+                            executor=executor, upto=upto)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

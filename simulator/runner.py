@@ -135,7 +135,7 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                      on_conversation: Callable[[Finished], None] | None = None,
                      on_user_ready: Callable[[str], None] | None = None,
                      labels: tuple[str, ...] = (), git: GitState | None = None,
-                     executor: Executor | None = None) -> RunResult:
+                     executor: Executor | None = None, upto: int | None = None) -> RunResult:
     """Run every cell once (or until the budget is spent), store it, and return the run's spend.
 
     `resume`: True finishes the unfinished run of this configuration, if there is one; a run id
@@ -157,6 +157,9 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
 
     `executor` runs the conversations (default: `InProcess`, on this event loop); whichever runs
     them, this process stores them.
+
+    `upto`: run only the repetitions below it (a round of the sequential gate); the run stays the
+    run of all its `repetitions`, and the next round resumes it.
     """
     key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
                   runtime=runtime.identity, shard=shard)
@@ -202,7 +205,8 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                          runtime=runtime.description, seed=seed, repetitions=repetitions, budget_usd=budget,
                          labels=labels, runtime_version=version, git_commit=git.commit if git else None,
                          git_branch=git.branch if git else None)
-    planned = [c for c in matrix(dataset, repetitions, seed) if in_shard(c.id, shard)]
+    planned = [c for c in matrix(dataset, repetitions, seed)
+               if in_shard(c.id, shard) and (upto is None or c.repetition < upto)]
     if earlier is None:
         # What the run means to do is known from its start, so that a killed run says it too.
         store.set_identity(run_id, key, f"{shard[0]}/{shard[1]}" if shard else None, planned=len(planned))

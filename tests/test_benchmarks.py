@@ -24,6 +24,10 @@ SMALL = {
     "call_cpu.py": (["--latency", "0.005", "--in-flight", "4", "--waves", "1"],
                     r"CPU ms per model call: harness [\d.]+ (.|\n)+model client\s+[\d.]+%"),
     "trace_receiver.py": (["--turns", "20"], r"ratio, with / without: [\d.]+x"),
+    "gate_sequential.py": (["--parts", "aa,local,broad", "--pairs", "2", "--power-pairs", "2", "--pool-normal", "4",
+                            "--pool-changed", "2", "--baseline-reps", "2", "--max-rounds", "2", "--secant-steps", "1",
+                            "--workers", "1", "--permutations", "1000", "--pools", ""],
+                           r"aa: 2 pairs; failed \d+ (.|\n)+broad: 2 pairs; failed \d+"),
     "real_model.py": (["--fake"], r"ledger: runs.spent \$[\d.]+; sum of \d+ stored calls \$[\d.]+; equal"),
     # A Ray cluster of its own, never one another test (or the machine) runs.
     "ray_scaling.py": (["--rounds", "1", "--repetitions", "1", "--in-flight", "4", "--waves", "1", "--latency", "0.005",

@@ -155,7 +155,8 @@ def _tested_class(cls, k, tested, slices, shared, baseline, candidate, scored, a
     verdict = "regression" if overall == "regression" or failing else "ok"
     return ClassVerdict(cls, class_kind(cls), base_total, cand_total, int(tested.cells[k, 0]),
                         float(tested.baseline_rate[k, 0]), float(tested.candidate_rate[k, 0]), delta, low, high,
-                        p, p_adj, detectable, verdict, reason, tuple(slice_verdicts), overall == "regression")
+                        p, p_adj, detectable, verdict, reason, tuple(slice_verdicts), overall == "regression",
+                        float(tested.se[k, 0]))
 
 
 def _decide(delta: float, p_adj: float | None, upper: float, min_effect: float, settings) -> tuple[str, str]:

@@ -63,25 +63,51 @@ class Reassignment:
 
     def __init__(self, conversations: Conversations, cells: int, membership: np.ndarray) -> None:
         self.conv, self.cells = conversations, cells
-        self.classes = conversations.fired.shape[1]
-        self.membership = membership
+        self.classes = classes = conversations.fired.shape[1]
         self.n_candidate = np.bincount(conversations.cell, weights=conversations.candidate,
                                        minlength=cells).astype(int)
+        total = np.zeros((cells, classes))
+        fired_total = np.zeros((cells, classes))
+        np.add.at(total, conversations.cell, conversations.scored)
+        np.add.at(fired_total, conversations.cell, conversations.fired)
+        # Only a (cell, class) where some but not all scored conversations fired can move a
+        # statistic: elsewhere the rate difference is 0 under every reassignment. The rest are
+        # left out of every draw (most of a sparse class's cells): the same statistics, for less.
+        self.active = np.flatnonzero(((fired_total > 0) & (fired_total < total)).ravel())
+        self.total, self.fired_total = total.ravel()[self.active], fired_total.ravel()[self.active]
+        self.membership = membership[self.active]
+        column = {int(a): j for j, a in enumerate(self.active)}
+        # Every cell's kinds of conversation (alike in what they fired and were scored for), one
+        # row each, and what a kind adds to the active columns of its cell.
         self.kinds: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []   # cell, counts, scored, fired
+        rows_of = []
         shape = np.concatenate([conversations.scored, conversations.fired], axis=1)
         for c in range(cells):
             rows = shape[conversations.cell == c]
-            if not len(rows):
-                continue
-            kinds, counts = np.unique(rows, axis=0, return_counts=True)
-            self.kinds.append((c, counts, kinds[:, :self.classes].astype(float), kinds[:, self.classes:].astype(float)))
-        self.total = np.zeros((cells, self.classes))
-        self.fired_total = np.zeros((cells, self.classes))
-        np.add.at(self.total, conversations.cell, conversations.scored)
-        np.add.at(self.fired_total, conversations.cell, conversations.fired)
+            if len(rows):
+                kinds, counts = np.unique(rows, axis=0, return_counts=True)
+                self.kinds.append((c, counts, kinds[:, :classes], kinds[:, classes:]))
+                rows_of.append((c, kinds))
+        kinds_in_all = sum(len(kind[1]) for kind in self.kinds)
+        self.scored_of = np.zeros((kinds_in_all, len(self.active)))     # kinds x active columns
+        self.fired_of = np.zeros_like(self.scored_of)
+        at = 0
+        for c, kinds in rows_of:
+            for k in range(classes):
+                j = column.get(c * classes + k)
+                if j is not None:
+                    self.scored_of[at:at + len(kinds), j] = kinds[:, k]
+                    self.fired_of[at:at + len(kinds), j] = kinds[:, classes + k]
+            at += len(kinds)
+        # A kind adds only to its own cell's columns: as sparse matrices, a draw's counts cost
+        # a few multiplications per conversation kind rather than a dense product.
+        from scipy import sparse
+
+        self.scored_of, self.fired_of = sparse.csc_matrix(self.scored_of), sparse.csc_matrix(self.fired_of)
+        self.membership = sparse.csc_matrix(self.membership)     # a column is in a few hypotheses
 
     def statistics(self, na: np.ndarray, fa: np.ndarray) -> np.ndarray:
-        """The candidate's scored and fired counts (reassignments x cells x classes) ->
+        """The candidate's scored and fired counts (reassignments x active columns) ->
         reassignments x hypotheses."""
         n, f = self.total[None], self.fired_total[None]
         nb, fb = n - na, f - fa
@@ -89,33 +115,32 @@ class Reassignment:
         sa, sb = np.where(both, na, 1.0), np.where(both, nb, 1.0)
         diff = np.where(both, fa / sa - fb / sb, 0.0)
         var = np.where(both, f * (n - f) / (sa * sb * np.maximum(n - 1, 1.0)), 0.0)
-        flat = (na.shape[0], self.cells * self.classes)
-        sums = diff.reshape(flat) @ self.membership
-        spread = var.reshape(flat) @ self.membership
+        sums = np.asarray(diff @ self.membership)
+        spread = np.asarray(var @ self.membership)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(spread > 0, sums / np.sqrt(np.where(spread > 0, spread, 1.0)), -np.inf)
 
     def draw(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """`size` random reassignments: within each cell, as many conversations as the candidate
         ran are picked at random to be the candidate's. Returns their statistics."""
-        na = np.zeros((size, self.cells, self.classes))
-        fa = np.zeros_like(na)
-        for c, counts, scored, fired in self.kinds:
+        picked = np.empty((size, self.scored_of.shape[0]))
+        at = 0
+        for c, counts, _, _ in self.kinds:
             if len(counts) == 1:
-                picked = np.full((size, 1), float(self.n_candidate[c]))
+                picked[:, at] = float(self.n_candidate[c])
             else:
-                picked = rng.multivariate_hypergeometric(counts, self.n_candidate[c], size=size).astype(float)
-            na[:, c] = picked @ scored
-            fa[:, c] = picked @ fired
-        return self.statistics(na, fa)
+                picked[:, at:at + len(counts)] = rng.multivariate_hypergeometric(counts, self.n_candidate[c],
+                                                                                 size=size)
+            at += len(counts)
+        return self.statistics(np.asarray(picked @ self.scored_of), np.asarray(picked @ self.fired_of))
 
     def observed(self) -> np.ndarray:
-        na = np.zeros((1, self.cells, self.classes))
+        na = np.zeros((self.cells, self.classes))
         fa = np.zeros_like(na)
         mine = self.conv.candidate
-        np.add.at(na[0], self.conv.cell[mine], self.conv.scored[mine])
-        np.add.at(fa[0], self.conv.cell[mine], self.conv.fired[mine])
-        return self.statistics(na, fa)[0]
+        np.add.at(na, self.conv.cell[mine], self.conv.scored[mine])
+        np.add.at(fa, self.conv.cell[mine], self.conv.fired[mine])
+        return self.statistics(na.ravel()[self.active][None], fa.ravel()[self.active][None])[0]
 
 
 def reassignments(family, hyp: np.ndarray, where: np.ndarray, weights: np.ndarray, most: int):

@@ -2,7 +2,8 @@
 
 It covers the run's guarantees (one violation fails it), its release criteria
 (`scoring.gate.release`), and, where a baseline is set, the gate against it
-(`scoring.gate.compare.gate_verdict`), with the goals and personas the baseline does not share
+(`scoring.gate.compare.gate_verdict`, or in rounds `scoring.gate.sequential`: then a run not yet
+decided at its round cap or budget is *inconclusive*, exit 3, never a pass), with the goals and personas the baseline does not share
 held to the absolute criteria alone (`scoring.gate.sharing`). It has a status, the reasons in
 one line each, what held, and what was *not* checked (no baseline; cells not gated; classes no
 conversation could decide).
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 from scoring.errors import GateError
 from scoring.gate.compare import GateSettings, gate_verdict
+from scoring.gate.sequential import Sequential, SequentialSettings, sequential_gate
 from scoring.gate.release import ReleaseCheck, ReleaseDefaults, ReleaseSettings, check_counts, release_check
 from scoring.gate.summary import RunSummary, summary_from_store
 from scoring.gate.text import sharing_lines
@@ -27,14 +29,14 @@ from scoring.gate.verdict import GateResult
 from scoring.store import rates as R
 from scoring.store.database import Store
 
-EXIT = {"passed": 0, "failed": 1, "not judged": 2}
+EXIT = {"passed": 0, "failed": 1, "not judged": 2, "inconclusive": 3}
 BLESS = "bless one with `simrun baseline bless RUN --out baselines/main.json` and set gate.baseline in simrun.toml"
 
 
 @dataclass(frozen=True)
 class RunVerdict:
     run_id: str
-    status: str                     # passed | failed | not judged
+    status: str                     # passed | failed | not judged | inconclusive
     reasons: tuple[str, ...]        # why it failed or was not judged, one line each
     held: tuple[str, ...]           # what was checked and held, one line each
     not_checked: tuple[str, ...]    # what this verdict does not cover, one line each
@@ -43,6 +45,7 @@ class RunVerdict:
     baseline: str | None = None     # where the baseline came from (None: no baseline set)
     rates: tuple[R.Rate, ...] = field(default=(), repr=False, compare=False)
     outcome: R.Outcome | None = field(default=None, repr=False, compare=False)
+    sequential: Sequential | None = field(default=None, repr=False, compare=False)   # the rounds, if in rounds
 
     @property
     def passed(self) -> bool:
@@ -55,12 +58,11 @@ class RunVerdict:
     def headline(self) -> str:
         if self.passed:
             return "PASSED: " + "; ".join(self.held)
-        word = "FAILED" if self.status == "failed" else "NOT JUDGED"
-        return f"{word}: " + "; ".join(self.reasons)
+        return f"{self.word}: " + "; ".join(self.reasons)
 
     @property
     def word(self) -> str:
-        return {"passed": "PASSED", "failed": "FAILED", "not judged": "NOT JUDGED"}[self.status]
+        return self.status.upper()
 
     def lines(self) -> list[tuple[str, str]]:
         """The verdict as text surfaces print it, (kind, line): the status, one line per reason,
@@ -87,24 +89,35 @@ class _AbsoluteOnly:
 
 def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | None = None, *,
                    baseline: RunSummary | None = None, gate_settings: GateSettings | None = None,
-                   gate: GateResult | None = None) -> RunVerdict:
+                   gate: GateResult | None = None, sequential: Sequential | None = None) -> RunVerdict:
     """The verdict of a stored run: its guarantees, its release criteria, and the gate against
-    `baseline` if one is given (with `gate_settings`; `gate` if it was judged already)."""
-    run_id = store.run(run_id)["run_id"]
+    `baseline` if one is given (with `gate_settings`; `gate` if it was judged already). A run made
+    in rounds (its config names `sequential`) is judged by the sequential gate with the settings
+    it ran with (`sequential`, if its rounds were judged already)."""
+    row = store.run(run_id)
+    run_id = row["run_id"]
     rates, outcome = R.class_rates(store, run_id), R.outcome(store, run_id)
     refused = None
-    if baseline is not None and gate is None:
+    rounds = (row.get("config") or {}).get("sequential")
+    if baseline is not None and gate is None and sequential is None:
         try:
-            gate = gate_verdict(baseline, summary_from_store(store, run_id), gate_settings)
-        except GateError as exc:
+            candidate = summary_from_store(store, run_id)
+            if isinstance(rounds, dict):
+                sequential = sequential_gate(baseline, candidate, gate_settings, SequentialSettings(**rounds),
+                                             finished=True)
+            else:
+                gate = gate_verdict(baseline, candidate, gate_settings)
+        except (GateError, TypeError) as exc:
             refused = str(exc)
-    return run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused)
+    return run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused,
+                       sequential=sequential)
 
 
 def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: ReleaseSettings | None, *,
                 gate: GateResult | None = None, baseline: RunSummary | None = None,
-                gate_refused: str | None = None) -> RunVerdict:
+                gate_refused: str | None = None, sequential: Sequential | None = None) -> RunVerdict:
     release = release or ReleaseDefaults()
+    gate = sequential.gate if sequential is not None else gate
     baseline = baseline if baseline is not None or gate is None else gate.baseline
     reasons, held, not_checked = [], [], []
     broken = [r for r in rates if r.kind == "guarantee" and r.occurrences]
@@ -140,15 +153,27 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
     elif gate_refused is not None:
         reasons.append(f"gate: the baseline {baseline.source} cannot judge this run: {gate_refused}")
     else:
-        _gate_lines(gate, release, reasons, held, not_checked)
-    status = "not judged" if not judged else ("failed" if reasons else "passed")
+        _gate_lines(gate, release, reasons, held, not_checked, sequential)
+    status = "not judged" if not judged else "failed" if reasons else "passed"
+    if sequential is not None and sequential.decision in ("continue", "inconclusive"):
+        # Undecided is never a pass; a run failed on other grounds stays failed, and says it.
+        line = sequential.line() + (": run more rounds (`simrun --sequential` again continues the run)"
+                                    if sequential.decision == "continue" else "")
+        (reasons if status == "passed" else not_checked).append(line)
+        status = "inconclusive" if status == "passed" else status
     return RunVerdict(run_id, status, tuple(reasons), tuple(held), tuple(not_checked), check, gate,
-                      None if baseline is None else baseline.source, tuple(rates), outcome)
+                      None if baseline is None else baseline.source, tuple(rates), outcome, sequential)
 
 
-def _gate_lines(gate: GateResult, release: ReleaseSettings, reasons: list, held: list, not_checked: list) -> None:
+def _gate_lines(gate: GateResult, release: ReleaseSettings, reasons: list, held: list, not_checked: list,
+                sequential: Sequential | None = None) -> None:
     against = f"against the baseline {gate.baseline.run_id} ({gate.baseline.source}), on {gate.cells} cells"
-    if gate.passed:
+    if sequential is not None:
+        if sequential.decision == "passed":
+            held.append(f"no regression {against}; {sequential.line()}")
+        elif sequential.decision == "failed":
+            reasons.append(f"gate {against}: {gate.headline().removeprefix('FAILED: ')}; {sequential.line()}")
+    elif gate.passed:
         held.append(f"no regression {against}")
     else:
         reasons.append(f"gate {against}: {gate.headline().removeprefix('FAILED: ')}")

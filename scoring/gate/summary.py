@@ -13,6 +13,7 @@ is all a verdict needs and all two runs must agree on to be compared.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -195,6 +196,32 @@ def summary_from_counts(run_id: str, dataset_hash: str, repetitions: int,
     held, why = _repetitions_from_rows(rows)
     return RunSummary(run_id, dataset_hash, scorer_version, repetitions, {c: cells[c] for c in sorted(cells)},
                       f"run {run_id} (in process)", held, why, items)
+
+
+def first_repetitions(summary: RunSummary, n: int) -> RunSummary:
+    """The summary of the run's first `n` repetitions of every cell (what a sequential gate's
+    look sees after its rounds so far). Needs the repetitions held."""
+    if summary.repetitions_held is None:
+        raise StoreError(f"{summary.source}: it does not say which repetition fired what "
+                         f"({summary.why_no_repetitions})")
+    cells, held = {}, {}
+    for cell, reps in summary.repetitions_held.items():
+        kept = frozenset(r for r in reps.held if r < n)
+        fired = {c: r & kept for c, r in reps.fired.items()}
+        unscored = {c: r & kept for c, r in reps.unscored.items()}
+        counts = {}
+        gone = len(reps.held - kept)
+        for cls, whole in summary.cells[cell].items():
+            # Unverifiable conversations are among the unscored ones (the rest were not counted):
+            # a cut cell keeps at most as many as it has unscored.
+            f, u = len(fired.get(cls, ())), len(unscored.get(cls, ()))
+            scored = len(kept) - u
+            unverifiable = min(whole.unverifiable, u) if gone else whole.unverifiable
+            counts[cls] = Counts(f, scored, unverifiable)
+        cells[cell] = counts
+        held[cell] = CellRepetitions(kept, fired, unscored, {r: i for r, i in reps.ids.items() if r < n})
+    return dataclasses.replace(summary, repetitions=max(1, min(n, summary.repetitions)), cells=cells,
+                               repetitions_held=held)
 
 
 def validate_summary(summary: RunSummary) -> None:

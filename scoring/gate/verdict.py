@@ -62,6 +62,7 @@ class ClassVerdict:
     reason: str                     # over all cells
     slices: tuple[SliceVerdict, ...] = ()   # the class in each goal and persona it was tested in
     regressed_overall: bool = False         # the overall test failed (not only a slice)
+    se: float | None = None                 # the standard error of delta, under reassignment
 
     @property
     def failed(self) -> bool:

@@ -10,6 +10,7 @@ from xml.etree import ElementTree as ET
 
 from scoring.gate import text as T
 from scoring.gate.run_verdict import RunVerdict
+from scoring.gate.sequential import Look, Sequential, SequentialSettings
 
 
 def markdown(verdict: RunVerdict) -> str:
@@ -19,10 +20,40 @@ def markdown(verdict: RunVerdict) -> str:
     lines += [f"- held: {h}" for h in verdict.held]
     lines += [f"- not checked: {n}" for n in verdict.not_checked]
     lines.append("")
+    if verdict.sequential is not None:
+        lines += rounds_markdown(verdict.sequential)
     if verdict.gate is not None:
         # The gate's details, one heading level down: they explain the verdict's gate line.
         lines.append("#" + T.markdown(verdict.gate))
     return "\n".join(lines)
+
+
+def _pts(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:+.1f}"
+
+
+def round_line(look: Look, settings: SequentialSettings) -> str:
+    """One look of the sequential gate, as the command line prints it."""
+    widest = sorted((b for b in look.bounds if b.high is not None), key=lambda b: -b.high)[:3]
+    return (f"{look.round:g}/{settings.max_rounds}: {look.conversations} candidate conversations; alpha "
+            f"{look.alpha:.2g} at this look ({look.alpha_spent:.3g} spent); {look.decision}; highest upper bounds: "
+            + ", ".join(f"{b.cls} {_pts(b.high)} pts" for b in widest))
+
+
+def rounds_markdown(rounds: Sequential) -> list[str]:
+    """The rounds, the decision's spend and every class's confidence sequence at the last look."""
+    s = rounds.settings
+    lines = [f"### Sequential gate: {rounds.decision} after {rounds.looks[-1].round:g} of {s.max_rounds} rounds",
+             "", f"{rounds.line()}", "",
+             f"Rounds of {s.per_round} repetition(s) per cell; alpha spent as alpha x (round / {s.max_rounds})^"
+             f"{s.spending:g}, each look's share tested by the max-T permutation gate (see docs/sequential-gate.md).",
+             "", "| round | candidate conversations | alpha at the look | spent | decision |",
+             "| ---: | ---: | ---: | ---: | --- |"]
+    lines += [f"| {k.round:g} | {k.conversations} | {k.alpha:.2g} | {k.alpha_spent:.3g} | {k.decision} |"
+              for k in rounds.looks]
+    lines += ["", "| class | rise (pts) | confidence sequence (pts) |", "| --- | ---: | --- |"]
+    lines += [f"| {b.cls} | {_pts(b.delta)} | {_pts(b.low)} to {_pts(b.high)} |" for b in rounds.looks[-1].bounds]
+    return lines + [""]
 
 
 def junit_xml(verdict: RunVerdict) -> str:

@@ -37,6 +37,7 @@ from scoring.gate.summary import GATE_CLASSES, RunSummary, summary_from_store
 from scoring.errors import SimrunError
 from scoring.pages.render import write_file
 from scoring.gate.compare import gate_verdict
+from scoring.gate.sequential import SequentialSettings, sequential_gate
 from scoring.store.database import Store
 
 MEMORY = ".gate-verdicts.json"
@@ -44,7 +45,7 @@ FORMAT = "simrun-gate-verdicts-1"
 MEMORY_BYTES = 16 << 20
 MEMORY_ENTRIES = 20_000
 HEADLINE_CHARS = 1_000
-JUDGED = ("passed", "failed", "not compared")
+JUDGED = ("passed", "failed", "not compared", "inconclusive")
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Judged:
 
 @dataclass(frozen=True)
 class Verdict:
-    state: str          # passed | failed | not compared
+    state: str          # passed | failed | not compared | inconclusive (a run in rounds, undecided)
     headline: str       # the gate's headline, or why the runs could not be compared
     classes: tuple[str, ...] = ()   # the classes the gate failed the run on: what its headline names
 
@@ -80,10 +81,12 @@ def judge(pairs: Sequence[tuple[Judged | RunSummary, Judged]], settings: Any, fo
     used: dict[str, Verdict] = {}
     keys = []
     for previous, run in pairs:
-        key = hashlib.sha256(json.dumps([_scores(previous), run.scores, context]).encode()).hexdigest()
+        # A run made in rounds is judged against the baseline by the sequential gate it ran under.
+        rounds = _rounds(run) if isinstance(previous, RunSummary) else None
+        key = hashlib.sha256(json.dumps([_scores(previous), run.scores, context, rounds]).encode()).hexdigest()
         verdict = used.get(key) or remembered.get(key)
         if verdict is None:
-            verdict = _judge(_summary(summaries, previous), _summary(summaries, run), settings)
+            verdict = _judge(_summary(summaries, previous), _summary(summaries, run), settings, rounds)
         used[key] = verdict
         keys.append(key)
     if any(key not in remembered for key in used):
@@ -138,13 +141,29 @@ def _summary(summaries: dict, side: Judged | RunSummary) -> RunSummary | SimrunE
     return summaries[key]
 
 
-def _judge(previous: RunSummary | SimrunError, run: RunSummary | SimrunError, settings: Any) -> Verdict:
+def _rounds(run: Judged) -> dict | None:
+    try:
+        rounds = (run.store.run(run.run_id).get("config") or {}).get("sequential")
+    except SimrunError:
+        return None
+    return rounds if isinstance(rounds, dict) else None
+
+
+def _judge(previous: RunSummary | SimrunError, run: RunSummary | SimrunError, settings: Any,
+           rounds: dict | None = None) -> Verdict:
     for side in (previous, run):
         if isinstance(side, SimrunError):
             return Verdict("not compared", str(side)[:HEADLINE_CHARS])
     try:
-        result = gate_verdict(previous, run, settings)
-    except SimrunError as exc:          # GateError: another scorer version, no cell in common...
+        if rounds is not None:
+            done = sequential_gate(previous, run, settings, SequentialSettings(**rounds), finished=True)
+            if done.decision != "failed":
+                return Verdict("passed" if done.decision == "passed" else "inconclusive",
+                               done.line()[:HEADLINE_CHARS])
+            result = done.gate
+        else:
+            result = gate_verdict(previous, run, settings)
+    except (SimrunError, TypeError) as exc:     # GateError: another scorer version, no cell in common...
         return Verdict("not compared", str(exc)[:HEADLINE_CHARS])
     return Verdict("passed" if result.passed else "failed", result.headline()[:HEADLINE_CHARS],
                    tuple(c.cls for c in result.failures))

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich import box
 
 from scoring.gate import text as T
+from scoring.gate import verdict_text as V
 from scoring.gate.competence import competence
 from scoring.gate.release import ReleaseSettings
 from scoring.gate.run_verdict import RunVerdict, verdict_of_run
@@ -149,10 +150,12 @@ def runtime_flags(transport, url, command, timeout, headers) -> dict:
 
 
 def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = None, *,
-                  baseline: RunSummary | None = None, gate_settings=None) -> RunVerdict:
-    """The run's rates, the gate against the baseline if one is set, and the run's verdict last
-    (`scoring.gate.run_verdict`): what the exit status is made from."""
-    verdict = verdict_of_run(store, run_id, release, baseline=baseline, gate_settings=gate_settings)
+                  baseline: RunSummary | None = None, gate_settings=None, sequential=None) -> RunVerdict:
+    """The run's rates, the gate against the baseline if one is set (`sequential`: its rounds,
+    judged already), and the run's verdict last (`scoring.gate.run_verdict`): what the exit
+    status is made from."""
+    verdict = verdict_of_run(store, run_id, release, baseline=baseline, gate_settings=gate_settings,
+                             sequential=sequential)
     rates, outcome = verdict.rates, verdict.outcome
     table = Table(title=f"run {run_id}", title_justify="left")
     for col in ("class", "kind", "rate", "95% interval", "conversations", "UNVERIFIABLE"):
@@ -181,8 +184,18 @@ def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = N
     print_competence(store, store.run(run_id)["user_backend"])
     if verdict.gate is not None:
         print_gate(verdict.gate)
+    if verdict.sequential is not None:
+        print_rounds(verdict.sequential)
     print_verdict(verdict)
     return verdict
+
+
+def print_rounds(rounds) -> None:
+    """The sequential gate's looks, one line each (`scoring.gate.verdict_text.round_line`)."""
+    say(f"sequential gate: {len(rounds.looks)} look(s), cap {rounds.settings.max_rounds} rounds of "
+        f"{rounds.settings.per_round} repetition(s) per cell")
+    for look in rounds.looks:
+        say(f"  round {V.round_line(look, rounds.settings)}")
 
 
 STYLES = {"status": "bold", "reason": "bold red", "held": "green", "not_checked": "yellow"}
@@ -192,7 +205,8 @@ def print_verdict(verdict: RunVerdict) -> None:
     """The run's verdict, the last lines a run prints: one line per reason, per thing that held,
     and per thing not checked. A run nothing judged also says so on stderr, as an error."""
     for kind, line in verdict.lines():
-        style = STYLES[kind] if kind != "status" else ("bold green" if verdict.passed else "bold red")
+        style = STYLES[kind] if kind != "status" else ("bold green" if verdict.passed else "bold yellow"
+                                                       if verdict.status == "inconclusive" else "bold red")
         out.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
     if verdict.status == "not judged":
         err_line(f"error: {verdict.reasons[0]}; see the lines above")

@@ -16,13 +16,14 @@ import typer
 from scoring.gate import verdict_text as V
 from scoring.gate.run_verdict import verdict_of_run
 from scoring.gate.compare import gate_verdict
+from scoring.gate.sequential import SequentialSettings, sequential_gate
 from scoring.gate.baseline import baseline_from_git, open_baseline, write_baseline
 from scoring.gate.summary import RunSummary, summary_from_store
 from scoring.store.bundle import export_bundle, import_bundle, load_bundle, write_bundle
 from scoring.store.rescore import rescore_run
 from scoring.store.run_ids import new_run_id
 from scoring.store.database import Store
-from simulator.cli.common import fail, out, print_gate, print_verdict
+from simulator.cli.common import fail, out, print_gate, print_rounds, print_verdict
 from simulator.project import given_file, load_project_file, project_baseline, project_db
 from simulator import __version__
 from simulator.config import Budgets, Project, load_budgets, load_project
@@ -104,10 +105,15 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
          db: Optional[str] = DB,
          budgets: Optional[str] = typer.Option(None, "--budgets", help="Gate thresholds (default: ./budgets.toml)."),
          markdown: Optional[str] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
-         junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here.")) -> None:
+         junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here."),
+         sequential: bool = typer.Option(False, "--sequential", help="Judge the candidate's repetitions as rounds "
+                                         "with the sequential gate (budgets.toml [gate.sequential], or the settings "
+                                         "a run made with `simrun --sequential` ran with): exit 3 when undecided.")
+         ) -> None:
     """Compare a candidate run with a baseline, and give the candidate's verdict: exit 1 on a significant
     regression (over all cells, or in one goal or persona), any guarantee violation, or a failed release
-    criterion (budgets.toml [release]), each named in one line."""
+    criterion (budgets.toml [release]), each named in one line; with --sequential, exit 3 when the rounds
+    run so far decide nothing (inconclusive, never a pass)."""
     database = project_db(db)
     try:
         budgets_file = given_file(budgets, "budgets.toml", "--budgets")
@@ -118,9 +124,18 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
                 cand = summary_from_store(store, candidate)
             except StoreError as exc:
                 raise GateError(f"no candidate run {candidate!r}: {exc}") from None
-            result = gate_verdict(base, cand, money.gate)
+            rounds = None
+            if sequential:
+                recorded = (store.run(cand.run_id).get("config") or {}).get("sequential")
+                settings = SequentialSettings(**(recorded if isinstance(recorded, dict)
+                                                 else money.gate.sequential.model_dump()))
+                rounds = sequential_gate(base, cand, money.gate, settings, finished=True)
+                result = rounds.gate
+            else:
+                result = gate_verdict(base, cand, money.gate)
             # The candidate's whole verdict: its guarantees, its release criteria and this gate.
-            verdict = verdict_of_run(store, cand.run_id, money.release, baseline=base, gate=result)
+            verdict = verdict_of_run(store, cand.run_id, money.release, baseline=base, gate=result,
+                                     sequential=rounds)
         text = V.markdown(verdict)
         if markdown:
             _write(markdown, text, "Markdown summary")
@@ -132,6 +147,8 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
     except OSError as exc:
         fail(SimrunError(f"cannot write the gate's summary: {exc}"))
     print_gate(result)
+    if rounds is not None:
+        print_rounds(rounds)
     print_verdict(verdict)
     raise typer.Exit(verdict.exit_code)
 

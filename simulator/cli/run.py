@@ -4,7 +4,8 @@ Exit status: the run's verdict (`scoring.gate.run_verdict`): 0 when the run kept
 met budgets.toml's [release] criteria and, with gate.baseline set in simrun.toml, passed the gate
 against that baseline; 1 when any of these failed (each reason named in one line); 2 on a user
 error (bad input, unknown run), printed as one line with no traceback, or when no conversation
-could be judged.
+could be judged; 3 when a `--sequential` run is still undecided at its round cap or budget
+(inconclusive, never a pass).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from simulator.plan import estimate
 from simulator.progress import RunProgress
 from simulator.executors import executor_for
 from simulator.project import execute, load_plan, parse_shard, project_db, runtime_for
+from simulator.rounds import run_in_rounds
 from simulator.runner import in_shard, matrix
 from simulator.users.model import ReplayCache
 
@@ -66,6 +68,9 @@ def run_command(
     executor: Optional[str] = EXECUTOR,
     ray_address: Optional[str] = RAY_ADDRESS,
     ray_workers: Optional[int] = RAY_WORKERS,
+    sequential: bool = typer.Option(False, "--sequential", help="Run in rounds against gate.baseline and stop as "
+                                    "soon as the sequential gate decides (budgets.toml [gate.sequential]); "
+                                    "undecided at the round cap or the budget exits 3, inconclusive."),
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
     """Run the persona x goal matrix, store it, print the rates and write the report.
@@ -94,7 +99,10 @@ def run_command(
                          repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, db=db,
                          reports=reports, runtime_flags=runtime_flags(transport, url, runtime_command,
                                                                       timeout, header),
-                         check_user=not replay_only, labels=label)
+                         check_user=not replay_only, labels=label, sequential=sequential)
+        if sequential and shard:
+            raise ConfigError("a sequential run decides on the whole matrix after each round; it cannot be "
+                              "sharded", field="--shard")
         cache = ReplayCache(recorded["answers"], only=replay_only, output=recorded["user_output"]) if recorded else None
         _run_and_report(plan, cache, shard=parse_shard(shard), resume=not fresh,
                         executor=executor_for(plan, executor, address=ray_address, workers=ray_workers))
@@ -203,8 +211,17 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True, executor=Non
                                           store=store)
             out.print(f"plan: {estimated.range_text} for this matrix (p50–p90; {estimated.basis})",
                       highlight=False, soft_wrap=True)
-        result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume, ledger=ledger,
-                               on_conversation=progress, on_user_ready=say, executor=executor)
+        rounds = None
+        if plan.sequential:
+            first = iter([runtime])     # the runtime checked above runs the first round; each round closes its own
+            result, rounds = await run_in_rounds(
+                plan, store, runtime_for=lambda p: next(first, None) or runtime_for(p), resume=resume,
+                replay=replay, on_conversation=progress, on_user_ready=say, executor=executor,
+                on_round=lambda s: out.print(f"round {V.round_line(s.looks[-1], s.settings)}", highlight=False,
+                                             soft_wrap=True))
+        else:
+            result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume,
+                                   ledger=ledger, on_conversation=progress, on_user_ready=say, executor=executor)
         if result.resumed is not None:
             out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
                       f"{result.conversations - result.resumed} more now", highlight=False)
@@ -213,7 +230,7 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True, executor=Non
                 out.print(f"it keeps the labels it started with ({', '.join(kept) or 'none'}): a resumed run "
                           "is the same run", highlight=False, markup=False)
         verdict = print_summary(store, result.run_id, plan.budgets.release, baseline=plan.baseline,
-                                gate_settings=plan.budgets.gate)
+                                gate_settings=plan.budgets.gate, sequential=rounds)
         path = build_report(store, result.run_id, plan.reports, gate_settings=plan.budgets.gate,
                             release=plan.budgets.release, baseline=plan.baseline, verdict=verdict)
     step_summary(V.markdown(verdict))

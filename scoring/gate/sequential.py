@@ -1,0 +1,220 @@
+"""The sequential gate: judge a candidate in rounds, and stop as soon as the verdict is clear.
+
+The candidate runs in rounds (`per_round` repetitions of every cell each), against a fixed,
+blessed baseline. After each round the gate looks at everything the candidate has run so far
+and decides one of three things:
+
+- **fail**: a regression is established. The look runs the fixed gate itself
+  (`scoring.gate.compare.gate_verdict`: the max-T permutation test over every class, goal and
+  persona, reassigning whole conversations) at the look's share of alpha, `spent(k) -
+  spent(k - 1)`, where `spent(k) = alpha * (k / max_rounds) ** spending` (the power family of
+  alpha-spending functions, Kim and DeMets 1987; Lan and DeMets 1983 for spending functions).
+  Each look's test keeps its own level over the whole family of classes and slices (that is
+  what max-T does within a look), and the looks' levels add up to at most alpha, so by the union
+  bound the chance of any false alarm, over every class, slice and look, is at most alpha
+  however the looks fall and whenever the run stops. This does not use the correlation between
+  looks (an exact group-sequential boundary would), so it is conservative; it needs no
+  assumption beyond the permutation test's own (the conversations of a cell are exchangeable
+  when nothing changed), and it stays valid with a last, partial round (a budget cut).
+- **pass**: every class's confidence sequence rules out a rise of `min_effect`. A class's
+  bound at look k is the rise plus z(1 - a_k) standard errors (the gate's own, under
+  reassignment), with a_k the same share of alpha as the fail side's; the running minimum over
+  the looks is the confidence sequence's upper end (by the union bound again, it holds at every
+  look at once with probability 1 - alpha). A class no cell could test is left out of the pass
+  (the gate lists it as untested). Slices are tested on the fail side at every look; the pass
+  asks about classes over all cells, as the fixed gate's minimum effect does.
+- **continue**: neither yet. At the round cap (`max_rounds`), or when the budget stops the
+  run, the verdict is **inconclusive**: exit status 3, never a pass.
+
+Every cell gets the same repetitions each round (no adaptive allocation: the permutation test
+assumes the candidate's repetitions per cell do not depend on its outcomes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scoring.errors import GateError
+from scoring.gate.compare import GateSettings, gate_verdict
+from scoring.gate.summary import RunSummary, TESTED, first_repetitions
+from scoring.gate.verdict import GateResult
+
+DECISIONS = ("failed", "passed", "continue", "inconclusive")
+
+
+@dataclass(frozen=True)
+class SequentialSettings:
+    max_rounds: int = 20            # the round cap: undecided there is inconclusive
+    per_round: int = 1              # repetitions of every cell per round
+    spending: float = 2.0           # rho of alpha * t ** rho: larger spends less early
+
+
+def spent(alpha: float, k: float, settings: SequentialSettings) -> float:
+    """Alpha spent by look k (k may be fractional: a partial last round)."""
+    t = min(max(k / settings.max_rounds, 0.0), 1.0)
+    return alpha * t ** settings.spending
+
+
+@dataclass(frozen=True)
+class _AtLook:
+    """The gate's settings with the look's share of alpha."""
+
+    alpha: float
+    min_effect: float
+    min_effect_slice: float
+    correction: str
+    permutations: int
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A class's confidence sequence at one look: the rise and its running bounds."""
+
+    cls: str
+    delta: float | None
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True)
+class Look:
+    round: float                    # the rounds run so far (fractional: a partial round)
+    repetitions: int                # the candidate's repetitions per cell so far
+    conversations: int              # the candidate's conversations so far
+    alpha: float                    # this look's share of alpha
+    alpha_spent: float              # spent by this look, in all
+    bounds: tuple[Bound, ...]
+    decision: str                   # failed | passed | continue
+    gate: GateResult
+
+    def bound(self, cls: str) -> Bound:
+        return next(b for b in self.bounds if b.cls == cls)
+
+
+@dataclass(frozen=True)
+class Sequential:
+    looks: tuple[Look, ...]
+    decision: str                   # failed | passed | continue | inconclusive
+    settings: SequentialSettings
+    reason: str
+
+    @property
+    def gate(self) -> GateResult:
+        """The last look's gate: the one that decided, or the latest."""
+        return self.looks[-1].gate
+
+    @property
+    def conversations(self) -> int:
+        return self.looks[-1].conversations
+
+    @property
+    def capped(self) -> int:
+        """The candidate conversations a run to the cap would hold."""
+        last = self.looks[-1]
+        per_rep = last.conversations / max(last.repetitions, 1)
+        return round(per_rep * self.settings.max_rounds * self.settings.per_round)
+
+    def line(self) -> str:
+        last = self.looks[-1]
+        return (f"sequential: {self.decision} after {_rounds(last.round)} of {self.settings.max_rounds} rounds, "
+                f"{last.conversations} candidate conversations (the cap holds {self.capped}); {self.reason}")
+
+
+def _rounds(k: float) -> str:
+    return str(int(k)) if k == int(k) else f"{k:.2f}"
+
+
+def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, seq: SequentialSettings,
+          k: float, repetitions: int, before: Look | None) -> Look:
+    total = spent(settings.alpha, k, seq)
+    share = total - (before.alpha_spent if before else 0.0)
+    if share <= 0:
+        raise GateError("the sequential gate spent its alpha before this look; looks must move forward")
+    at = _AtLook(share, settings.min_effect, settings.min_effect_slice, settings.correction, settings.permutations)
+    sofar = first_repetitions(candidate, repetitions)
+    result = gate_verdict(baseline, sofar, at)
+    z = _z(1 - share)
+    bounds = []
+    for verdict in result.classes:
+        if verdict.cls not in TESTED:
+            continue
+        old = before.bound(verdict.cls) if before else None
+        if verdict.delta is None or verdict.se is None:
+            bounds.append(old or Bound(verdict.cls, None, None, None))
+            continue
+        low, high = verdict.delta - z * verdict.se, verdict.delta + z * verdict.se
+        # The normal bound claims too much where little fired (nothing fired: a standard error
+        # of 0): the rise is also bounded by the candidate's exact (Clopper-Pearson) upper bound
+        # less the baseline's rate, and the wider of the two is kept.
+        high = max(high, _exact_upper(verdict.candidate.fired, verdict.candidate.scored, share)
+                   - (verdict.baseline.rate or 0.0))
+        if old is not None and old.high is not None:
+            low, high = max(low, old.low), min(high, old.high)
+        bounds.append(Bound(verdict.cls, verdict.delta, low, high))
+    if not result.passed:
+        decision = "failed"
+    elif all(b.high is None or b.high < settings.min_effect for b in bounds):
+        decision = "passed"
+    else:
+        decision = "continue"
+    conversations = sum(len([r for r in held.held if r < repetitions])
+                        for held in sofar.repetitions_held.values())
+    return Look(k, repetitions, conversations, share, total, tuple(bounds), decision, result)
+
+
+def _exact_upper(fired: int, scored: int, a: float) -> float:
+    """One-sided (1 - a) Clopper-Pearson upper bound of a rate: fired of scored."""
+    from scipy.special import betaincinv
+
+    if scored == 0 or fired >= scored:
+        return 1.0
+    return float(betaincinv(fired + 1, scored - fired, 1 - a))
+
+
+def _z(q: float) -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri(q))
+
+
+def sequential_gate(baseline: RunSummary, candidate: RunSummary, settings: GateSettings,
+                    seq: SequentialSettings = SequentialSettings(), *, finished: bool = False,
+                    previous: Sequential | None = None) -> Sequential:
+    """Every look the candidate's repetitions allow, from the first round (or after `previous`,
+    whose looks are kept), until one decides. `finished`: the candidate will run no more (the
+    cap, the budget, or a stored run judged as it is), so undecided is inconclusive."""
+    if candidate.repetitions_held is None:
+        raise GateError(f"{candidate.source}: the sequential gate needs to know which repetition fired what "
+                        f"({candidate.why_no_repetitions})")
+    held = max((max(h.held) + 1 for h in candidate.repetitions_held.values() if h.held), default=0)
+    cap = seq.max_rounds * seq.per_round
+    reps = min(held, cap)
+    looks = list(previous.looks) if previous else []
+    marks = [r * seq.per_round for r in range(1, seq.max_rounds + 1) if r * seq.per_round <= reps]
+    if reps and (not marks or marks[-1] < reps):
+        marks.append(reps)                                       # a partial last round
+    for n in marks:
+        if looks and (looks[-1].repetitions >= n or looks[-1].decision != "continue"):
+            continue
+        looks.append(_look(baseline, candidate, settings, seq, n / seq.per_round, n, looks[-1] if looks else None))
+    if not looks:
+        raise GateError(f"{candidate.source}: no conversation to judge yet; run a round first")
+    last = looks[-1]
+    decision = last.decision
+    if decision == "failed":
+        reason = "a regression is established: " + "; ".join(last.gate.regressions()[:3] or [last.gate.headline()])
+    elif decision == "passed":
+        reason = (f"every class's confidence sequence rules out a rise of {100 * settings.min_effect:.0f} pts "
+                  f"(highest upper bound {_pts(max((b.high for b in last.bounds if b.high is not None), default=0))})")
+    else:
+        open_ = [b for b in last.bounds if b.high is not None and b.high >= settings.min_effect]
+        reason = ("no regression established, and a rise of the minimum effect not ruled out for "
+                  + ", ".join(f"{b.cls} (up to {_pts(b.high)})" for b in open_[:4])
+                  + (f" and {len(open_) - 4} more" if len(open_) > 4 else ""))
+        if finished or last.repetitions >= cap:
+            decision = "inconclusive"
+    return Sequential(tuple(looks), decision, seq, reason)
+
+
+def _pts(x: float) -> str:
+    return f"{100 * x:+.1f} pts"
