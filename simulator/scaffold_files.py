@@ -1,6 +1,6 @@
 """The fixed parts of what `simrun init` writes: starter personas, a refusal probe, the CI workflow.
 
-The workflow names the README's commands ("Gate and baselines"): on a pull request it runs the
+The workflow runs the README's commands (docs/how-to/gate.md): on a pull request it runs the
 matrix and gates it against `origin/main:baselines/main.json`; on main it blesses the baseline
 that later pull requests are gated against. `@PACKAGE@` is how CI installs simrun.
 """
@@ -26,7 +26,7 @@ REFUSAL_GOAL = {
 
 WORKFLOW = """\
 # simrun on every pull request: run the persona x goal matrix against this repository's runtime,
-# then gate the pull request against the baseline blessed on main (README, "Gate and baselines").
+# then gate the pull request against the baseline blessed on main (simrun's docs/how-to/gate.md).
 # Written by `simrun init`. On main, the job blesses baselines/main.json and uploads it: commit
 # that file to main once, and every later pull request is gated against it.
 name: simrun

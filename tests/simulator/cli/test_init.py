@@ -65,12 +65,13 @@ def test_the_first_run_writes_a_report(initialised):
 
 
 def readme_commands() -> list[str]:
-    """The README's commands a CI job runs: the run, and the gate's bless and gate lines."""
+    """The README's commands a CI job runs (its five-minute path): the run, the bless and the gate."""
     readme = (ROOT / "README.md").read_text()
-    gate = readme.split("## Gate and baselines", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
-    lines = [line.split("#")[0].strip() for line in gate.strip().splitlines()]
-    assert "simrun --budget 5usd" in readme
-    return ["simrun --budget 5usd", *lines]
+    path = readme.split("## Five minutes on your own assistant", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    lines = [line.split("  #")[0].strip() for line in path.strip().splitlines()]
+    commands = [line for line in lines if line.startswith(("simrun --budget", "simrun baseline", "simrun gate"))]
+    assert len(commands) == 3, lines
+    return commands
 
 
 def test_the_workflow_is_valid_yaml_naming_the_readme_commands(initialised):
