@@ -18,7 +18,8 @@ from scoring.errors import ConfigError
 FILES = ("personas", "goals", "budgets.toml", "simrun.toml")
 
 # dead_end and loop are progress classes; phantom_receipt is a guarantee (one violation fails a
-# run). The rates are high enough to fire in every goal's cells of a 350-conversation run.
+# run). A fault fires only where it has a chance to (a loop needs an ask to repeat): at these
+# rates the demo's 350 conversations show about 19% dead ends, 4% loops and 4% phantom receipts.
 FAULTS = "dead_end=0.15,loop=0.3,phantom_receipt=0.05"
 FAULT_SEED = 7
 

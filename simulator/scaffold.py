@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,6 @@ class Seen:
 class Written:
     files: tuple[Path, ...]
     seen: Seen
-    goals: tuple[str, ...] = field(default=())
 
 
 def runtime_section(settings: dict[str, Any]) -> RuntimeSection:
@@ -162,6 +161,8 @@ def files_for(section: RuntimeSection, seen: Seen, package: str | None = None) -
     """Every file init writes, by path relative to the project folder, with its text."""
     goals = [goal_for(offer) for offer in seen.offers] + [REFUSAL_GOAL]
     header = f"# A starter goal for {seen.runtime}, written by `simrun init` from its first reply: edit it.\n"
+    if seen.record_types:
+        header += f"# Its store held records of type: {', '.join(seen.record_types)} (success.records can check them).\n"
     files = {"simrun.toml": toml_text(section)}
     for persona in PERSONAS:
         files[f"personas/{persona['id']}.yaml"] = _yaml(persona)
@@ -203,6 +204,4 @@ async def new_project(folder: Path, settings: dict[str, Any], *, force: bool = F
         refuse_existing(folder, files_for(section, Seen()))   # before anything is started
     # The runtime starts in the project's folder, as `simrun` will start it (runtime.cwd's default).
     seen = await probe(runtime_of(section.model_copy(update={"cwd": str(folder.resolve())}), concurrency=1))
-    files = files_for(section, seen, package)
-    return Written(write(folder, files, force=force), seen,
-                   tuple(name for name in files if name.startswith("goals/")))
+    return Written(write(folder, files_for(section, seen, package), force=force), seen)

@@ -82,7 +82,7 @@ def test_the_installed_simrun_runs_the_demo_in_an_empty_folder(installed, tmp_pa
 
 
 def test_simrun_demo_shows_a_dead_end_a_loop_and_a_broken_guarantee(installed, tmp_path):
-    done = simrun(installed, tmp_path, "demo", "-n", "2")
+    done = simrun(installed, tmp_path, "demo", "-n", "1")
     assert done.returncode == 1, done.stdout + done.stderr      # a broken guarantee fails the run
     assert "FAILED: guarantees broken: phantom_receipt" in done.stdout
     rates = {m.group(1): int(m.group(2)) for m in re.finditer(r"│ (\w+) +│ \w+ +│.*│ +(\d+)/\d+ │", done.stdout)}

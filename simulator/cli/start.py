@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write simrun.toml, starter personas and goals for YOUR runtime, and a CI workflow that gates
         pull requests; then run check-runtime against it."""
-        if transport is None and sys.stdin.isatty():
+        if transport is None and _terminal():
             transport, url, runtime_command, target = _ask()
         settings = {"transport": transport or "http", "url": url, "command": runtime_command, "target": target,
                     "model": model}
@@ -69,20 +69,6 @@ def register(app: typer.Typer) -> None:
         goto = "" if where.resolve() == Path.cwd().resolve() else f"cd {where} && "
         out.print(f"next: {goto}simrun --budget 5usd", highlight=False)
 
-    def _ask() -> tuple[str, str | None, str | None, str | None]:
-        transport = typer.prompt(f"transport ({', '.join(TRANSPORTS)})", default="http")
-        url = command = target = None
-        if transport in ("python", "callable"):
-            target = typer.prompt("target (module:name or file.py:name)")
-        elif transport == "stdio":
-            command = typer.prompt("command that starts the runtime")
-        else:
-            command = typer.prompt("command that starts it ({port} is replaced; empty: it is already running)",
-                                   default="", show_default=False) or None
-            if command is None:
-                url = typer.prompt("its base URL", default="http://127.0.0.1:8000")
-        return transport, url, command, target
-
     @app.command("demo")
     def demo_command(db: Optional[str] = DB,
                      reports: Optional[str] = typer.Option(None, "--reports", help="Folder for the HTML report."),
@@ -98,3 +84,24 @@ def register(app: typer.Typer) -> None:
             _run_and_report(plan)
         except SimrunError as exc:
             fail(exc)
+
+
+def _terminal() -> bool:
+    """Whether a person can answer prompts (a test stands in for one)."""
+    return sys.stdin.isatty()
+
+
+def _ask() -> tuple[str, str | None, str | None, str | None]:
+    """transport, url, command, target: what `simrun init` needs, asked one at a time."""
+    transport = typer.prompt(f"transport ({', '.join(TRANSPORTS)})", default="http")
+    url = command = target = None
+    if transport in ("python", "callable"):
+        target = typer.prompt("target (module:name or file.py:name)")
+    elif transport == "stdio":
+        command = typer.prompt("command that starts the runtime")
+    else:
+        command = typer.prompt("command that starts it ({port} is replaced; empty: it is already running)",
+                               default="", show_default=False) or None
+        if command is None:
+            url = typer.prompt("its base URL", default="http://127.0.0.1:8000")
+    return transport, url, command, target

@@ -118,3 +118,15 @@ def test_a_runtime_that_offers_nothing_gets_the_probe_goal_and_says_so(tmp_path)
     assert "only-replies offered no operation in its first reply" in output
     assert [p.name for p in (tmp_path / "goals").iterdir()] == ["refuse-other-customers-data.yaml"]
     assert "check-runtime" not in output and "protocol 1 kept" not in output
+
+
+def test_in_a_terminal_init_asks_for_the_transport_and_the_command(tmp_path, monkeypatch):
+    import simulator.cli.start
+
+    monkeypatch.setattr(simulator.cli.start, "_terminal", lambda: True)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["init", "--no-check"], input=f"http\n{RUNTIME}\n")
+    assert result.exit_code == 0, result.output
+    assert "transport (http, stdio, python, chat, callable) [http]:" in result.output
+    assert f'command = "{RUNTIME}"' in (tmp_path / "simrun.toml").read_text()
+    assert (tmp_path / "goals" / "open-trip.yaml").is_file()      # the runtime it named was asked
