@@ -75,6 +75,8 @@ def what_changed(store: Store, run_id: str, gate) -> dict:
         pairs.append({"id": cid, "classes": classes, "cand": cand, "base": base,
                       "diverge": first_divergence(base["t"], cand["t"]) if base else None})
     return {"pairs": pairs, "conversations": len(by_conversation), "baseline_here": here}
+
+
 EXAMPLES = 3                # transcripts linked from each class that fired, at the top of the page
 
 

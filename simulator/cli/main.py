@@ -1,9 +1,9 @@
 """The `simrun` command: a thin shell over `simulator` and `scoring`.
 
 `app` is the command; each module beside this one registers the commands of one concern on it:
-`run` (plain `simrun`, `run`, `resume`), `start` (init, demo), `check_user`, `runs` (runs, report, dashboard, show,
-merge), `project` (validate, check-runtime, plan, schema) and `gate` (baseline, gate, rescore,
-export, import). `main` is the console script.
+`run` (plain `simrun`, `run`, `resume`), `start` (init, demo), `check_user`, `runs` (runs,
+report, dashboard, show, merge), `project` (validate, check-runtime, plan, schema) and `gate`
+(baseline, gate, rescore, export, import). `main` is the console script.
 
 Exit status, for every command: 0 on success, 1 when a run failed (a guarantee broken, a release
 criterion or the gate failed), 2 on a user error, printed as one line with no traceback.
