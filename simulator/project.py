@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from scoring import secrets
+from simulator import demo
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
 from simulator.config import FOREIGN, Budgets, Project, RuntimeSection, load_budgets, load_project
@@ -123,16 +124,23 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
     config_file = given_file(config, "simrun.toml", "--config")
     budgets_file = given_file(budgets, "budgets.toml", "--budgets")
     project = load_project(config_file) if config_file else Project()
+    # Paths in simrun.toml are relative to it, like a pyproject.toml's.
+    base = config_file.parent if config_file else Path(".")
+    run = project.run
+    data = base
+    if (config_file is None and personas is None and goals is None and not runtime_flags
+            and demo.in_use(run.personas, run.goals, base)):
+        # A folder with no project of its own runs the bundled demo against the bundled runtime
+        # (simrun installed from a wheel, anywhere); pointed at another runtime, it needs goals.
+        data = demo.folder()
+        budgets_file = budgets_file or data / "budgets.toml"
     money = load_budgets(budgets_file) if budgets_file else Budgets()
     amount = parse_usd(budget) if budget is not None else parse_usd(money.budget.default, where="budget.default")
     for flag, value in (("--repetitions", repetitions), ("--concurrency", concurrency)):
         if value is not None and value < 1:
             raise ConfigError(f"must be at least 1, got {value}", field=flag)
-    # Paths in simrun.toml are relative to it, like a pyproject.toml's.
-    base = config_file.parent if config_file else Path(".")
-    run = project.run
-    dataset = load_dataset(Path(personas) if personas else base / run.personas,
-                           Path(goals) if goals else base / run.goals)
+    dataset = load_dataset(Path(personas) if personas else data / run.personas,
+                           Path(goals) if goals else data / run.goals)
     runtime = project.runtime
     if runtime_flags:
         try:
@@ -228,7 +236,11 @@ def runtime_summary(runtime: RuntimeSection) -> dict[str, Any]:
 
 def runtime_for(plan: Plan):
     """The adapter for the plan's transport. Secrets are read from the environment only here."""
-    rt = plan.runtime
+    return runtime_of(plan.runtime, plan.concurrency)
+
+
+def runtime_of(rt: RuntimeSection, concurrency: int = 8):
+    """The adapter for a [runtime] table, `concurrency` requests at once at most."""
     if rt.transport == "python":
         return PythonRuntime.from_target(rt.target, rt.options, max_result_bytes=rt.max_result_bytes)
     env = {k: expand(v, f"runtime.env.{k}") for k, v in rt.env.items()}
@@ -237,7 +249,7 @@ def runtime_for(plan: Plan):
         secrets.register_header(name, value)
     secrets.register_url(rt.url)
     if rt.transport in FOREIGN:
-        return foreign_runtime(rt, env, headers, plan.concurrency)
+        return foreign_runtime(rt, env, headers, concurrency)
     if rt.transport == "http":
         # Imported here: aiohttp takes a third of a second to import, which commands that reach
         # no runtime over HTTP (`simrun --help`, `runs`, `gate`, a python or stdio runtime) need not pay.
@@ -245,7 +257,7 @@ def runtime_for(plan: Plan):
 
         return HttpRuntime(url=rt.url, command=command_list(rt.command), env=env, cwd=rt.cwd,
                            timeout_s=rt.timeout_s, startup_timeout_s=rt.startup_timeout_s, headers=headers,
-                           concurrency=plan.concurrency, max_result_bytes=rt.max_result_bytes)
+                           concurrency=concurrency, max_result_bytes=rt.max_result_bytes)
     return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s,
                         max_result_bytes=rt.max_result_bytes)
 

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LONGEST_FIRST = ("tests/test_gate_calibration.py", "tests/test_stamina.py", "tests/test_benchmarks.py",
                  "tests/simulator/cluster/test_ray_executor.py", "tests/test_ledger_paths.py",
                  "tests/scoring/pages/test_dashboard_browser.py", "tests/security/test_hostile_runtime.py",
-                 "tests/scoring/pages/test_report_browser.py", "tests/test_faults.py")
+                 "tests/scoring/pages/test_report_browser.py", "tests/test_faults.py", "tests/test_install.py")
 # More repetitions make the fault and manner tests look harder (SIMRUN_TEST_REPETITIONS=10
 # before a release); three keep the suite fast.
 DEMO_REPETITIONS = int(os.environ.get("SIMRUN_TEST_REPETITIONS", "3"))

@@ -1,8 +1,17 @@
-"""Docs are tests: the README's commands are the ones CI runs, and every knob is documented."""
+"""Docs are tests: the README's commands are the ones CI runs, the site builds strictly offline,
+and the docs and the code agree both ways: every command, option and setting is documented, and
+every documented one exists (as datasette's documentation tests do)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
 
 from simulator.cli.main import app
 from simulator.config import Budgets, Project
@@ -13,6 +22,10 @@ from tripdesk.faults import FAULTS
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
+CLI_PAGE = (DOCS / "reference" / "cli.md").read_text()
+CONFIG_PAGE = (DOCS / "reference" / "configuration.md").read_text()
+SITE = "\n".join(p.read_text() for p in sorted(DOCS.rglob("*.md")))
 
 
 def setup_commands() -> list[str]:
@@ -28,26 +41,122 @@ def test_two_setup_commands_and_ci_runs_the_second():
     assert commands[1] in ci.splitlines()
 
 
-def test_every_command_is_documented():
-    names = {c.name or c.callback.__name__ for c in app.registered_commands}
-    for name in names:
-        assert f"`simrun {name}" in README, name
+def test_the_readme_is_short_and_links_the_site():
+    assert len(README.encode()) < 12_000, len(README.encode())
+    for page in ("docs/tutorial.md", "docs/reference/cli.md", "docs/reference/configuration.md"):
+        assert f"]({page})" in README, page
 
 
-def test_every_setting_is_documented():
-    for section, model in Project.model_fields.items():
-        for key in model.annotation.model_fields:
-            assert f"`{section}.{key}`" in README, f"simrun.toml {section}.{key}"
-    for section in ("budget", "gate", "release"):
-        for key in Budgets.model_fields[section].annotation.model_fields:
-            assert f"`{section}.{key}`" in README, f"budgets.toml {section}.{key}"
+def test_the_site_builds_strictly_and_offline(tmp_path):
+    # Any connection would go to a proxy that is not there: the build must need none.
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HTTP_PROXY": "http://127.0.0.1:9",
+           "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
+                            "-d", str(tmp_path / "site")], capture_output=True, text=True, env=env, timeout=300)
+    assert built.returncode == 0, built.stderr
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "fonts.googleapis.com" not in index            # the site reads offline too
+    for page in ("tutorial", "reference/cli", "reference/configuration", "protocol", "how-to/gate"):
+        assert (tmp_path / "site" / page / "index.html").is_file(), page
+
+
+# --- the command line and its reference page, both ways ----------------------------------------
+
+def cli_tree(command=None, path=()) -> dict[str, set[str]]:
+    """Every command (`simrun`, `simrun gate`, `simrun baseline bless`) -> its options and arguments."""
+    command = command or typer.main.get_command(app)
+    tree = {" ".join(("simrun", *path)): {
+        f"`{p.name.upper()}`" if p.param_type_name == "argument" else f"`{opt}`"
+        for p in command.params if p.name != "help"
+        for opt in ([p.name] if p.param_type_name == "argument" else [*p.opts, *p.secondary_opts])}}
+    for name, sub in getattr(command, "commands", {}).items():
+        tree |= cli_tree(sub, (*path, name))
+    return tree
+
+
+def documented_cli(page: str) -> dict[str, set[str]]:
+    """The reference page's commands (### `simrun ...`) -> the flags and arguments in its table."""
+    documented = {}
+    for section in page.split("\n### ")[1:]:
+        heading, body = section.split("\n", 1)
+        name = heading.strip().strip("`")
+        rows = [line for line in body.splitlines() if line.startswith("| `")]
+        documented[name] = {flag for row in rows for flag in re.findall(r"`[^`]+`", row.split(" | ")[0])}
+    return documented
+
+
+def disagreements(tree: dict[str, set[str]], documented: dict[str, set[str]]) -> list[str]:
+    problems = [f"{name}: not documented" for name in tree.keys() - documented.keys()]
+    problems += [f"{name}: documented, but there is no such command" for name in documented.keys() - tree.keys()]
+    for name in tree.keys() & documented.keys():
+        problems += [f"{name} {flag}: not documented" for flag in sorted(tree[name] - documented[name])]
+        problems += [f"{name} {flag}: documented, but there is no such option"
+                     for flag in sorted(documented[name] - tree[name])]
+    return problems
+
+
+def test_every_command_and_option_is_documented_and_every_documented_one_exists():
+    assert disagreements(cli_tree(), documented_cli(CLI_PAGE)) == []
+
+
+def test_the_cli_check_fails_on_an_option_added_without_docs_or_docs_of_a_removed_one():
+    """Control: the check above is not vacuous."""
+    tree, documented = cli_tree(), documented_cli(CLI_PAGE)
+    assert len(tree) > 15 and sum(map(len, tree.values())) > 100
+    grown = {**tree, "simrun gate": tree["simrun gate"] | {"`--new-flag`"}}
+    assert disagreements(grown, documented) == ["simrun gate `--new-flag`: not documented"]
+    assert disagreements({**tree, "simrun fly": set()}, documented) == ["simrun fly: not documented"]
+    shrunk = {**tree, "simrun plan": tree["simrun plan"] - {"`--seed`"}}
+    assert disagreements(shrunk, documented) == ["simrun plan `--seed`: documented, but there is no such option"]
+
+
+# --- the configuration files and their reference page, both ways -------------------------------
+
+SECTIONS = {**{f"simrun.toml [{k}]": f.annotation for k, f in Project.model_fields.items()},
+            **{f"budgets.toml [{k}]": Budgets.model_fields[k].annotation for k in ("budget", "gate", "release")}}
+MAPS = {"prices": Budgets.model_fields["prices"], "limits": Budgets.model_fields["limits"]}
+
+
+def config_keys(sections=None) -> set[str]:
+    """`section.key` for every key of simrun.toml and budgets.toml (from the pydantic models)."""
+    sections = sections or SECTIONS
+    return {f"{name.split('[')[1].rstrip(']')}.{key}" for name, model in sections.items() for key in model.model_fields}
+
+
+def config_disagreements(keys: set[str], page: str) -> list[str]:
+    named = set(re.findall(r"`((?:run|gate|runtime|user|budget|release)\.[a-z_]+)`", page))
+    return ([f"{k}: not documented" for k in sorted(keys - named)]
+            + [f"{k}: documented, but there is no such setting" for k in sorted(named - keys)])
+
+
+def test_every_setting_is_documented_and_every_documented_one_exists():
+    assert config_disagreements(config_keys(), CONFIG_PAGE) == []
+    # The tables of model prices, rate limits and tools: every key of their entries.
+    from simulator.config import Limit, Price, ToolSection
+
+    for model in (Price, Limit, ToolSection):
+        for key in model.model_fields:
+            assert f"`{key}`" in CONFIG_PAGE, f"{model.__name__}.{key}"
+
+
+def test_the_config_check_fails_on_a_setting_added_without_docs():
+    """Control: a section model with one more key than the page names."""
+    from pydantic import create_model
+
+    from simulator.config import RunSection
+
+    grown = create_model("Grown", __base__=RunSection, warp_speed=(bool, False))
+    keys = config_keys({**SECTIONS, "simrun.toml [run]": grown})
+    assert config_disagreements(keys, CONFIG_PAGE) == ["run.warp_speed: not documented"]
+    assert config_disagreements(config_keys(), CONFIG_PAGE + "\n`run.gone_key`") == [
+        "run.gone_key: documented, but there is no such setting"]
 
 
 def test_every_manner_fault_and_field_is_documented():
     for manner in MANNERS:
-        assert f"| `{manner}` |" in README, manner
+        assert f"| `{manner}` |" in SITE, manner
     for fault in (*FAULTS, *LIBDESK_FAULTS):
-        assert f"| `{fault}` |" in README, fault
+        assert f"| `{fault}` |" in SITE, fault
     for model in (Persona, Goal, Step):
         for field in model.model_fields:
-            assert f"`{field}`" in README, f"{model.__name__}.{field}"
+            assert f"`{field}`" in SITE, f"{model.__name__}.{field}"

@@ -75,6 +75,20 @@ def what_changed(store: Store, run_id: str, gate) -> dict:
         pairs.append({"id": cid, "classes": classes, "cand": cand, "base": base,
                       "diverge": first_divergence(base["t"], cand["t"]) if base else None})
     return {"pairs": pairs, "conversations": len(by_conversation), "baseline_here": here}
+
+
+EXAMPLES = 3                # transcripts linked from each class that fired, at the top of the page
+
+
+def evidence_anchor(reason: str, fired: list[str], gate) -> str:
+    """Where the page shows the evidence behind one of the verdict's reasons: the gate's table,
+    else the first class that fired named in it, else the class rates."""
+    if gate is not None and reason.startswith(("gate", "new, not gated")):
+        return "#gate"
+    named = sorted((reason.find(cls), cls) for cls in fired if cls in reason)
+    return f"#fired-{named[0][1]}" if named else "#rates"
+
+
 def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: int = 3,
                    baseline=None, gate_settings=None, release=None, verdict: RunVerdict | None = None) -> dict:
     run = store.run(run_id)
@@ -112,7 +126,11 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
     filter_classes = list(dict.fromkeys([r.cls for r in class_rates if r.occurrences]
                                         + [cls for cls in GATE_CLASSES if cls in flipped]))
     user = run["user_backend"]
+    fired = [r for r in class_rates if r.occurrences]
+    examples = {r.cls: [cid for cid in members[r.cls] if cid in embedded][:EXAMPLES] for r in fired}
     return {
+        "fired": fired, "examples": examples,
+        "reason_links": {r: evidence_anchor(r, [f.cls for f in fired], gate) for r in verdict.reasons},
         "costs": R.costs(store, run_id) if user != "scripted" else None,
         "competence": competence(store, user) if user != "scripted" else None,
         "gate": gate, "changed": changed, "filter_classes": filter_classes, "verdict": verdict,

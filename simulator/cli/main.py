@@ -1,9 +1,9 @@
 """The `simrun` command: a thin shell over `simulator` and `scoring`.
 
 `app` is the command; each module beside this one registers the commands of one concern on it:
-`run` (plain `simrun`, `run`, `resume`), `check_user`, `runs` (runs, report, dashboard, show,
-merge), `project` (validate, check-runtime, plan, schema) and `gate` (baseline, gate, rescore,
-export, import). `main` is the console script.
+`run` (plain `simrun`, `run`, `resume`), `start` (init, demo), `check_user`, `runs` (runs,
+report, dashboard, show, merge), `project` (validate, check-runtime, plan, schema) and `gate`
+(baseline, gate, rescore, export, import). `main` is the console script.
 
 Exit status, for every command: 0 on success, 1 when a run failed (a guarantee broken, a release
 criterion or the gate failed), 2 on a user error, printed as one line with no traceback.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import duckdb
 import typer
 
-from simulator.cli import check_user, gate, project, run, runs
+from simulator.cli import check_user, gate, project, run, runs, start
 from scoring.store.duck import reason
 from simulator.cli.common import err_line
 
@@ -24,6 +24,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=
 
 # The order of registration is the order `simrun --help` lists the commands in.
 run.register(app)
+start.register(app)
 check_user.register(app)
 runs.register(app)
 project.register(app)

@@ -129,8 +129,8 @@ def _run_and_report(plan, cache=None, *, shard=None, resume: bool | str = True, 
     out.print(f"database: {plan.db}   run: {result.run_id}", highlight=False)
     out.print(f"report: {path}", highlight=False)
     if result.stopped:
-        err_line(f"error: {result.stopped}; nothing more was sent. Fix the user model's settings (see README, "
-                 f"'Local and self-hosted user models'), then `simrun resume {result.run_id}`")
+        err_line(f"error: {result.stopped}; nothing more was sent. Fix the user model's settings (see "
+                 f"docs/how-to/model-users.md, 'Local and self-hosted user models'), then `simrun resume {result.run_id}`")
         raise typer.Exit(2)
     raise typer.Exit(code)
 

@@ -144,8 +144,8 @@ class ModelUser:
         paid = (f"; the probe's answered calls cost {tab.spent:.6f} USD, which no run records"
                 if tab.spent else "")
         raise UserModelUnavailable(f"the user model {self.name} answered no output form ({tried}){paid}; check "
-                                   "the model name, run.user_base_url and the server (see README, 'Local and "
-                                   "self-hosted user models')")
+                                   "the model name, run.user_base_url and the server (see docs/how-to/model-users.md, "
+                                   "'Local and self-hosted user models')")
 
     # --- one paid call ----------------------------------------------------------------------
 

@@ -94,3 +94,21 @@ def test_charts_are_inline_svg_and_pass_k_is_shown(tmp_path, demo):
     assert 'id="pass-k"' in html and "pass^k" in html
     assert "<figcaption>dead_end</figcaption>" in html and "<figcaption>goal_reached</figcaption>" in html
     assert "turns to the goal" in html and "cost per conversation" in html
+
+
+def test_each_reason_of_the_verdict_links_the_evidence_behind_it():
+    from scoring.pages.report import evidence_anchor
+
+    fired = ["dead_end", "audit_gap", "phantom_receipt"]
+    gate = object()
+    # The first class the reason names, wherever it is in the list of classes that fired.
+    assert evidence_anchor("guarantees broken: phantom_receipt in 3 conversation(s), audit_gap in 1", fired,
+                           None) == "#fired-phantom_receipt"
+    assert evidence_anchor("release.max_rate.dead_end: dead_end 25.0% (5/20), above the ceiling", fired,
+                           gate) == "#fired-dead_end"
+    assert evidence_anchor("gate against the baseline r1 (b.json), on 70 cells: regressions: dead_end", fired,
+                           gate) == "#gate"
+    assert evidence_anchor("new, not gated: goal g (added): release.max_rate.loop", fired, gate) == "#gate"
+    # No gate on the page, or no class named that fired: the class rates.
+    assert evidence_anchor("gate: the baseline b.json cannot judge this run: other dataset", fired, None) == "#rates"
+    assert evidence_anchor("release.fail_on_runtime_error: the runtime failed in 2", fired, None) == "#rates"

@@ -186,8 +186,17 @@ def changed(browser, changed_report):
     context.close()
 
 
+def open_what_changed(page) -> None:
+    """What changed folds its pairs away (issue 25); a reader opens them with one click."""
+    fold = page.locator("#what-changed-pairs")
+    assert fold.evaluate("d => d.open") is False
+    page.locator("#what-changed-pairs > summary").click()
+    assert fold.evaluate("d => d.open") is True
+
+
 def test_what_changed_shows_both_transcripts_side_by_side(changed):
     page = changed.page
+    open_what_changed(page)
     assert page.locator("#what-changed").is_visible()
     pairs = page.locator(".flip-pair").evaluate_all("""els => els.map(e => {
         const sides = [...e.querySelectorAll('section.side-conv')];
@@ -220,6 +229,7 @@ def test_what_changed_shows_both_transcripts_side_by_side(changed):
 
 def test_the_filters_apply_to_the_flipped_conversations(changed):
     page = changed.page
+    open_what_changed(page)
     every = page.locator(".flip-pair").evaluate_all(
         "els => els.map(e => ({id: e.id, classes: e.dataset.classes.split(' '), goal: e.dataset.goal}))")
     page.select_option("#f-class", label="runtime_error")
@@ -296,7 +306,9 @@ def test_the_persona_by_goal_table_fits_1400_pixels(browser, report):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
         page = context.new_page()
-        page.goto(report.as_uri(), wait_until="load")
+        # The table folds away (issue 25); its link opens it, as a reader's click does.
+        page.goto(report.as_uri() + "#cells", wait_until="load")
+        assert page.locator("#cells-fold").evaluate("d => d.open") and page.locator("#cells").is_visible()
         assert page.locator("#cells tr").first.locator("th").count() == 11     # persona + 10 goals
         fit = page.evaluate("""() => {
             const t = document.getElementById('cells'), box = t.parentElement;
@@ -308,3 +320,61 @@ def test_the_persona_by_goal_table_fits_1400_pixels(browser, report):
         assert fit["font"] >= 11, fit
     finally:
         context.close()
+
+
+# --- finding one's way: the verdict, a table of contents, the classes that fired, the worst ------
+
+# The page above the first transcript: the verdict, the run's identity and figures, the table of
+# contents and the classes that fired. Before issue 25 the first transcript began at 22,308 px.
+ABOVE_FIRST_TRANSCRIPT_PX = 1600
+
+
+def in_view(page, selector: str) -> bool:
+    return page.locator(selector).first.evaluate("""e => { const r = e.getBoundingClientRect();
+        return e.checkVisibility() && r.top >= -1 && r.top < innerHeight; }""")
+
+
+def click_from_top(page, link: str) -> str:
+    """Click a link from the top of the page; the hash it led to."""
+    page.evaluate("window.scrollTo(0, 0)")
+    page.locator(link).first.click()
+    return page.evaluate("location.hash")
+
+
+@pytest.mark.parametrize("which", ["opened", "changed"])
+def test_the_top_of_the_page_leads_in_one_click_to_each_reason_class_and_the_worst_transcript(which, request):
+    o = request.getfixturevalue(which)
+    page = o.page
+    tops = page.evaluate("""() => ['verdict', 'toc', 'fired', 'worst'].map(id =>
+        document.getElementById(id).getBoundingClientRect().top + scrollY)""")
+    assert tops == sorted(tops) and page.evaluate("document.body.firstElementChild.id") == "verdict"
+    first = page.evaluate("document.querySelector('section.conv').getBoundingClientRect().top + scrollY")
+    assert first < ABOVE_FIRST_TRANSCRIPT_PX, first
+    # Every class with a rate above zero is in the contents; one click shows its row, which links
+    # its conversations (the list folds open when followed) and its worst transcripts.
+    fired = set(page.locator("#rates a[href^='#class-']").all_inner_texts())
+    assert fired and set(page.locator("#toc a.toc-class").all_inner_texts()) == fired
+    for cls in fired:
+        assert click_from_top(page, f"#toc a[href='#fired-{cls}']") == f"#fired-{cls}"
+        assert in_view(page, f"#fired-{cls}")
+        page.locator(f"#fired-{cls} a[href='#class-{cls}']").click()
+        assert page.locator(f"#class-{cls}").evaluate("d => d.open") and in_view(page, f"#class-{cls}")
+        examples = page.locator(f"#fired-{cls} a[href^='#conv-']").evaluate_all("els => els.map(e => e.hash)")
+        assert examples, cls
+        for hash_ in examples:
+            assert cls in page.locator(hash_).get_attribute("data-classes").split()
+    # Each of the verdict's reasons, from the contents, leads to its evidence.
+    reasons = page.locator("#verdict li.reason a").evaluate_all("els => els.map(e => e.hash)")
+    assert reasons and page.locator("#toc a.toc-reason").count() == len(reasons)
+    for i, hash_ in enumerate(reasons):
+        assert click_from_top(page, f"#toc a.toc-reason >> nth={i}") == hash_
+        assert in_view(page, hash_), hash_
+    # The worst transcript.
+    worst = click_from_top(page, "#toc-worst")
+    assert worst == "#" + page.locator("section.conv").first.get_attribute("id") and in_view(page, worst)
+    # Long sections are folded, and open on demand.
+    for fold in ("heatmaps", "cells-fold"):
+        assert page.locator(f"#{fold}").evaluate("d => d.open") is False
+    assert click_from_top(page, "#toc a[href='#heatmaps']") == "#heatmaps"
+    assert page.locator("#heatmaps").evaluate("d => d.open") and in_view(page, "#heatmaps svg")
+    assert o.errors == [] and o.requests == [o.url]      # still one self-contained file
