@@ -1,7 +1,7 @@
 """The sample-size advice a gate verdict gives: how likely a rise is caught, and at how many
 repetitions per cell it would be.
 
-It needs the baseline's cell rates (`stats.advice_rates`) and the slices tested. Its simulations
+It needs the baseline's cell rates (`advice_rates`, below) and the slices tested. Its simulations
 take a second or two, so they run only when asked for.
 """
 
@@ -62,3 +62,37 @@ class Advice:
                                                              alpha=self.alpha, min_effect=self.min_effect)
                                   for k, cls in enumerate(TESTED)}
         return self._needed[rise]
+
+
+def advice_rates(fired, scored, *, upper: float | None = None) -> np.ndarray:
+    """Cells x classes: the rate of each cell the sample-size advice assumes.
+
+    A cell's observed rate (k of a few conversations) is noisy: most cells of a class at 9%
+    show 0 of 5, and taken as they are they understate the spread the gate will meet. Each is
+    drawn toward its class's pooled rate as far as the cells look alike (empirical Bayes: the
+    spread between cells beyond what their sizes explain, by the method of moments), so a
+    class that fires everywhere alike is taken as alike, and one that fires in a few goals keeps
+    its shape. With `upper` (a one-sided confidence level), the rates are scaled up to the upper
+    bound of the class's pooled rate: advice on the safe side of what the runs showed.
+    """
+    fired, scored = np.asarray(fired, float), np.asarray(scored, float)
+    seen = scored > 0
+    n = np.where(seen, scored, 1.0)
+    rate = np.where(seen, fired / n, 0.0)
+    total, hits = scored.sum(0), fired.sum(0)
+    pooled = np.where(total > 0, hits / np.maximum(total, 1), 0.0)
+    cells = np.maximum(seen.sum(0), 1)
+    within = (np.where(seen, rate * (1 - rate) / np.maximum(n - 1, 1), 0.0)).sum(0) / cells
+    spread = np.where(cells > 1, ((np.where(seen, rate - pooled, 0.0)) ** 2).sum(0) / np.maximum(cells - 1, 1), 0.0)
+    between = np.maximum(spread - within, 0.0)
+    weight = np.where(between > 0, between / (between + pooled * (1 - pooled) / n + 1e-12), 0.0)
+    shrunk = np.where(seen, weight * rate + (1 - weight) * pooled, pooled)
+    if upper is None:
+        return shrunk
+    z = float(stats._ppf(upper))
+    # Wilson's upper bound of each class's pooled rate.
+    top = (pooled + z * z / (2 * np.maximum(total, 1)) + z * np.sqrt(
+        pooled * (1 - pooled) / np.maximum(total, 1) + z * z / (4 * np.maximum(total, 1) ** 2))) / (
+        1 + z * z / np.maximum(total, 1))
+    scale = np.where(pooled > 0, top / np.where(pooled > 0, pooled, 1.0), 1.0)
+    return np.clip(np.where(pooled > 0, shrunk * scale, top), 0.0, 1.0)

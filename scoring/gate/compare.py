@@ -35,7 +35,7 @@ import numpy as np
 from scoring.checks.scorer import GUARANTEES
 from scoring.errors import GateError
 from scoring.gate import stats
-from scoring.gate.advice import Advice
+from scoring.gate.advice import Advice, advice_rates
 from scoring.gate.sharing import Sharing, sharing
 from scoring.gate.formats import pts, pval, size
 from scoring.gate.joint import conversations_of
@@ -94,8 +94,8 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSett
                           conversations)
     tested = stats.compare(family, alpha=settings.alpha, correction=settings.correction,
                            permutations=settings.permutations)
-    advice = Advice(stats.advice_rates(base_fired, base_scored),
-                     stats.advice_rates(base_fired, base_scored, upper=SAFE_SIDE), mask,
+    advice = Advice(advice_rates(base_fired, base_scored),
+                     advice_rates(base_fired, base_scored, upper=SAFE_SIDE), mask,
                      settings.alpha, settings.correction, settings.min_effect)
     verdicts = []
     for cls in GATE_CLASSES:

@@ -238,56 +238,19 @@ def correct(pvalues: Mapping[str, float], method: str) -> dict[str, float]:
 
 # --- power and sample-size advice ---------------------------------------------------------------
 
-def advice_rates(fired, scored, *, upper: float | None = None) -> np.ndarray:
-    """Cells x classes: the rate of each cell the sample-size advice assumes.
-
-    A cell's observed rate (k of a few conversations) is noisy: most cells of a class at 9%
-    show 0 of 5, and taken as they are they understate the spread the gate will meet. Each is
-    drawn toward its class's pooled rate as far as the cells look alike (empirical Bayes: the
-    spread between cells beyond what their sizes explain, by the method of moments), so a
-    class that fires everywhere alike is taken as alike, and one that fires in a few goals keeps
-    its shape. With `upper` (a one-sided confidence level), the rates are scaled up to the upper
-    bound of the class's pooled rate: advice on the safe side of what the runs showed.
-    """
-    fired, scored = np.asarray(fired, float), np.asarray(scored, float)
-    seen = scored > 0
-    n = np.where(seen, scored, 1.0)
-    rate = np.where(seen, fired / n, 0.0)
-    total, hits = scored.sum(0), fired.sum(0)
-    pooled = np.where(total > 0, hits / np.maximum(total, 1), 0.0)
-    cells = np.maximum(seen.sum(0), 1)
-    within = (np.where(seen, rate * (1 - rate) / np.maximum(n - 1, 1), 0.0)).sum(0) / cells
-    spread = np.where(cells > 1, ((np.where(seen, rate - pooled, 0.0)) ** 2).sum(0) / np.maximum(cells - 1, 1), 0.0)
-    between = np.maximum(spread - within, 0.0)
-    weight = np.where(between > 0, between / (between + pooled * (1 - pooled) / n + 1e-12), 0.0)
-    shrunk = np.where(seen, weight * rate + (1 - weight) * pooled, pooled)
-    if upper is None:
-        return shrunk
-    z = float(_ppf(upper))
-    # Wilson's upper bound of each class's pooled rate.
-    top = (pooled + z * z / (2 * np.maximum(total, 1)) + z * np.sqrt(
-        pooled * (1 - pooled) / np.maximum(total, 1) + z * z / (4 * np.maximum(total, 1) ** 2))) / (
-        1 + z * z / np.maximum(total, 1))
-    scale = np.where(pooled > 0, top / np.where(pooled > 0, pooled, 1.0), 1.0)
-    return np.clip(np.where(pooled > 0, shrunk * scale, top), 0.0, 1.0)
-
-
 def critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray, *, alpha: float,
                    correction: str = "max-t", draws: int = _NULL_DRAWS, seed: int = SEED) -> float:
-    """`_critical_value`, remembered: the draw is seeded, so the same inputs give the same value,
-    and a dashboard or a gate run twice in one process asks for the same ones again (each takes
-    a fifth of a second or more)."""
+    """`_critical_value`, remembered (the draw is seeded: same inputs, same value; a dashboard or a
+    second gate in one process asks again, and each takes a fifth of a second or more)."""
     rates, member = np.ascontiguousarray(base_rates, float), np.ascontiguousarray(slices, bool)
-    return _remembered_critical(rates.tobytes(), rates.shape, repetitions, member.tobytes(), member.shape,
-                                alpha, correction, draws, seed)
+    return _remembered(rates.tobytes(), rates.shape, repetitions, member.tobytes(), member.shape, alpha,
+                       correction, draws, seed)
 
 
 @functools.lru_cache(maxsize=256)
-def _remembered_critical(rates: bytes, rates_shape: tuple, repetitions: int, slices: bytes, slices_shape: tuple,
-                         alpha: float, correction: str, draws: int, seed: int) -> float:
-    return _critical_value(np.frombuffer(rates).reshape(rates_shape), repetitions,
-                           np.frombuffer(slices, bool).reshape(slices_shape), alpha=alpha,
-                           correction=correction, draws=draws, seed=seed)
+def _remembered(rates, rates_shape, repetitions, slices, slices_shape, alpha, correction, draws, seed) -> float:
+    return _critical_value(np.frombuffer(rates).reshape(rates_shape), repetitions, np.frombuffer(
+        slices, bool).reshape(slices_shape), alpha=alpha, correction=correction, draws=draws, seed=seed)
 
 
 def _critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray, *, alpha: float,
