@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from simulator import eventloop
+from simulator.cli.tables import fit, tokens
 from simulator.cli.common import (BUDGETS, CONFIG, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
                                   URL, fail, out, runtime_flags)
 from scoring.errors import ConfigError, SimrunError
@@ -167,17 +168,18 @@ def register(app: typer.Typer) -> None:
                     store.close()
         except SimrunError as exc:
             fail(exc)
-        table = Table(title=f"{plan.conversations} conversations, budget {usd(plan.budget)}", title_justify="left")
-        for col in ("backend", "calls", "input tokens", "cached", "cache writes", "output", "cost p50–p90",
-                    "per conversation", "the budget buys"):
-            table.add_column(col, justify="left" if col == "backend" else "right", no_wrap=col == "backend")
-        table.add_row("scripted", "0", "0", "0", "0", "0", "$0.00", "$0.00", f"{plan.conversations} (all)")
+        rows = [["scripted", "0", "0", "0", "0", "0", "$0.00", "$0.00", f"{plan.conversations} (all)"]]
         for e in estimates:
             share = f"{e.affordable} ({e.affordable / e.conversations:.0%})" if e.conversations else "–"
-            table.add_row(e.backend, str(e.calls), f"{e.usage.input_tokens:,}", f"{e.usage.cached_input_tokens:,}",
-                          f"{e.usage.cache_write_tokens:,}", f"{e.usage.output_tokens:,}", e.range_text,
-                          f"${e.per_conversation:.5f}", share)
-        out.print(table)
+            rows.append([e.backend, str(e.calls), tokens(e.usage.input_tokens), tokens(e.usage.cached_input_tokens),
+                         tokens(e.usage.cache_write_tokens), tokens(e.usage.output_tokens), e.range_text,
+                         f"${e.per_conversation:.5f}", share])
+        out.print(f"{plan.conversations} conversations, budget {usd(plan.budget)}; tokens: input, read from the "
+                  "cache, written to it, output", highlight=False, soft_wrap=True)
+        headers = ["backend", "calls", "input", "cached", "writes", "output", "cost p50–p90", "per conv.", "budget buys"]
+        header, lines = fit(headers, rows, right=set(range(1, 9)))
+        for line in (header, *lines):
+            out.print(line, highlight=False, soft_wrap=True)
         for e in estimates:
             out.print(f"{e.backend}: {e.basis}", highlight=False, soft_wrap=True)
         out.print("a prior counts tokens as characters / 4; a run prints its actual spend beside its estimate",
