@@ -31,10 +31,16 @@ class FieldProblem:
         return ".".join(str(p) for p in self.path) or None
 
 
+def nearest(word: str, known) -> str | None:
+    """The known word closest to `word`, if one is close enough to be a misspelling of it."""
+    close = difflib.get_close_matches(str(word), [str(k) for k in known], n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def did_you_mean(word: str, known: list[str] | tuple[str, ...]) -> str:
     """"; did you mean 'x'?" when one known word is close to `word`, else ""."""
-    close = difflib.get_close_matches(str(word), [str(k) for k in known], n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    close = nearest(word, known)
+    return f"; did you mean {close!r}?" if close else ""
 
 
 def fields_at(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:

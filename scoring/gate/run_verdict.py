@@ -26,6 +26,7 @@ from scoring.gate.text import sharing_lines
 from scoring.gate.verdict import GateResult
 from scoring.store import rates as R
 from scoring.store.database import Store
+from scoring.store.seen import stored_goal_problems
 
 EXIT = {"passed": 0, "failed": 1, "not judged": 2}
 BLESS = "bless one with `simrun baseline bless RUN --out baselines/main.json` and set gate.baseline in simrun.toml"
@@ -92,18 +93,22 @@ def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | 
     `baseline` if one is given (with `gate_settings`; `gate` if it was judged already)."""
     run_id = store.run(run_id)["run_id"]
     rates, outcome = R.class_rates(store, run_id), R.outcome(store, run_id)
+    goal_files = tuple(stored_goal_problems(store, run_id))
     refused = None
     if baseline is not None and gate is None:
         try:
             gate = gate_verdict(baseline, summary_from_store(store, run_id), gate_settings)
         except GateError as exc:
             refused = str(exc)
-    return run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused)
+    return run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused,
+                       goal_files=goal_files)
 
 
 def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: ReleaseSettings | None, *,
                 gate: GateResult | None = None, baseline: RunSummary | None = None,
-                gate_refused: str | None = None) -> RunVerdict:
+                gate_refused: str | None = None, goal_files: tuple[str, ...] = ()) -> RunVerdict:
+    """The verdict of a run from its rates and outcome. `goal_files`: the goals that name what no
+    store of the run held (`scoring.store.seen`): the goal files' problem, not the runtime's."""
     release = release or ReleaseDefaults()
     baseline = baseline if baseline is not None or gate is None else gate.baseline
     reasons, held, not_checked = [], [], []
@@ -136,7 +141,10 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
         reasons.append(f"gate: the baseline {baseline.source} cannot judge this run: {gate_refused}")
     else:
         _gate_lines(gate, release, reasons, held, not_checked)
-    status = "not judged" if not judged else ("failed" if reasons else "passed")
+    # The runtime's failures fail the run; a goal that can never hold leaves it not judged (exit 2,
+    # bad input), whatever else held, and says which file to fix.
+    status = "not judged" if not judged else ("failed" if reasons else "not judged" if goal_files else "passed")
+    reasons += [f"a problem in the goal files, not the runtime's: {line}" for line in goal_files]
     return RunVerdict(run_id, status, tuple(reasons), tuple(held), tuple(not_checked), check, gate,
                       None if baseline is None else baseline.source, tuple(rates), outcome)
 

@@ -15,6 +15,7 @@ from simulator.cli.common import (BUDGETS, CONFIG, GOALS, HEADER, PERSONAS, RUNT
                                   URL, fail, out, runtime_flags)
 from scoring.errors import ConfigError, SimrunError
 from simulator.money import usd
+from simulator.goal_check import check_goals
 from simulator.plan import estimate
 from simulator.project import load_plan, runtime_for
 from scoring.store.database import Store
@@ -26,18 +27,33 @@ def register(app: typer.Typer) -> None:
                  personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
                  transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
                  runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
-                 header: Optional[list[str]] = HEADER) -> None:
+                 header: Optional[list[str]] = HEADER,
+                 live: bool = typer.Option(False, "--runtime", help=(
+                     "Also play each goal once with the scripted user (free) against the runtime, and name "
+                     "the goals that name record fields, record types or operations it never held."))) -> None:
         """Check personas, goals, simrun.toml and budgets.toml, and that the runtime answers."""
         try:
             plan = load_plan(config=config, budgets=budgets, personas=personas, goals=goals,
                              runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
             health = eventloop.run(_health(runtime_for(plan)))
+            checked = eventloop.run(check_goals(plan, runtime_for(plan))) if live else None
         except SimrunError as exc:
             fail(exc)
         files = ", ".join(f"{p} ok" for p in plan.files) or "no simrun.toml or budgets.toml (defaults)"
         out.print(f"ok: {len(plan.dataset.personas)} personas, {len(plan.dataset.goals)} goals "
                   f"(dataset {plan.dataset.hash}); {files}; runtime {health.get('runtime')} "
                   f"{health.get('version')} speaks protocol {health['protocol']}", highlight=False, soft_wrap=True)
+        if checked is None:
+            return
+        played = f"{checked.conversations} conversations with the scripted user, nothing spent"
+        if not checked.problems:
+            out.print(f"goals ok against the runtime ({played}): every field, type and operation they name "
+                      "was held", highlight=False, soft_wrap=True)
+            return
+        for line in checked.problems:
+            out.print(f"goal file: {line}", style="red", highlight=False, markup=False, soft_wrap=True)
+        fail(ConfigError(f"{len(checked.problems)} goal problem(s) above, found against the runtime ({played}): "
+                         "fix the goal files"))
 
 
     async def _health(runtime) -> dict:

@@ -1,0 +1,71 @@
+"""What the stores of a run held (record types and their fields, operations, arguments), and the
+goals of the run that name something none of them held (`scoring.checks.goal_names`).
+
+Read with DuckDB's JSON functions over the stored states and turn results, so that a run of any
+size is read in the database, not in Python: only the distinct names come back.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from scoring.checks.goal_names import Seen, goal_problems
+from scoring.dataset.models import Goal
+from scoring.store.database import Store
+
+MOST_NAMES = 100_000         # a hostile store's names stay bounded
+_STATES = """
+    states AS (SELECT state AS s FROM turns WHERE run_id = $run AND state IS NOT NULL
+               UNION ALL SELECT initial_state FROM conversations WHERE run_id = $run AND initial_state IS NOT NULL
+               UNION ALL SELECT final_state FROM conversations WHERE run_id = $run AND final_state IS NOT NULL),
+    records AS (SELECT DISTINCT r.key AS id, r.value AS rec FROM states, json_each(s, '$.records') r
+                WHERE json_type(s, '$.records') = 'OBJECT' AND json_type(r.value) = 'OBJECT'),
+    events AS (SELECT DISTINCT e.value AS ev FROM states, json_each(s, '$.events') e
+               WHERE json_type(s, '$.events') = 'ARRAY' AND json_type(e.value) = 'OBJECT'),
+    results AS (SELECT result AS r FROM turns WHERE run_id = $run AND json_type(result) = 'OBJECT')"""
+
+
+def seen_in_run(store: Store, run_id: str) -> Seen:
+    """Every record type with its field paths, record id with its type, operation and argument
+    the run's stores and turn results held."""
+    con, run = store.con, {"run": run_id}
+    fields: dict[str, set[str]] = defaultdict(set)
+    for rtype, path in con.execute(f"""WITH {_STATES}
+            SELECT DISTINCT coalesce(rec->>'type', ''), t.fullkey FROM records, json_tree(rec) t
+            WHERE t.fullkey <> '$' AND NOT contains(t.fullkey, '[') LIMIT {MOST_NAMES}""", run).fetchall():
+        fields[rtype].add(".".join(part.strip('"') for part in path[2:].split(".")))
+    types_of = dict(con.execute(f"""WITH {_STATES}
+            SELECT id, any_value(coalesce(rec->>'type', '')) FROM records GROUP BY id LIMIT {MOST_NAMES}""",
+                                run).fetchall())
+    arguments: dict[str, set[str]] = defaultdict(set)
+    operations: set[str] = set()
+    for op, argument in con.execute(f"""WITH {_STATES},
+            named AS (SELECT ev->>'operation' AS op, ev->'arguments' AS args FROM events
+                      UNION ALL SELECT n.value->>'operation', NULL FROM results, json_each(r, '$.next_steps') n
+                          WHERE json_type(r, '$.next_steps') = 'ARRAY'
+                      UNION ALL SELECT r->'card'->>'operation', NULL FROM results
+                      UNION ALL SELECT r->'ask'->>'operation', r->'ask'->'arguments' FROM results)
+            SELECT DISTINCT op, CASE json_type(args) WHEN 'OBJECT' THEN a.key ELSE a.value->>'$' END
+            FROM (SELECT op, CASE WHEN json_type(args) IN ('OBJECT', 'ARRAY') THEN args END AS args FROM named)
+                 LEFT JOIN LATERAL json_each(args) a ON true
+            WHERE op IS NOT NULL LIMIT {MOST_NAMES}""", run).fetchall():
+        operations.add(op)
+        if argument is not None:
+            arguments[op].add(argument)
+    return Seen({t: frozenset(f) for t, f in fields.items()}, types_of, frozenset(operations),
+                {op: frozenset(a) for op, a in arguments.items()})
+
+
+def record_goal_problems(store: Store, run_id: str, goals: tuple[Goal, ...] | list[Goal]) -> list[str]:
+    """Find the run's goal-file problems and keep them with the run (its verdict reads them)."""
+    seen = seen_in_run(store, run_id)
+    problems = [(goal.id, line) for goal in goals for line in goal_problems(goal, seen)]
+    store.con.execute("DELETE FROM goal_problems WHERE run_id = ?", [run_id])
+    if problems:
+        store.con.executemany("INSERT INTO goal_problems VALUES (?, ?, ?)", [(run_id, g, p) for g, p in problems])
+    return [line for _, line in problems]
+
+
+def stored_goal_problems(store: Store, run_id: str) -> list[str]:
+    return [line for (line,) in store.con.execute(
+        "SELECT problem FROM goal_problems WHERE run_id = ? ORDER BY goal, rowid", [run_id]).fetchall()]
