@@ -283,7 +283,9 @@ async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime
                               on_user_ready=on_user_ready, labels=plan.labels, git=git,
                               executor=executor)
     # Goals that name what no store held: the run's verdict blames the goal file, not the runtime.
-    record_goal_problems(store, result.run_id, plan.dataset.goals)
+    # Not in a shard: it holds part of the run, and a name another shard saw is not missing.
+    if shard is None:
+        record_goal_problems(store, result.run_id, plan.dataset.goals)
     return result
 
 

@@ -1,9 +1,11 @@
 """A run's verdict, computed once: the one answer to "can this ship?", which every surface renders.
 
 It covers the run's guarantees (one violation fails it), its release criteria
-(`scoring.gate.release`), and, where a baseline is set, the gate against it
-(`scoring.gate.compare.gate_verdict`), with the goals and personas the baseline does not share
-held to the absolute criteria alone (`scoring.gate.sharing`). It has a status, the reasons in
+(`scoring.gate.release`), the goals that name what no store of the run held (a problem in the
+goal files: the run is not judged, exit 2, unless the runtime failed it too), and, where a
+baseline is set, the gate against it (`scoring.gate.compare.gate_verdict`), with the goals and
+personas the baseline does not share held to the absolute criteria alone
+(`scoring.gate.sharing`). It has a status, the reasons in
 one line each, what held, and what was *not* checked (no baseline; cells not gated; classes no
 conversation could decide).
 
