@@ -28,8 +28,10 @@ from typing import Any
 from scoring.dataset.models import Goal
 from scoring.dataset.sql_names import sql_names
 from scoring.field_errors import nearest
+from scoring.untrusted_text import one_line
 
 SHOWN = 8            # names listed after "seen:"
+NAME_CHARS = 40      # a runtime's names are anyone's text: each shown as one short line
 
 
 @dataclass(frozen=True)
@@ -44,12 +46,13 @@ class Seen:
 
 def _listed(names: Iterable[str]) -> str:
     names = sorted(names)
-    return ", ".join(names[:SHOWN]) + (", …" if len(names) > SHOWN else "") if names else "none"
+    shown = ", ".join(one_line(n, NAME_CHARS) or "?" for n in names[:SHOWN])
+    return shown + (", …" if len(names) > SHOWN else "") if names else "none"
 
 
 def _suggest(word: str, known: Iterable[str]) -> str:
     close = nearest(word, known)
-    return f" (did you mean `{close}`?)" if close else ""
+    return f" (did you mean `{one_line(close, NAME_CHARS)}`?)" if close else ""
 
 
 class _Problems:

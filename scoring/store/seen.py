@@ -12,6 +12,7 @@ from collections import defaultdict
 from scoring.checks.goal_names import Seen, goal_problems
 from scoring.dataset.models import Goal
 from scoring.store.database import Store
+from scoring.store.duck import insert_rows, transaction
 
 MOST_NAMES = 100_000         # a hostile store's names stay bounded
 _STATES = """
@@ -60,9 +61,9 @@ def record_goal_problems(store: Store, run_id: str, goals: tuple[Goal, ...] | li
     """Find the run's goal-file problems and keep them with the run (its verdict reads them)."""
     seen = seen_in_run(store, run_id)
     problems = [(goal.id, line) for goal in goals for line in goal_problems(goal, seen)]
-    store.con.execute("DELETE FROM goal_problems WHERE run_id = ?", [run_id])
-    if problems:
-        store.con.executemany("INSERT INTO goal_problems VALUES (?, ?, ?)", [(run_id, g, p) for g, p in problems])
+    with transaction(store.con) as con:
+        con.execute("DELETE FROM goal_problems WHERE run_id = ?", [run_id])
+        insert_rows(con, "goal_problems", [[goal, line] for goal, line in problems], leading=(run_id,))
     return [line for _, line in problems]
 
 

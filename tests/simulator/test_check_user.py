@@ -5,7 +5,6 @@ process, a fake model API on 127.0.0.1, stopped at a known point (the fake holds
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -15,26 +14,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import duckdb
-import pytest
-
-from simulator.adapters.process import free_port
-
-from tests.fixtures.model_api import FakeModelAPI, serve
 
 SIMRUN = str(Path(sys.executable).with_name("simrun"))
 USER = "openai:gpt-4.1-mini"
 CHECK = [SIMRUN, "check-user", "--user", USER, "--budget", "1usd", "--concurrency", "2"]
 HOLD_FROM = 16           # the server answers 16 calls, then holds the next ones
-
-
-@pytest.fixture()
-def slow_api():
-    api = FakeModelAPI(record=False)
-    port = free_port()
-    server = serve(api, port, latency_s=0.05)
-    env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "sk-check-user-1"}
-    yield api, env
-    server.should_exit = True
 
 
 def read(db: Path, sql: str) -> list[tuple]:

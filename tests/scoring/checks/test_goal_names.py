@@ -91,3 +91,12 @@ def test_what_the_run_could_not_show_is_not_held_against_the_goal(tmp_path, seen
     # No records at all: no field is named; no operation seen (a runtime with no events): none named.
     g = goal(tmp_path, ("operation: name_trip", "operation: rename_trip"))
     assert goal_problems(g, seen) == []
+
+
+def test_a_hostile_runtime_s_names_are_shown_short_and_on_one_line(tmp_path):
+    hostile = "x" * 5_000 + "\n\u202eevil"
+    seen = Seen(fields={"trip": frozenset({"name", hostile})}, types_of={"trip:T-1": "trip"},
+                operations=frozenset({"name_trip", hostile}), arguments={})
+    g = goal(tmp_path, ("match: {name: Lisbon offsite}", "match: {name: Lisbon offsite, bag: 1}"))
+    (line,) = goal_problems(g, seen)
+    assert len(line) < 300 and "\n" not in line and "\u202e" not in line
