@@ -15,15 +15,28 @@ from scoring.store.database import Store
 from scoring.store.duck import insert_rows, transaction
 
 MOST_NAMES = 100_000         # a hostile store's names stay bounded
-_STATES = """
-    states AS (SELECT state AS s FROM turns WHERE run_id = $run AND state IS NOT NULL
+MOST_RECORDS = 20_000        # distinct records read for their fields; past it, fields are not checked
+# The stored states and turn results, read with JSON paths and wildcards (one parse per value):
+# DuckDB's json_each is quadratic in an array's length, and a hostile reply holds 100,000 offers.
+_STATES = """states AS (SELECT state AS s FROM turns WHERE run_id = $run AND state IS NOT NULL
                UNION ALL SELECT initial_state FROM conversations WHERE run_id = $run AND initial_state IS NOT NULL
-               UNION ALL SELECT final_state FROM conversations WHERE run_id = $run AND final_state IS NOT NULL),
-    records AS (SELECT DISTINCT r.key AS id, r.value AS rec FROM states, json_each(s, '$.records') r
-                WHERE json_type(s, '$.records') = 'OBJECT' AND json_type(r.value) = 'OBJECT'),
-    events AS (SELECT DISTINCT e.value AS ev FROM states, json_each(s, '$.events') e
-               WHERE json_type(s, '$.events') = 'ARRAY' AND json_type(e.value) = 'OBJECT'),
-    results AS (SELECT result AS r FROM turns WHERE run_id = $run AND json_type(result) = 'OBJECT')"""
+               UNION ALL SELECT final_state FROM conversations WHERE run_id = $run AND final_state IS NOT NULL)"""
+_RECORDS = f"""{_STATES},
+    records AS (SELECT DISTINCT id, rec FROM (
+                    SELECT unnest(json_keys(s, '$.records')) AS id, unnest(json_extract(s, '$.records.*')) AS rec
+                    FROM states WHERE json_type(s, '$.records') = 'OBJECT')
+                WHERE json_type(rec) = 'OBJECT' LIMIT {MOST_RECORDS + 1})"""
+_OPERATIONS = f"""{_STATES},
+    events AS (SELECT DISTINCT unnest(json_extract(s, '$.events[*]')) AS ev FROM states
+               WHERE json_type(s, '$.events') = 'ARRAY'),
+    results AS (SELECT result AS r FROM turns WHERE run_id = $run AND json_type(result) = 'OBJECT'),
+    named AS (SELECT ev->>'operation' AS op, CASE WHEN json_type(ev, '$.arguments') = 'OBJECT'
+                                                  THEN json_keys(ev, '$.arguments') END AS args FROM events
+              UNION ALL SELECT unnest(json_extract_string(r, '$.next_steps[*].operation')), NULL FROM results
+                  WHERE json_type(r, '$.next_steps') = 'ARRAY'
+              UNION ALL SELECT r->'card'->>'operation', NULL FROM results
+              UNION ALL SELECT r->'ask'->>'operation', CASE WHEN json_type(r, '$.ask.arguments') = 'ARRAY'
+                  THEN json_extract_string(r, '$.ask.arguments[*]') END FROM results)"""
 
 
 def seen_in_run(store: Store, run_id: str) -> Seen:
@@ -31,25 +44,19 @@ def seen_in_run(store: Store, run_id: str) -> Seen:
     the run's stores and turn results held."""
     con, run = store.con, {"run": run_id}
     fields: dict[str, set[str]] = defaultdict(set)
-    for rtype, path in con.execute(f"""WITH {_STATES}
-            SELECT DISTINCT coalesce(rec->>'type', ''), t.fullkey FROM records, json_tree(rec) t
-            WHERE t.fullkey <> '$' AND NOT contains(t.fullkey, '[') LIMIT {MOST_NAMES}""", run).fetchall():
-        fields[rtype].add(".".join(part.strip('"') for part in path[2:].split(".")))
-    types_of = dict(con.execute(f"""WITH {_STATES}
-            SELECT id, any_value(coalesce(rec->>'type', '')) FROM records GROUP BY id LIMIT {MOST_NAMES}""",
-                                run).fetchall())
+    types_of: dict[str, str] = {}
+    if con.execute(f"WITH {_RECORDS} SELECT count(*) FROM records", run).fetchone()[0] <= MOST_RECORDS:
+        for rtype, path in con.execute(f"""WITH {_RECORDS}
+                SELECT DISTINCT coalesce(rec->>'type', ''), t.fullkey FROM records, json_tree(rec) t
+                WHERE t.fullkey <> '$' AND NOT contains(t.fullkey, '[') LIMIT {MOST_NAMES}""", run).fetchall():
+            fields[rtype].add(".".join(part.strip('"') for part in path[2:].split(".")))
+        types_of = dict(con.execute(f"""WITH {_RECORDS}
+                SELECT id, any_value(coalesce(rec->>'type', '')) FROM records GROUP BY id""", run).fetchall())
     arguments: dict[str, set[str]] = defaultdict(set)
     operations: set[str] = set()
-    for op, argument in con.execute(f"""WITH {_STATES},
-            named AS (SELECT ev->>'operation' AS op, ev->'arguments' AS args FROM events
-                      UNION ALL SELECT n.value->>'operation', NULL FROM results, json_each(r, '$.next_steps') n
-                          WHERE json_type(r, '$.next_steps') = 'ARRAY'
-                      UNION ALL SELECT r->'card'->>'operation', NULL FROM results
-                      UNION ALL SELECT r->'ask'->>'operation', r->'ask'->'arguments' FROM results)
-            SELECT DISTINCT op, CASE json_type(args) WHEN 'OBJECT' THEN a.key ELSE a.value->>'$' END
-            FROM (SELECT op, CASE WHEN json_type(args) IN ('OBJECT', 'ARRAY') THEN args END AS args FROM named)
-                 LEFT JOIN LATERAL json_each(args) a ON true
-            WHERE op IS NOT NULL LIMIT {MOST_NAMES}""", run).fetchall():
+    for op, argument in con.execute(f"""WITH {_OPERATIONS}
+            SELECT DISTINCT op, unnest(coalesce(args, [NULL])) FROM named WHERE op IS NOT NULL
+            LIMIT {MOST_NAMES}""", run).fetchall():
         operations.add(op)
         if argument is not None:
             arguments[op].add(argument)
