@@ -7,7 +7,7 @@ it (`tests/test_layering.py` holds every rule here):
     scoring (these modules)   the shared vocabulary: errors (the one error hierarchy),
                               transcript (the evidence a conversation leaves, and findings),
                               protocol (what a runtime may send), secrets, untrusted_text,
-                              input_files
+                              input_files, field_errors (validation errors in words)
     scoring.dataset           personas and goals: the YAML models, loading, goal SQL, patterns
     scoring.checks            the judge: pure functions from a transcript to findings
     scoring.store             DuckDB: runs, conversations, turns, findings; rates; bundles

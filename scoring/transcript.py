@@ -69,6 +69,22 @@ class Transcript:
     def state_before(self, index: int) -> dict[str, Any] | None:
         return self.initial_state if index <= 1 else self.turns[index - 2].state
 
+    def offer_label(self, offer: Any, index: int) -> tuple[str, int] | None:
+        """(label, turn that showed it) of `offer` as last shown before turn `index`: a next step's
+        label (else its operation), or a card action's label. None if no earlier turn showed it."""
+        for turn in reversed(self.turns[:max(index - 1, 0)]):
+            result = turn.result if isinstance(turn.result, dict) else {}
+            card = result.get("card") if isinstance(result.get("card"), dict) else {}
+            for item in [*_dicts(result.get("next_steps")), *_dicts(card.get("actions"))]:
+                if item.get("id") == offer:
+                    label = item.get("label") or item.get("operation")
+                    return (label if isinstance(label, str) else "", turn.index)
+        return None
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
 
 @dataclass(frozen=True)
 class Finding:

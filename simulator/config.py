@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from scoring import input_files
 from scoring.errors import ConfigError
+from scoring.field_errors import first_problem
 from scoring.gate.release import CEILING_CLASSES, DEFAULT_PROGRESS_CEILING
 from simulator.identity import clean_labels
 from simulator.money import parse_usd
@@ -261,15 +262,9 @@ def load_toml_model(path: Path, model: type[_Model]) -> _Model:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = tuple(p for p in err["loc"] if p != "[key]")
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            message = f"unknown setting {loc[-1]!r}; check its spelling (see README, 'Configuration')"
-        elif "[key]" in err["loc"]:
-            message = f"unknown key {loc[-1]!r}: {message}"
-        raise ConfigError(message, path=str(path), line=_toml_line(text, loc),
-                          field=".".join(map(str, loc))) from None
+        problem = first_problem(exc, model, noun="setting")
+        raise ConfigError(problem.message, path=str(path), line=_toml_line(text, problem.path),
+                          field=problem.field) from None
 
 
 def load_budgets(path: Path | str = "budgets.toml") -> Budgets:

@@ -28,9 +28,10 @@ class RunProgress:
     """`workers`, on a cluster: how many of its workers are alive now (simulator/cluster/executor.py)."""
 
     def __init__(self, console: Console, total: int, budget: Decimal, ledger: Ledger | None = None,
-                 workers: Callable[[], int] | None = None) -> None:
+                 workers: Callable[[], int] | None = None, calls: int | None = None) -> None:
         self.console, self.total, self.budget, self.ledger = console, total, budget, ledger
         self.workers = workers
+        self.calls = calls            # the model calls expected, for the time left at the measured pace
         self.done = self.reached = self.findings = self.broken = 0
         self.spent = Decimal(0)
         self.started = self.last_line = time.monotonic()
@@ -78,7 +79,17 @@ class RunProgress:
         # What is held for calls under way is spent as far as the budget knows.
         committed = led.spent + led.reserved
         return (text + f" · {led.in_flight} call(s) in flight · spent ${committed:.4f} (${led.reserved:.4f} of it "
-                f"held for calls under way), ${self.budget - committed:.4f} left")
+                f"held for calls under way), ${self.budget - committed:.4f} left{self.pace()}")
+
+    def pace(self) -> str:
+        """" · 7.1s a call, about 12 min left": the calls settled so far, over the time they took,
+        at the concurrency in use (a single-slot server's queue included)."""
+        settled = self.ledger.calls if self.ledger is not None else 0
+        if not self.calls or not settled:
+            return ""
+        per_call = (time.monotonic() - self.started) / settled
+        left = max(self.calls - settled, 0) * per_call
+        return f" · {per_call:.1f}s a call, about {duration(left)} left"
 
     def __call__(self, finished: Finished) -> None:
         card = finished.scorecard
@@ -95,3 +106,11 @@ class RunProgress:
         elif self.done == self.total or (self.heartbeat is None
                                          and time.monotonic() - self.last_line >= PLAIN_EVERY_S):
             self._line()
+
+
+def duration(seconds: float) -> str:
+    """A time to wait, as people say it: 40 s, 12 min, 2 h 5 min."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"

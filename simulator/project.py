@@ -23,6 +23,7 @@ from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
 from simulator.config import FOREIGN, Budgets, Project, RuntimeSection, load_budgets, load_project
 from scoring.dataset.files import Dataset, load_dataset
+from scoring.store.seen import record_goal_problems
 from scoring.errors import ConfigError, SimrunError
 from scoring.gate.baseline import baseline_from_git, load_baseline
 from scoring.gate.summary import RunSummary
@@ -297,12 +298,17 @@ async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime
     `executor` runs the conversations (default: in this process; `simulator.executors`)."""
     ledger = ledger or Ledger(plan.budget)
     git = await asyncio.to_thread(git_state, Path.cwd())    # the folder simrun runs in
-    return await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
-                            store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
-                            concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
-                            resume=resume if replay is None else False, on_conversation=on_conversation,
-                            on_user_ready=on_user_ready, labels=plan.labels, git=git,
-                            executor=executor, upto=upto)
+    result = await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),
+                              store, repetitions=plan.repetitions, seed=plan.seed, budget=plan.budget,
+                              concurrency=plan.concurrency, config=plan.config(), ledger=ledger, shard=shard,
+                              resume=resume if replay is None else False, on_conversation=on_conversation,
+                              on_user_ready=on_user_ready, labels=plan.labels, git=git,
+                              executor=executor, upto=upto)
+    # Goals that name what no store held: the run's verdict blames the goal file, not the runtime.
+    # Not in a shard: it holds part of the run, and a name another shard saw is not missing.
+    if shard is None:
+        record_goal_problems(store, result.run_id, plan.dataset.goals)
+    return result
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

@@ -173,3 +173,17 @@ def desk_env(monkeypatch, desk_model_url, tmp_path):
     monkeypatch.setenv("FOREIGN_WRONG_RECORD", "0.2")
     monkeypatch.setenv("FOREIGN_PLANTED_LOG", str(tmp_path / "planted.txt"))
     return tmp_path / "planted.txt"
+
+
+@pytest.fixture()
+def slow_api():
+    """A fake model API on 127.0.0.1 whose answers take 50 ms, so that calls are in flight when a
+    process is stopped: (the fake, the environment that points simrun's OpenAI client at it)."""
+    from simulator.adapters.process import free_port
+    from tests.fixtures.model_api import FakeModelAPI, serve
+
+    api = FakeModelAPI(record=False)
+    port = free_port()
+    server = serve(api, port, latency_s=0.05)
+    yield api, {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "sk-slow-api-1"}
+    server.should_exit = True

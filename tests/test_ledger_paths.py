@@ -4,7 +4,6 @@ also when its conversation was cut off. Real processes, a fake model API on 127.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -15,9 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simulator.adapters.process import free_port
-
-from tests.fixtures.model_api import FakeModelAPI, serve
+from tests.fixtures.model_api import FakeModelAPI
 
 SIMRUN = str(Path(sys.executable).with_name("simrun"))
 USER = "openai:gpt-4.1-mini"
@@ -33,17 +30,6 @@ def project(project):
         if path.stem not in ("single-add-bag", "cancel-trip", "new-trip-full", "rename-trip"):
             path.unlink()
     return project
-
-
-@pytest.fixture()
-def slow_api():
-    """Each answer takes 50 ms: conversations are in flight when the run is stopped."""
-    api = FakeModelAPI(record=False)
-    port = free_port()
-    server = serve(api, port, latency_s=0.05)
-    env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "sk-ledger-paths-1"}
-    yield api, env
-    server.should_exit = True
 
 
 def ledger(db: Path) -> dict:

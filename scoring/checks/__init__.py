@@ -10,6 +10,7 @@
     offers          following an offer to the events it led to
     answers         does a reply carry a value from the store, in the words people write?
     evidence        reading turn results and store snapshots, absent fields kept absent
+    goal_names      goals that name fields, types or operations no store held (the goal's problem)
 
 Imports: the shared vocabulary of `scoring` and `scoring.dataset`, nothing else. No I/O and no
 model calls: the judge imports neither the simulator, nor the store, the gate or the pages, so

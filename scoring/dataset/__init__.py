@@ -4,6 +4,7 @@
     models      the pydantic models of a persona and a goal file (extra fields forbidden)
     facts       a goal's `{fact}` templates: checked when the file is read, filled in a run
     goal_sql    a goal's `success.sql`, run in a sandbox as hostile code
+    sql_names   the record types, operations and JSON paths a success query names
     patterns    the regular expressions goal files write, matched in linear time (RE2)
 
 Imports: the shared vocabulary of `scoring` only. Everything else reads its personas and goals

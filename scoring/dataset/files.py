@@ -10,18 +10,18 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from scoring import input_files
 from scoring.dataset.goal_sql import check_goal_sql
 from scoring.dataset.models import MANNERS, Goal, Persona, YamlModel
 from scoring.errors import ConfigError
+from scoring.field_errors import first_problem
 
 
 @dataclass(frozen=True)
@@ -84,35 +84,9 @@ def load_model(path: Path, model: type[YamlModel]) -> YamlModel:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        message = err["msg"].removeprefix("Value error, ")
-        raw_loc = tuple(err["loc"])
-        m = re.match(r"^([A-Za-z_][\w.]*): (.*)$", message, re.S)
-        if m and ("." in m.group(1) or m.group(1) in _fields_at(model, tuple(p for p in raw_loc if p != "[key]"))):
-            # A model-level check names its field at the start of its message.
-            raw_loc += tuple(int(p) if p.isdigit() else p for p in m.group(1).split("."))
-            message = m.group(2)
-        loc = tuple(p for p in raw_loc if p != "[key]")
-        field = ".".join(str(p) for p in loc) or None
-        if err["type"] == "extra_forbidden":
-            allowed = ", ".join(_fields_at(model, loc[:-1]))
-            message = f"unknown field {loc[-1]!r}; allowed here: {allowed}"
-        elif err["type"] == "literal_error" and loc and loc[0] == "manners":
-            message = f"unknown manner {loc[-1]!r}; manners are: {', '.join(MANNERS)}"
-        elif err["type"] == "missing":
-            message = "this field is required"
-        raise ConfigError(message, path=str(path), line=_line_of(root, raw_loc), field=field) from None
-
-
-def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    current: Any = model
-    for part in loc:
-        if isinstance(part, int) or current is None:
-            continue
-        annotation = current.model_fields.get(part).annotation if part in current.model_fields else None
-        current = next((a for a in getattr(annotation, "__args__", (annotation,))
-                        if isinstance(a, type) and issubclass(a, BaseModel)), None)
-    return list(current.model_fields) if current else []
+        problem = first_problem(exc, model, choices={"manners": ("manner", tuple(MANNERS))})
+        raise ConfigError(problem.message, path=str(path), line=_line_of(root, problem.loc),
+                          field=problem.field) from None
 
 
 def load_dataset(personas_dir: Path, goals_dir: Path) -> Dataset:

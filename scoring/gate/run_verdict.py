@@ -1,9 +1,11 @@
 """A run's verdict, computed once: the one answer to "can this ship?", which every surface renders.
 
 It covers the run's guarantees (one violation fails it), its release criteria
-(`scoring.gate.release`), and, where a baseline is set, the gate against it
-(`scoring.gate.compare.gate_verdict`, or in rounds `scoring.gate.sequential`: then a run not yet
-decided at its round cap or budget is *inconclusive*, exit 3, never a pass), with the goals and personas the baseline does not share
+(`scoring.gate.release`), the goals that name what no store of the run held (a problem in the
+goal files: the run is not judged, exit 2, unless the runtime failed it too), and, where a
+baseline is set, the gate against it (`scoring.gate.compare.gate_verdict`, or in rounds
+`scoring.gate.sequential`: then a run not yet decided at its round cap or budget is
+*inconclusive*, exit 3, never a pass), with the goals and personas the baseline does not share
 held to the absolute criteria alone (`scoring.gate.sharing`). It has a status, the reasons in
 one line each, what held, and what was *not* checked (no baseline; cells not gated; classes no
 conversation could decide).
@@ -28,6 +30,7 @@ from scoring.gate.text import sharing_lines
 from scoring.gate.verdict import GateResult
 from scoring.store import rates as R
 from scoring.store.database import Store
+from scoring.store.seen import stored_goal_problems
 
 EXIT = {"passed": 0, "failed": 1, "not judged": 2, "inconclusive": 3}
 BLESS = "bless one with `simrun baseline bless RUN --out baselines/main.json` and set gate.baseline in simrun.toml"
@@ -97,6 +100,7 @@ def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | 
     row = store.run(run_id)
     run_id = row["run_id"]
     rates, outcome = R.class_rates(store, run_id), R.outcome(store, run_id)
+    goal_files = tuple(stored_goal_problems(store, run_id))
     refused = None
     rounds = (row.get("config") or {}).get("sequential")
     if baseline is not None and gate is None and sequential is None:
@@ -110,12 +114,15 @@ def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | 
         except (GateError, TypeError) as exc:
             refused = str(exc)
     return run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused,
-                       sequential=sequential)
+                       sequential=sequential, goal_files=goal_files)
 
 
 def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: ReleaseSettings | None, *,
                 gate: GateResult | None = None, baseline: RunSummary | None = None,
-                gate_refused: str | None = None, sequential: Sequential | None = None) -> RunVerdict:
+                gate_refused: str | None = None, sequential: Sequential | None = None,
+                goal_files: tuple[str, ...] = ()) -> RunVerdict:
+    """The verdict of a run from its rates and outcome. `goal_files`: the goals that name what no
+    store of the run held (`scoring.store.seen`): the goal files' problem, not the runtime's."""
     release = release or ReleaseDefaults()
     gate = sequential.gate if sequential is not None else gate
     baseline = baseline if baseline is not None or gate is None else gate.baseline
@@ -154,13 +161,16 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
         reasons.append(f"gate: the baseline {baseline.source} cannot judge this run: {gate_refused}")
     else:
         _gate_lines(gate, release, reasons, held, not_checked, sequential)
-    status = "not judged" if not judged else "failed" if reasons else "passed"
+    # The runtime's failures fail the run; a goal that can never hold leaves it not judged (exit 2,
+    # bad input), whatever else held, and says which file to fix.
+    status = "not judged" if not judged else ("failed" if reasons else "not judged" if goal_files else "passed")
     if sequential is not None and sequential.decision in ("continue", "inconclusive"):
         # Undecided is never a pass; a run failed on other grounds stays failed, and says it.
         line = sequential.line() + (": run more rounds (`simrun --sequential` again continues the run)"
                                     if sequential.decision == "continue" else "")
         (reasons if status == "passed" else not_checked).append(line)
         status = "inconclusive" if status == "passed" else status
+    reasons += [f"a problem in the goal files, not the runtime's: {line}" for line in goal_files]
     return RunVerdict(run_id, status, tuple(reasons), tuple(held), tuple(not_checked), check, gate,
                       None if baseline is None else baseline.source, tuple(rates), outcome, sequential)
 

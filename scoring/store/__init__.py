@@ -9,6 +9,7 @@
     rescore     a stored run scored again by the current judge, at no cost
     bundle      a run exported as items, and items imported to be scored
     merge       the shards of one run joined into one
+    seen        what a run's stores held, and the goals that name what none held
 
 Imports: the shared vocabulary of `scoring`, `scoring.dataset` and the judge
 (`scoring.checks`), never the gate or the pages.

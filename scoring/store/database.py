@@ -152,7 +152,7 @@ class Store:
     def discard_run(self, run_id: str) -> None:
         """Remove a run and everything stored with it (an import that could not finish)."""
         with transaction(self.con) as con:
-            for table in ("model_calls", "checks", "findings", "turns", "conversations", "runs"):
+            for table in ("model_calls", "checks", "findings", "turns", "conversations", "goal_problems", "runs"):
                 con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
     @_writes

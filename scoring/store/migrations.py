@@ -156,6 +156,13 @@ CREATE TABLE gate_verdicts (                            -- the dashboard's verdi
     (9, "why a class was UNVERIFIABLE", """
 ALTER TABLE checks ADD COLUMN reason VARCHAR;           -- why turns could not be checked (NULL: they all could)
 """),
+    (10, "goals that name what no store held", """
+CREATE TABLE goal_problems (                            -- a problem in a goal file, found after the run
+    run_id VARCHAR NOT NULL,
+    goal VARCHAR NOT NULL,
+    problem VARCHAR NOT NULL                            -- one line, with what the run's stores held
+);
+"""),
 ]
 
 

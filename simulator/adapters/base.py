@@ -286,10 +286,25 @@ def check_health(health: Any, where: str) -> dict[str, Any]:
         raise RuntimeUnavailable(f"{where}: health did not answer with a 'protocol' field; "
                                  "a runtime must return {\"protocol\": 1, ...}")
     protocol = health["protocol"]
-    if type(protocol) is not int or protocol != PROTOCOL_VERSION:
+    if type(protocol) is not int:
+        # Not a version at all: the runtime wrote the field wrong, and upgrading will not help.
+        raise RuntimeUnavailable(f"{where}: protocol must be the number {PROTOCOL_VERSION}, got "
+                                 f"{_json_kind(protocol)}; fix the runtime's /v1/health answer")
+    if protocol != PROTOCOL_VERSION:
         shown = one_line(json_excerpt(protocol), 40)
         raise RuntimeUnavailable(
             f"{where}: the runtime speaks protocol {shown}; this simrun speaks protocol {PROTOCOL_VERSION} "
             "(the integer 1). Upgrade simrun or pin the runtime to protocol 1.")
     return {"protocol": protocol, "runtime": one_line(health.get("runtime"), IDENTITY_CHARS),
             "version": one_line(health.get("version"), IDENTITY_CHARS)}
+
+
+def _json_kind(value: Any) -> str:
+    """A JSON value that is not an integer, named by its type and shown short ("the text '1'")."""
+    if isinstance(value, str):
+        return f"the text {one_line(repr(value), 40) or repr('')}"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, float):
+        return f"the fraction {one_line(json_excerpt(value), 40)}"
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else "a value of another type"

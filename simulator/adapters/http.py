@@ -21,6 +21,7 @@ from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, Checked, check_he
 from simulator.adapters.process import ManagedProcess, free_port
 
 READ_CHUNK = 1 << 16
+PORTLESS_WAIT_S = 3.0           # how long a command without {port} may take to exit with its own error
 
 
 class _NotSupported(Exception):
@@ -38,6 +39,8 @@ class HttpRuntime(Checked):
         self.process: ManagedProcess | None = None
         # A server simrun starts gets a new port each time: a run is known by its command.
         self._identity = f"http:{url.rstrip('/')}" if url is not None else f"http:{' '.join(command)}"
+        # Without {port} the runtime cannot know the port simrun chose, so it can never answer there.
+        self._portless = command is not None and not any("{port}" in part for part in command)
         if command is not None:
             port = free_port()
             command = [part.replace("{port}", str(port)) for part in command]
@@ -178,11 +181,14 @@ class HttpRuntime(Checked):
     async def _start_server(self) -> None:
         await self.process.start()
         self._server_up = True
-        deadline = time.monotonic() + self.startup_timeout_s
+        # A command without {port} is given a moment to exit with its own error, not the full wait.
+        wait = min(self.startup_timeout_s, PORTLESS_WAIT_S) if self._portless else self.startup_timeout_s
+        deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if not self.process.alive:
                 why = (f"the runtime {self.process.command!r} exited with status {self.process.returncode} "
-                       f"before answering /v1/health; its stderr ends:\n{self.process.stderr_tail()}")
+                       f"before answering /v1/health{self._port_hint()}; its stderr ends:\n"
+                       f"{self.process.stderr_tail()}")
                 await self.aclose()
                 raise RuntimeUnavailable(why)
             try:
@@ -194,8 +200,17 @@ class HttpRuntime(Checked):
                 pass
             await asyncio.sleep(0.05)
         await self.aclose()
+        if self._portless:
+            raise RuntimeUnavailable(f"the command has no {{port}} and nothing answered on the port simrun chose "
+                                     f"({self.url}){self._port_hint()}")
         raise RuntimeUnavailable(f"the runtime {self.process.command!r} did not answer {self.url}/v1/health "
                                  f"within {self.startup_timeout_s}s (raise runtime.startup_timeout_s?)")
+
+    def _port_hint(self) -> str:
+        if not self._portless:
+            return ""
+        return (": runtime.command must say where the runtime listens, with {port} where its port goes "
+                "(e.g. --port {port}); or start the runtime yourself and give runtime.url")
 
     async def start(self, request: dict[str, Any]) -> str:
         try:

@@ -2,6 +2,7 @@
 
     main        the `simrun` app, its commands registered in order, and `main()`, the console script
     common      what the commands share: the console, one-line errors, the common options
+    tables      rows of a table that fit 100 columns (runs, plan)
     run         plain `simrun` (and `run`), `resume`
     project     validate, check-runtime, plan, schema: a project checked before a run
     runs        runs, report, dashboard, show, merge: stored runs read back

@@ -5,16 +5,19 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Optional
 
+import duckdb
 import typer
 
 from scoring.gate.competence import DEFAULT_THRESHOLD, competence
 from scoring.errors import ConfigError, SimrunError
 from scoring.store.database import Store
 from simulator import eventloop
-from simulator.check_user import CheckUser, reference_dataset
+from simulator.check_user import CheckUser, checks_db, kept, measured_pace, reference_dataset
 from simulator.cli.common import BUDGETS, CONFIG, DB, err_line, fail, out, print_competence, say
 from simulator.config import Budgets, load_budgets
+from simulator.ledger import Ledger
 from simulator.money import parse_usd, usd
+from simulator.progress import RunProgress, duration
 from simulator.project import given_file, load_project_file, project_db
 from simulator.users.base import make_user
 
@@ -33,10 +36,13 @@ def register(app: typer.Typer) -> None:
                                             "rates may mostly measure the user."),
             concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1,
                                                       help="Conversations in flight (default: run.concurrency)."),
+            fresh: bool = typer.Option(False, "--fresh", help="Start a new check even if this one was stopped before "
+                                       "it finished (by default the same command finishes it)."),
             config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS, db: Optional[str] = DB) -> None:
         """Measure how competent a user model is: a small budgeted run against the bundled reference
         runtime, whose goals are all reachable. The result is stored, and every report of a run with
-        this backend and model shows it beside the rates."""
+        this backend and model shows it beside the rates. A check stopped early keeps its calls and
+        conversations, and the same command finishes it."""
         try:
             if user == "scripted":
                 raise ConfigError("check-user measures a model-played user; the scripted user is the reference "
@@ -48,29 +54,63 @@ def register(app: typer.Typer) -> None:
             make_user(user, budgets=money, settings=project.user, output=project.run.user_output)   # key, price
             check = CheckUser(user, reference_dataset(), repetitions, amount, threshold)
             path = project_db(db, config)
-            with Store(path) as store:
-                estimated = eventloop.run(check.estimate(money, store))
-                out.print(f"check-user {user}: {check.conversations} conversations against the reference runtime "
-                          f"(TripDesk, every goal reachable); estimated {estimated.range_text} (p50–p90; "
-                          f"{estimated.basis}); budget {usd(amount)}", highlight=False, soft_wrap=True)
-                result, stored = eventloop.run(check.run(
-                    money, project, store, concurrency=concurrency or project.run.concurrency,
-                    on_user_ready=say))
+            kept_in = checks_db(path)
+            with Store(path) as store, Store(kept_in) as checks:
+                result, stored = eventloop.run(_check(check, money, project, store, checks, fresh=fresh,
+                                                      concurrency=concurrency or project.run.concurrency))
                 _print_check(stored, result)
                 print_competence(store, user)
                 found = competence(store, user)
         except SimrunError as exc:
             fail(exc)
         except KeyboardInterrupt:
-            err_line("interrupted: nothing was stored")
+            err_line(f"interrupted: {_what_was_kept(checks_db(project_db(db, config)), user)}; run the same command "
+                     "again to finish it")
             raise typer.Exit(130)
-        out.print(f"stored in {path}; every report of a run with {user} shows it beside the rates", highlight=False)
+        out.print(f"stored in {path}; every report of a run with {user} shows it beside the rates (its conversations "
+                  f"and calls: run {result.run_id} in {kept_in})", highlight=False, soft_wrap=True)
         if result.stopped:
             err_line(f"error: {result.stopped}")
             raise typer.Exit(2)
         if not found or not found.judged:
             err_line("error: no conversation of the check could be judged (see the provider errors above)")
             raise typer.Exit(2)
+
+
+async def _check(check: CheckUser, money, project, store: Store, checks: Store, *, fresh: bool, concurrency: int):
+    """The check's plan (cost, and time at the server's measured pace), then the check itself,
+    with a run's progress lines."""
+    estimated = await check.estimate(money, store)
+    earlier = None if fresh else check.earlier(checks)
+    done = len(checks.conversation_ids(earlier["run_id"])) if earlier else 0
+    left = check.conversations - done
+    calls = round(estimated.calls * left / check.conversations) if check.conversations else 0
+    pace = measured_pace(checks, check.backend)
+    when = (f"about {duration(calls * pace[0])} at the server's measured pace ({pace[0]:.1f}s a call over "
+            f"{pace[1]} calls)" if pace else "how long: measured from its first calls, in the progress lines")
+    resumed = f"; finishing run {earlier['run_id']} ({done} conversations stored)" if earlier else ""
+    out.print(f"check-user {check.backend}: {check.conversations} conversations against the reference runtime "
+              f"(TripDesk, every goal reachable){resumed}; estimated {estimated.range_text} (p50–p90; "
+              f"{estimated.basis}); budget {usd(check.budget)}; about {calls} calls, {when}",
+              highlight=False, soft_wrap=True)
+    ledger = Ledger(check.budget)
+    with RunProgress(out, left, check.budget, ledger, calls=calls) as progress:
+        return await check.run(money, project, store, checks, concurrency=concurrency, ledger=ledger,
+                               resume=not fresh, on_user_ready=say, on_conversation=progress)
+
+
+def _what_was_kept(path, user: str) -> str:
+    """What an interrupted check left in its database, for the line that says so."""
+    try:
+        with Store(path, create=False) as checks:
+            found = kept(checks, user)
+    except (SimrunError, duckdb.Error):
+        found = None
+    if found is None:
+        return "nothing was stored (it was stopped before its run began)"
+    run_id, conversations, calls, spent = found
+    return (f"{conversations} finished conversation(s) and {calls} model call(s) (${spent:.6f}) of {user} are kept "
+            f"in {path} (run {run_id})")
 
 
 def _print_check(check: dict, result) -> None:

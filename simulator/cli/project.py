@@ -10,10 +10,12 @@ import typer
 from rich.table import Table
 
 from simulator import eventloop
+from simulator.cli.tables import fit, tokens
 from simulator.cli.common import (BUDGETS, CONFIG, GOALS, HEADER, PERSONAS, RUNTIME_COMMAND, TIMEOUT, TRANSPORT,
                                   URL, fail, out, runtime_flags)
 from scoring.errors import ConfigError, SimrunError
 from simulator.money import usd
+from simulator.goal_check import check_goals
 from simulator.plan import estimate
 from simulator.project import load_plan, runtime_for
 from scoring.store.database import Store
@@ -25,18 +27,33 @@ def register(app: typer.Typer) -> None:
                  personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
                  transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
                  runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
-                 header: Optional[list[str]] = HEADER) -> None:
+                 header: Optional[list[str]] = HEADER,
+                 live: bool = typer.Option(False, "--runtime", help=(
+                     "Also play each goal once with the scripted user (free) against the runtime, and name "
+                     "the goals that name record fields, record types or operations it never held."))) -> None:
         """Check personas, goals, simrun.toml and budgets.toml, and that the runtime answers."""
         try:
             plan = load_plan(config=config, budgets=budgets, personas=personas, goals=goals,
                              runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
             health = eventloop.run(_health(runtime_for(plan)))
+            checked = eventloop.run(check_goals(plan, runtime_for(plan))) if live else None
         except SimrunError as exc:
             fail(exc)
         files = ", ".join(f"{p} ok" for p in plan.files) or "no simrun.toml or budgets.toml (defaults)"
         out.print(f"ok: {len(plan.dataset.personas)} personas, {len(plan.dataset.goals)} goals "
                   f"(dataset {plan.dataset.hash}); {files}; runtime {health.get('runtime')} "
                   f"{health.get('version')} speaks protocol {health['protocol']}", highlight=False, soft_wrap=True)
+        if checked is None:
+            return
+        played = f"{checked.conversations} conversations with the scripted user, nothing spent"
+        if not checked.problems:
+            out.print(f"goals ok against the runtime ({played}): every field, type and operation they name "
+                      "was held", highlight=False, soft_wrap=True)
+            return
+        for line in checked.problems:
+            out.print(f"goal file: {line}", style="red", highlight=False, markup=False, soft_wrap=True)
+        fail(ConfigError(f"{len(checked.problems)} goal problem(s) above, found against the runtime ({played}): "
+                         "fix the goal files"))
 
 
     async def _health(runtime) -> dict:
@@ -167,17 +184,18 @@ def register(app: typer.Typer) -> None:
                     store.close()
         except SimrunError as exc:
             fail(exc)
-        table = Table(title=f"{plan.conversations} conversations, budget {usd(plan.budget)}", title_justify="left")
-        for col in ("backend", "calls", "input tokens", "cached", "cache writes", "output", "cost p50–p90",
-                    "per conversation", "the budget buys"):
-            table.add_column(col, justify="left" if col == "backend" else "right", no_wrap=col == "backend")
-        table.add_row("scripted", "0", "0", "0", "0", "0", "$0.00", "$0.00", f"{plan.conversations} (all)")
+        rows = [["scripted", "0", "0", "0", "0", "0", "$0.00", "$0.00", f"{plan.conversations} (all)"]]
         for e in estimates:
             share = f"{e.affordable} ({e.affordable / e.conversations:.0%})" if e.conversations else "–"
-            table.add_row(e.backend, str(e.calls), f"{e.usage.input_tokens:,}", f"{e.usage.cached_input_tokens:,}",
-                          f"{e.usage.cache_write_tokens:,}", f"{e.usage.output_tokens:,}", e.range_text,
-                          f"${e.per_conversation:.5f}", share)
-        out.print(table)
+            rows.append([e.backend, str(e.calls), tokens(e.usage.input_tokens), tokens(e.usage.cached_input_tokens),
+                         tokens(e.usage.cache_write_tokens), tokens(e.usage.output_tokens), e.range_text,
+                         f"${e.per_conversation:.5f}", share])
+        out.print(f"{plan.conversations} conversations, budget {usd(plan.budget)}; tokens: input, read from the "
+                  "cache, written to it, output", highlight=False, soft_wrap=True)
+        headers = ["backend", "calls", "input", "cached", "writes", "output", "cost p50–p90", "per conv.", "budget buys"]
+        header, lines = fit(headers, rows, right=set(range(1, 9)))
+        for line in (header, *lines):
+            out.print(line, highlight=False, soft_wrap=True)
         for e in estimates:
             out.print(f"{e.backend}: {e.basis}", highlight=False, soft_wrap=True)
         out.print("a prior counts tokens as characters / 4; a run prints its actual spend beside its estimate",

@@ -5,18 +5,18 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
 from scoring.pages.report import build_report
 from scoring.transcript import error_evidence
+from scoring.untrusted_text import one_line
 from scoring.store.database import Store, reading
 from scoring.store.reasons import unverifiable_reasons
+from simulator.cli.tables import WIDTH, fit
 from simulator.cli.common import BUDGETS, DB, fail, out, print_summary
 from simulator.cli.gate import BASELINE_REF, SHARED_CELLS_ONLY, chosen_baseline
 from simulator.config import Budgets, load_budgets
@@ -41,23 +41,24 @@ def register(app: typer.Typer) -> None:
                 rows = store.runs()
         except SimrunError as exc:
             fail(exc)
-        table = Table(box=box.SIMPLE_HEAD)
-        # The run id is its start time (UTC), so no column repeats it.
-        for col in ("run", "status", "user", "dataset", "convs", "goal reached", "spent",
-                    "labels · runtime version · commit"):
-            table.add_column(col, no_wrap=col in ("run", "status"),
-                             justify="right" if col in ("convs", "goal reached", "spent") else "left")
+        # The run id is its start time (UTC), so no column repeats it. Who ran it and on what (user,
+        # labels, runtime version, commit: anyone's text, of any length) is the line under it.
+        cells, identities = [], []
         for r in rows:
             rate = "–" if r["goal_rate"] is None else f"{100 * r['goal_rate']:.1f}%"
             # This command holds the database's only write lock, so no run in it is running now:
             # one still marked running was killed (kill -9, a lost machine). Resuming finishes it.
             status = "killed" if r["status"] == "running" else r["status"]
-            identity = " · ".join([", ".join(r["labels"]) or "–", r["runtime_version"] or "–",
-                                   (r["git_commit"] or "–")[:8] + (f" {r['git_branch']}" if r["git_branch"] else "")])
-            # Labels and versions are anyone's text: shown as they are, never read as console markup.
-            table.add_row(r["run_id"], status, r["user_backend"], r["dataset_hash"][:8],
-                          str(r["conversations"]), rate, usd(r["spent_usd"]), Text(identity))
-        out.print(table)
+            cells.append([r["run_id"], status, str(r["conversations"]), rate, usd(r["spent_usd"]), r["dataset_hash"][:8]])
+            commit = (r["git_commit"] or "–")[:8] + (f" {r['git_branch']}" if r["git_branch"] else "")
+            identities.append(f"user {r['user_backend']} · labels {', '.join(r['labels']) or '–'} · runtime "
+                              f"{r['runtime_version'] or '–'} · commit {commit}")
+        header, lines = fit(["run", "status", "convs", "goal reached", "spent", "dataset"], cells, right={2, 3, 4})
+        out.print(header, highlight=False)
+        for line, identity in zip(lines, identities):
+            out.print(line, highlight=False)
+            out.print(textwrap.fill(identity, WIDTH, initial_indent="  ", subsequent_indent="    ",
+                                    break_long_words=False, break_on_hyphens=False), highlight=False, soft_wrap=True)
 
 
     @app.command()
@@ -146,7 +147,7 @@ def register(app: typer.Typer) -> None:
         out.print(f"{conversation}: end {detail['end_reason']}, {len(t.turns)} turns, seed {t.seed}{session}; "
                   f"goal: {detail['goal_detail']}", highlight=False, soft_wrap=True)
         for turn in t.turns:
-            said = f"clicks {turn.user.offer}" if turn.user.kind == "click" else turn.user.text
+            said = _click(t, turn) if turn.user.kind == "click" else turn.user.text
             out.print(f"#{turn.index} user:    {said}", highlight=False, markup=False)
             if turn.result:
                 out.print(f"   runtime: {turn.result.get('reply')}", highlight=False, markup=False)
@@ -171,6 +172,17 @@ def register(app: typer.Typer) -> None:
                 out.print(f"  {title}:", style="bold", highlight=False, markup=False)
                 for line in text.splitlines():
                     out.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)
+
+
+    def _click(t, turn) -> str:
+        """`clicks o-14 "Rebook the outbound"`: the button as the user saw it (the runtime's text,
+        one short line), and the turn that showed it when that was not the turn just before."""
+        shown = t.offer_label(turn.user.offer, turn.index)
+        if shown is None:
+            return f"clicks {turn.user.offer} (no earlier turn showed it)"
+        label, at = shown
+        where = f" (shown at #{at})" if at != turn.index - 1 else ""
+        return f"clicks {turn.user.offer} \"{one_line(label, 80) or ''}\"{where}"
 
 
     def _list_run(store: Store, run_id: str, cls: str | None) -> None:

@@ -64,3 +64,21 @@ def test_in_a_terminal_there_is_a_bar_and_no_heartbeat():
 
     heartbeat, bar = asyncio.run(go())
     assert heartbeat is None and bar is not None
+
+
+def test_the_time_left_comes_from_the_pace_measured_so_far():
+    ledger = Ledger(Decimal(1))
+    bar = RunProgress(Console(file=io.StringIO(), force_terminal=False), 20, Decimal(1), ledger, calls=10)
+    assert bar.pace() == ""                          # no call settled yet: no pace to speak of
+    ledger.calls = 4
+    bar.started -= 8.0                               # 4 calls in 8 s: 2 s a call, 6 calls to go
+    assert re.fullmatch(r" · 2\.0s a call, about 1[12] s left", bar.pace())
+    assert bar.pace() in bar.status()
+    ledger.calls = 12                                # more calls than planned: nothing is left, not less
+    assert bar.pace().endswith("about 0 s left")
+    assert RunProgress(Console(file=io.StringIO()), 2, Decimal(1), ledger).pace() == ""   # a run: no plan of calls
+
+
+def test_a_duration_reads_as_people_say_it():
+    assert [progress.duration(s) for s in (0, 59.4, 61, 3000, 3599, 7500)] == [
+        "0 s", "59 s", "1 min", "50 min", "1 h 0 min", "2 h 5 min"]

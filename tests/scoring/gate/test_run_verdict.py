@@ -138,6 +138,19 @@ def test_by_default_a_run_fails_on_a_broken_guarantee_and_on_a_progress_class_ab
                for n in verdict.not_checked)
 
 
+def test_a_goal_file_problem_leaves_the_run_not_judged_unless_the_runtime_failed_it_too():
+    line = "goal g: no record of type trip ever had field `bag` (did you mean `bags`?); fields seen: bags"
+    rates, outcome = clean_rates(BASE)
+    verdict = run_verdict("r1", rates, outcome, None, goal_files=(line,))
+    assert (verdict.status, verdict.exit_code) == ("not judged", 2)
+    assert verdict.reasons == (f"a problem in the goal files, not the runtime's: {line}",)
+    assert any(h.startswith("every guarantee held") for h in verdict.held)     # what held still says so
+    failing, outcome = clean_rates(BASE, wrong_record=(6, 350))
+    both = run_verdict("r1", failing, outcome, None, goal_files=(line,))
+    assert (both.status, both.exit_code) == ("failed", 1)
+    assert both.reasons[0].startswith("guarantees broken") and both.reasons[-1].endswith(line)
+
+
 def test_a_ceiling_set_by_hand_replaces_the_default_and_one_switched_off_checks_nothing():
     rates, outcome = clean_rates(BASE, dead_end=(30, 100))
     assert not run_verdict("r1", rates, outcome, ReleaseSection()).passed

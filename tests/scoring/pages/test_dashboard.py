@@ -276,6 +276,7 @@ def test_stores_are_read_without_a_change_even_from_an_older_simrun(tmp_path, de
             store.con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         store.con.execute("DROP TABLE user_checks")
         store.con.execute("DROP TABLE gate_verdicts")
+        store.con.execute("DROP TABLE goal_problems")
         store.con.execute("CHECKPOINT")
     before = {p: digest(p) for p in (current, older)}
     with reading(current) as a, reading(older) as b:

@@ -151,6 +151,48 @@ def test_another_protocol_version_is_refused_before_the_run():
     assert not leftovers(ODD)
 
 
+@pytest.mark.parametrize("protocol, says", [
+    ('"1"', "protocol must be the number 1, got the text '1'"),
+    ("1.0", "protocol must be the number 1, got the fraction 1.0"),
+    ("true", "protocol must be the number 1, got true"),
+    ("null", "protocol must be the number 1, got null"),
+    ("[1]", "protocol must be the number 1, got a list")])
+def test_a_protocol_that_is_not_a_number_is_named_as_the_runtime_s_mistake(protocol, says):
+    # Not a version mismatch: "upgrade simrun" would send the user the wrong way.
+    runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}", "--protocol", protocol])
+
+    async def go():
+        try:
+            await runtime.health()
+        finally:
+            await runtime.aclose()
+
+    with pytest.raises(RuntimeUnavailable) as raised:
+        asyncio.run(go())
+    assert says in str(raised.value) and "Upgrade simrun" not in str(raised.value)
+
+
+def test_a_command_without_port_is_named_not_the_startup_timeout(monkeypatch):
+    # The runtime listens on a port of its own: alive, but never on the port simrun chose.
+    monkeypatch.setattr("simulator.adapters.http.PORTLESS_WAIT_S", 0.5)
+    runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "0"], startup_timeout_s=30.0)
+    started = time.monotonic()
+    with pytest.raises(RuntimeUnavailable) as raised:
+        asyncio.run(runtime.health())
+    message = str(raised.value)
+    assert message.startswith("the command has no {port} and nothing answered on the port simrun chose")
+    assert "--port {port}" in message and "runtime.url" in message and "startup_timeout_s" not in message
+    assert time.monotonic() - started < 15          # not the 30 s startup wait
+    assert not leftovers(ODD)
+
+
+def test_a_command_without_port_that_exits_says_both():
+    runtime = HttpRuntime(command=[PY, "-c", "import sys; sys.stderr.write('bad flag\\n'); sys.exit(2)"])
+    with pytest.raises(RuntimeUnavailable, match=r"(?s)exited with status 2 before answering /v1/health: "
+                                                 r"runtime.command must say where.*\{port\}.*bad flag"):
+        asyncio.run(runtime.health())
+
+
 def test_a_runtime_that_will_not_start_says_why(tmp_path):
     runtime = HttpRuntime(command=[PY, "-c", "import sys; sys.stderr.write('no config found\\n'); sys.exit(4)"])
     with pytest.raises(RuntimeUnavailable, match="(?s)exited with status 4.*no config found"):

@@ -13,6 +13,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from scoring.store.database import Store
 from simulator.cli.main import app
 
 from tests.conftest import ROOT
@@ -210,6 +211,16 @@ def test_show_lists_findings_by_class_with_conversations_and_session_ids(cli, pr
 
     one = cli("show", "latest", cid)
     assert one.exit_code == 0 and f"runtime session {sessions[cid]}" in one.output
+    # A click is printed with the button's label, as the user saw it.
+    with Store(project / "simrun.duckdb", create=False) as store:
+        run_id = store.run("latest")["run_id"]
+        clicked = next((c, turn) for c in sorted(sessions) for turn in store.transcript(run_id, c).turns
+                       if turn.user.kind == "click")
+        label, at = store.transcript(run_id, clicked[0]).offer_label(clicked[1].user.offer, clicked[1].index)
+    assert label and at < clicked[1].index
+    shown = cli("show", "latest", clicked[0]).output
+    assert re.search(rf'^#{clicked[1].index} user:    clicks {clicked[1].user.offer} "{re.escape(label)}"',
+                     shown, re.M)
     crash = cli("show", "latest", sorted(crashed)[0])
     assert "read after it: the store, the audit stream" in crash.output
     assert cli("report", "latest").exit_code == 0
