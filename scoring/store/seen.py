@@ -13,6 +13,7 @@ from scoring.checks.goal_names import Seen, goal_problems
 from scoring.dataset.models import Goal
 from scoring.store.database import Store
 from scoring.store.duck import insert_rows, transaction
+from scoring.transcript import NOT_THE_RUNTIME
 
 MOST_NAMES = 100_000         # a hostile store's names stay bounded
 MOST_RECORDS = 20_000        # distinct records read for their fields; past it, fields are not checked
@@ -65,9 +66,18 @@ def seen_in_run(store: Store, run_id: str) -> Seen:
 
 
 def record_goal_problems(store: Store, run_id: str, goals: tuple[Goal, ...] | list[Goal]) -> list[str]:
-    """Find the run's goal-file problems and keep them with the run (its verdict reads them)."""
+    """Find the run's goal-file problems and keep them with the run (its verdict reads them).
+
+    Only what the run could have shown is held against a goal: a run its budget cut short may
+    never have reached another goal's operations, so it names none; nor is a goal whose every
+    conversation ended for a reason that is not the runtime's (a simulator or provider error)."""
+    ends = store.con.execute("SELECT goal, list(DISTINCT end_reason) FROM conversations WHERE run_id = ? "
+                             "GROUP BY goal", [run_id]).fetchall()
+    cut_short = any("budget_cut" in reasons for _, reasons in ends)
+    judged = {goal for goal, reasons in ends if set(reasons) - NOT_THE_RUNTIME}
     seen = seen_in_run(store, run_id)
-    problems = [(goal.id, line) for goal in goals for line in goal_problems(goal, seen)]
+    problems = [] if cut_short else [(goal.id, line) for goal in goals if goal.id in judged
+                                     for line in goal_problems(goal, seen)]
     with transaction(store.con) as con:
         con.execute("DELETE FROM goal_problems WHERE run_id = ?", [run_id])
         insert_rows(con, "goal_problems", [[goal, line] for goal, line in problems], leading=(run_id,))

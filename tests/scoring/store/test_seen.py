@@ -112,3 +112,26 @@ def test_past_the_records_it_may_read_it_names_no_field_rather_than_guess(tripde
     monkeypatch.setattr("scoring.store.seen.MOST_RECORDS", 2)
     seen = seen_in_run(store, run_id)
     assert seen.fields == {} and seen.types_of == {} and "rebook" in seen.operations
+
+
+def test_a_run_cut_short_or_a_goal_never_judged_names_nothing_it_could_not_have_seen(tmp_path, demo):
+    # Only what the run could have shown is held against a goal.
+    rename = tmp_path / "rename-trip.yaml"
+    rename.write_text((ROOT / "goals" / "rename-trip.yaml").read_text().replace(
+        "match: {name: Lisbon offsite}", "match: {name: Lisbon offsite, bag: 1}"))
+    goals = [load_model(rename, Goal) if g.id == "rename-trip" else g for g in demo.goals]
+    store, run_id = stored(tmp_path / "cut.duckdb", two_personas(demo), TripDesk())
+    with store:
+        assert len(record_goal_problems(store, run_id, goals)) == 1           # the whole run: named
+        # Every rename-trip conversation ended by the simulator: that goal was never judged.
+        store.con.execute("UPDATE conversations SET end_reason = 'simulator_error' WHERE run_id = ? AND "
+                          "goal = 'rename-trip'", [run_id])
+        assert record_goal_problems(store, run_id, goals) == []
+        store.con.execute("UPDATE conversations SET end_reason = 'user_stopped' WHERE run_id = ? AND "
+                          "goal = 'rename-trip'", [run_id])
+        assert len(record_goal_problems(store, run_id, goals)) == 1
+        # One conversation of another goal cut by the budget: the run may not have reached anything.
+        store.con.execute("UPDATE conversations SET end_reason = 'budget_cut' WHERE run_id = ? AND "
+                          "conversation_id = (SELECT min(conversation_id) FROM conversations WHERE run_id = ? "
+                          "AND goal = 'cancel-trip')", [run_id, run_id])
+        assert record_goal_problems(store, run_id, goals) == [] and stored_goal_problems(store, run_id) == []
