@@ -169,7 +169,7 @@ def _end_all() -> None:
 
 def run_select(select_sql: str, records: list[tuple], events: list[tuple], *,
                timeout_s: float = QUERY_TIMEOUT_S) -> tuple[int, int, bool]:
-    """Run a parsed SELECT over the two tables, in this thread's sandbox process, within its
+    """Run a parsed SELECT over the two tables, in an idle sandbox process of the pool, within its
     limits: the number of rows (counted up to 2), of columns, and whether the first value is
     true. SandboxError when DuckDB fails it; QueryFailed when it ran past a limit."""
     if select_sql in _runaway:
