@@ -1,7 +1,7 @@
 """Does a reply carry a value from the store? Answers in the words people and runtimes write.
 
 `carries(reply, value)` is true when the reply states `value` in one of the forms below, and
-never when it states a different value (README, "What counts as an answer"):
+never when it states a different value (docs/reference/personas-and-goals.md, "What counts as an answer"):
 
 - a date (`2026-12-10`, or a `datetime.date`): ISO (2026-12-10, 2026/12/10); day month year
   (10 December 2026, 10th of Dec 2026); month day year (December 10, 2026; Dec 10th); each with

@@ -18,7 +18,7 @@ def _committed(events: list[dict]) -> list[dict]:
 
 
 def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
-    """A committed write must land on a record the user's turn addressed (README, classes table).
+    """A committed write must land on a record the user's turn addressed (docs/reference/classes.md).
 
     Addressed: a record created in the turn; else the record of the offer the write is linked
     to; else that of the latest ask for the same operation since the user's request began;

@@ -11,7 +11,7 @@ the take that led to it:
 - an event that names no offer belongs to the take in its own turn, if any: that is all a
   runtime that leaves `offer` out tells.
 
-It also says which record a committed write was addressed to (README, classes table):
+It also says which record a committed write was addressed to (docs/reference/classes.md):
 the linked offer's record; else the record of the latest ask for the same operation since the
 user's request began (a new request in the user's words starts a new context); else the
 record of the goal step the user's turn is tagged with; else the goal's declared records.

@@ -100,7 +100,7 @@ def loop(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
 
 def refused_offer(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
     """An offer the user took up from the previous turn (click or words) whose command the store
-    shows refused, in that turn or any later one (README, classes table)."""
+    shows refused, in that turn or any later one (docs/reference/classes.md)."""
     tally = Tally("refused_offer")
     takes = follow(transcript)
     for turn in answered_turns(transcript):

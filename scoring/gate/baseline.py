@@ -226,7 +226,7 @@ def _first_bad_entry(raw: Any) -> None:
     """The cells and repetitions, entry by entry, stopping at the first bad one. Validated whole,
     a file whose every entry is wrong makes pydantic build an error per entry: memory and time
     far beyond the file's size (an 8 MB file took minutes). Entry by entry, reading any file costs
-    what its parsed JSON costs (benchmarks/README.md, "Hostile files"). Raises the entry's
+    what its parsed JSON costs (docs/reference/security.md). Raises the entry's
     ValidationError with its place in the file."""
     if not isinstance(raw, dict):
         return

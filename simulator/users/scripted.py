@@ -330,8 +330,8 @@ def _plain(value: Any) -> Any:
 
 
 # A confirm button's label starts with one of these words; a label with one of the others
-# (anywhere) declines. Punctuation and case do not count (README, "How the scripted user reads
-# a runtime").
+# (anywhere) declines. Punctuation and case do not count (docs/reference/personas-and-goals.md,
+# "How the scripted user reads a runtime").
 CONFIRM_WORDS = frozenset({"confirm", "yes", "ok", "okay", "sure", "yep", "do", "go", "proceed", "continue",
                            "accept", "agree", "approve", "submit", "save", "apply"})
 DECLINE_WORDS = frozenset({"no", "not", "nope", "don't", "dont", "never", "keep", "leave", "back", "abort",
