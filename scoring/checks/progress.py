@@ -43,6 +43,21 @@ class Tally:
         self.checked += 1
         self.findings.append(Finding(self.cls, turn, detail, evidence))
 
+    def events_of_take(self, transcript: Transcript, take, keep, what: str, **evidence: object) -> None:
+        """Judge an offer take by the events from its turn on: found at the first event `keep`
+        picks (`what`, and the turn when it is later), clean when the events are complete and
+        none is picked, unknown when they are not. Evidence: the offer, `evidence`, the events."""
+        events, complete = events_from(transcript, take.turn)
+        picked = [e for e in events if keep(e)]
+        if not picked and not complete:
+            self.unknown(NO_EVENTS)
+        elif picked:
+            at = picked[0].get("turn")
+            self.found(at, what + ("" if at == take.turn else f" in turn {at}"), offer=take.offer, **evidence,
+                       events=picked)
+        else:
+            self.ok()
+
     def result(self) -> CheckResult:
         # The two commonest reasons, commonest first (ties in the order first met).
         reason = "; ".join(r for r, _ in self.reasons.most_common(2)) or None
@@ -113,17 +128,10 @@ def refused_offer(transcript: Transcript, goal: Goal, persona: Persona) -> Check
             continue
         if take is None or not take.fresh:
             continue   # a stale click the runtime refuses is the stale_click guarantee working
-        events, complete = events_from(transcript, take.turn)
-        refused = [e for e in events if e.get("status") == "refused" and takes.attributed(e) == take]
-        if not refused and not complete:
-            tally.unknown(NO_EVENTS)
-        elif refused:
-            at = refused[0].get("turn")
-            tally.found(at, f"offer {take.offer}, taken in turn {take.turn}, was refused by the domain"
-                        + ("" if at == take.turn else f" in turn {at}"),
-                        offer=take.offer, taken_at=take.turn, events=refused)
-        else:
-            tally.ok()
+        tally.events_of_take(transcript, take,
+                             lambda e: e.get("status") == "refused" and takes.attributed(e) == take,
+                             f"offer {take.offer}, taken in turn {take.turn}, was refused by the domain",
+                             taken_at=take.turn)
     return tally.result()
 
 

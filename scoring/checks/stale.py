@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scoring.checks.evidence import events_from, get, relates
+from scoring.checks.evidence import get, relates
 from scoring.checks.offers import Take, Takes, answers_ask, follow
-from scoring.checks.progress import NO_EVENTS, NO_OFFERS, Tally, ask_key, answered_turns
+from scoring.checks.progress import NO_OFFERS, Tally, ask_key, answered_turns
 from scoring.transcript import CheckResult, Transcript
 from scoring.dataset.models import Goal, Persona
 
@@ -80,15 +80,8 @@ def stale_click(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRe
             continue
         if take.fresh:
             continue
-        events, complete = events_from(transcript, take.turn)
-        done = [e for e in events if e.get("status") == "committed" and caused_by(transcript, goal, takes, take, e)]
-        if not done and not complete:
-            tally.unknown(NO_EVENTS)
-        elif done:
-            at = done[0].get("turn")
-            tally.found(at, f"a click on {take.offer}, not offered in the previous turn, was carried out"
-                        + ("" if at == take.turn else f" in turn {at}"),
-                        offer=take.offer, clicked_at=take.turn, events=done)
-        else:
-            tally.ok()
+        tally.events_of_take(transcript, take,
+                             lambda e: e.get("status") == "committed" and caused_by(transcript, goal, takes, take, e),
+                             f"a click on {take.offer}, not offered in the previous turn, was carried out",
+                             clicked_at=take.turn)
     return tally.result()
