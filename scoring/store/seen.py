@@ -75,9 +75,9 @@ def record_goal_problems(store: Store, run_id: str, goals: tuple[Goal, ...] | li
                              "GROUP BY goal", [run_id]).fetchall()
     cut_short = any("budget_cut" in reasons for _, reasons in ends)
     judged = {goal for goal, reasons in ends if set(reasons) - NOT_THE_RUNTIME}
-    seen = seen_in_run(store, run_id)
-    problems = [] if cut_short else [(goal.id, line) for goal in goals if goal.id in judged
-                                     for line in goal_problems(goal, seen)]
+    seen = None if cut_short else seen_in_run(store, run_id)
+    problems = [] if seen is None else [(goal.id, line) for goal in goals if goal.id in judged
+                                        for line in goal_problems(goal, seen)]
     with transaction(store.con) as con:
         con.execute("DELETE FROM goal_problems WHERE run_id = ?", [run_id])
         insert_rows(con, "goal_problems", [[goal, line] for goal, line in problems], leading=(run_id,))
