@@ -150,12 +150,15 @@ class Plan:
     broad_rise: float = BROAD_RISE           # the rise planted in every cell
 
 
-def make_plan(settings: GateSection, repetitions: int = DEFAULT_REPETITIONS, seed0: int = 1,
-              pilot: int = 10, broad_rise: float = BROAD_RISE) -> Plan:
-    """Pilot runs of the default matrix: how far the planted fault moves its class, and the
-    gate's advice, from a gate on the first two of them (an A/A pair at the default matrix)."""
+def pilot_runs(repetitions: int = DEFAULT_REPETITIONS, seed0: int = 1, pilot: int = 10) -> list[DemoRun]:
     with ProcessPoolExecutor(max(1, min(pilot, os.cpu_count() or 1))) as pool:
-        runs = list(pool.map(_pilot_run, [(seed0 - 1000 - i, repetitions) for i in range(pilot)]))
+        return list(pool.map(demo_run, [seed0 - 1000 - i for i in range(pilot)], [repetitions] * pilot))
+
+
+def plan_from(runs: list[DemoRun], settings: GateSection, repetitions: int = DEFAULT_REPETITIONS,
+              broad_rise: float = BROAD_RISE) -> Plan:
+    """From pilot runs of the default matrix: how far the planted fault moves its class, and the
+    gate's advice, from a gate on the first two of them (an A/A pair at the default matrix)."""
     fault, cls = PLANTED
     base = RUNTIME_FAULTS[fault]
     # The class's rate is proportional to its fault's (the class never fires with the fault off),
@@ -170,10 +173,6 @@ def make_plan(settings: GateSection, repetitions: int = DEFAULT_REPETITIONS, see
     sizes = tuple(sorted({repetitions, *(() if advised is None else (max(repetitions + 1, advised // 2), advised))}))
     return Plan(settings, repetitions, advised, sizes, {**RUNTIME_FAULTS, fault: base + broad_rise / per_fault},
                 local, per_fault, broad_rise)
-
-
-def _pilot_run(args: tuple) -> DemoRun:
-    return demo_run(*args)
 
 
 # --- one pair of runs ----------------------------------------------------------------------------
@@ -373,7 +372,7 @@ def main() -> int:
     dataset = demo_dataset()
     out = Report()
     t0 = time.perf_counter()
-    plan = make_plan(settings, repetitions, args.seed)
+    plan = plan_from(pilot_runs(repetitions, args.seed), settings, repetitions)
     out.say(f"gate calibration: demo matrix {len(dataset.personas)} personas x {len(dataset.goals)} goals, "
             f"{repetitions} repetitions by default; {args.pairs} pairs of {', '.join(parts)}; seed {args.seed}")
     out.say(f"gate: alpha {settings.alpha}, min effect {settings.min_effect} ({settings.min_effect_slice} in a slice), "

@@ -11,9 +11,9 @@ One failure is one request; when the attempts run out the conversation ends as
 from __future__ import annotations
 
 import asyncio
-import functools
 import random
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -27,22 +27,25 @@ from scoring import secrets
 T = TypeVar("T")
 
 
-@functools.cache
 def _errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
-    """The SDKs' errors: (transient ones, ones with an HTTP status). Imported when a call first
-    fails, not when simrun starts: importing both SDKs takes seconds, and most commands never
-    call a model."""
-    import aiohttp
-    import anthropic
-    import openai
-
-    # A body that is not the JSON the API documents is a broken reply, as likely transient as a
-    # 5xx. aiohttp's own errors (an invalid HTTP answer) can reach here unwrapped through the
-    # SDKs' aiohttp transport; they are broken connections too.
-    transient = (openai.APITimeoutError, openai.APIConnectionError, anthropic.APITimeoutError,
-                 anthropic.APIConnectionError, openai.APIResponseValidationError,
-                 anthropic.APIResponseValidationError, MalformedResponse, aiohttp.ClientError)
-    return transient, (openai.APIStatusError, anthropic.APIStatusError)
+    """The SDKs' errors: (transient ones, ones with an HTTP status), of the SDKs this process has
+    imported. An SDK that was never imported raised nothing, so it is not imported here: a
+    llama.cpp server's first refused form used to import both SDKs, which took seconds."""
+    transient: list[type[BaseException]] = [MalformedResponse]
+    status: list[type[BaseException]] = []
+    for name in ("openai", "anthropic"):
+        sdk = sys.modules.get(name)
+        if sdk is not None:
+            # A body that is not the JSON the API documents is a broken reply, as likely
+            # transient as a 5xx.
+            transient += [sdk.APITimeoutError, sdk.APIConnectionError, sdk.APIResponseValidationError]
+            status.append(sdk.APIStatusError)
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None:
+        # aiohttp's own errors (an invalid HTTP answer) can reach here unwrapped through the
+        # SDKs' aiohttp transport; they are broken connections too.
+        transient.append(aiohttp.ClientError)
+    return tuple(transient), tuple(status)
 
 # A server error that blames the request (a validation message) is the request's fault: the same
 # request fails the same way however often it is sent.

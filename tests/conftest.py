@@ -5,6 +5,7 @@ run in it. Fixtures live here and in the conftest.py of a folder, never in a tes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import uuid
@@ -83,18 +84,49 @@ def clean_run(demo) -> DemoRun:
     return run_demo(demo, faults={name: 0.0 for name in FAULTS})
 
 
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    """A copy of the bundled demo project in a temporary folder."""
-    for folder in ("personas", "goals"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    shutil.copy(ROOT / "budgets.toml", tmp_path / "budgets.toml")
+def demo_project(folder: Path) -> Path:
+    """`folder` filled with a copy of the bundled demo project."""
+    for kind in ("personas", "goals"):
+        shutil.copytree(ROOT / kind, folder / kind)
+    shutil.copy(ROOT / "budgets.toml", folder / "budgets.toml")
     # Two repetitions, not the demo's five: a test of the command line needs its matrix, not its
     # power. A test that needs more says so (`-n`, or its own simrun.toml).
     toml = (ROOT / "simrun.toml").read_text()
     assert "\nrepetitions = 5\n" in toml
-    (tmp_path / "simrun.toml").write_text(toml.replace("\nrepetitions = 5\n", "\nrepetitions = 2\n"))
-    return tmp_path
+    (folder / "simrun.toml").write_text(toml.replace("\nrepetitions = 5\n", "\nrepetitions = 2\n"))
+    return folder
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    """A copy of the bundled demo project in a temporary folder."""
+    return demo_project(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def _projects_after() -> dict:
+    return {}
+
+
+@pytest.fixture()
+def after(project, _projects_after, tmp_path_factory):
+    """`after(*commands)`: the project as the simrun commands (each a tuple of arguments) left
+    it, and their results. The commands run once per worker, in a project of their own; each
+    test gets a copy of every file they left (the database, the reports, a blessed baseline),
+    to change as it likes. For tests that only need some finished runs to work on: their runs
+    are the same for every such test, and cost the time of one."""
+    def make(*commands: tuple[str, ...]) -> list:
+        if commands not in _projects_after:
+            folder = demo_project(tmp_path_factory.mktemp("after"))
+            runner = CliRunner()
+            with contextlib.chdir(folder):
+                results = [runner.invoke(app, list(args), env={"GITHUB_STEP_SUMMARY": None}) for args in commands]
+            _projects_after[commands] = folder, results
+        folder, results = _projects_after[commands]
+        shutil.copytree(folder, project, dirs_exist_ok=True)
+        return results
+
+    return make
 
 
 @pytest.fixture()

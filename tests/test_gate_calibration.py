@@ -17,7 +17,7 @@ import dataclasses
 
 import pytest
 
-from benchmarks.gate_calibration import BROAD_RISE, PLANTED, RUNTIME_FAULTS, make_plan, run_pairs
+from benchmarks.gate_calibration import BROAD_RISE, PLANTED, RUNTIME_FAULTS, pilot_runs, plan_from, run_pairs
 from scoring.gate.summary import TESTED
 from simulator.config import GateSection
 
@@ -26,8 +26,13 @@ pytestmark = pytest.mark.xdist_group("gate-calibration")
 
 
 @pytest.fixture(scope="module")
-def plan():
-    return make_plan(GateSection(permutations=2_000), pilot=2)
+def pilots():
+    return pilot_runs(pilot=2)
+
+
+@pytest.fixture(scope="module")
+def plan(pilots):
+    return plan_from(pilots, GateSection(permutations=2_000))
 
 
 def test_a_a_pairs_pass_with_slices_on_and_a_broken_goal_is_caught_by_name(plan):
@@ -46,11 +51,11 @@ def test_a_a_pairs_pass_with_slices_on_and_a_broken_goal_is_caught_by_name(plan)
     assert not any(r["others"] for r in local)
 
 
-def test_a_broad_rise_is_caught_at_the_repetitions_the_advice_names():
+def test_a_broad_rise_is_caught_at_the_repetitions_the_advice_names(pilots):
     """A 10-point rise, at the 7 or so repetitions the advice names for it: the benchmark's own
     five points need 24, over three times the conversations, to show the same mechanism."""
     rise = 0.10
-    plan = make_plan(GateSection(permutations=2_000), pilot=2, broad_rise=rise)
+    plan = plan_from(pilots, GateSection(permutations=2_000), broad_rise=rise)
     assert plan.advised is not None and plan.repetitions < plan.advised <= 20
     broad = dataclasses.replace(plan, sizes=(plan.advised,))
     rows = [r["broad"][plan.advised] for r in run_pairs(broad, 3, ("broad",), seed0=1)]

@@ -26,10 +26,10 @@ def runs_in(db: Path) -> list[tuple]:
 
 
 @pytest.fixture()
-def one_run(simrun, project) -> Path:
+def one_run(after, project) -> Path:
     """A finished demo run (one repetition) in project/simrun.duckdb."""
-    code, output = simrun("--budget", "5usd", "-n", "1")
-    assert code == 0, output
+    run, = after(("--budget", "5usd", "-n", "1"))
+    assert run.exit_code == 0, run.output
     return project / "simrun.duckdb"
 
 
@@ -87,9 +87,10 @@ def test_a_database_with_a_view_that_reads_files_is_not_read(simrun, project, on
 # --- simrun import -----------------------------------------------------------------------------
 
 @pytest.fixture()
-def bundle(simrun, project, one_run) -> dict:
-    code, output = simrun("export", "latest", "--out", str(project / "b.json"))
-    assert code == 0, output
+def bundle(after, project) -> dict:
+    """A finished demo run (one repetition), and its bundle in project/b.json."""
+    runs = after(("--budget", "5usd", "-n", "1"), ("export", "latest", "--out", "b.json"))
+    assert all(r.exit_code == 0 for r in runs), [r.output for r in runs]
     return json.loads((project / "b.json").read_text())
 
 

@@ -10,6 +10,7 @@ through a shell, with its size bounded.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -22,12 +23,14 @@ from tests.simulator.cli.test_gate_cli import one_error_line, run
 
 
 @pytest.fixture()
-def blessed(cli, project):
+def blessed(after, project):
     """A baseline run blessed to baseline.json, and a candidate run of the same matrix."""
-    base = run(cli, "--seed", "1")
-    assert cli("baseline", "bless", base, "--out", "baseline.json").exit_code == 0
-    cand = run(cli, "--seed", "2")
-    return base, cand, json.loads((project / "baseline.json").read_text())
+    base, bless, cand = after(("-n", "1", "--seed", "1"), ("baseline", "bless", "latest", "--out", "baseline.json"),
+                              ("-n", "1", "--seed", "2"))
+    assert base.exit_code in (0, 1) and cand.exit_code in (0, 1), (base.output, cand.output)
+    assert bless.exit_code == 0, bless.output
+    ids = [re.search(r"run: (\S+)", r.output).group(1) for r in (base, cand)]
+    return *ids, json.loads((project / "baseline.json").read_text())
 
 
 def write(project: Path, data: dict, name: str = "hostile.json") -> str:

@@ -16,9 +16,9 @@ from tests.security.conftest import one_line_error
 
 
 @pytest.fixture()
-def one_run(simrun, project) -> Path:
-    code, output = simrun("--budget", "5usd", "-n", "1")
-    assert code == 0, output
+def one_run(after, project) -> Path:
+    run, = after(("--budget", "5usd", "-n", "1"))
+    assert run.exit_code == 0, run.output
     return project / "simrun.duckdb"
 
 
