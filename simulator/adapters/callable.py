@@ -8,8 +8,11 @@ holds up no other conversation) or async (run on simrun's loop).
 
 The turn's trace context is the current OpenTelemetry context while the function runs, when
 the OpenTelemetry API is installed (an instrumented assistant has it): its spans join the
-turn's trace with no code. Its exporter finds simrun's receiver through
-`OTEL_EXPORTER_OTLP_ENDPOINT`, which simrun sets in this process when traces are on.
+turn's trace with no code. They are read in this process as they end when the assistant's
+tracer provider is the global one (simulator/adapters/local_spans.py); otherwise its exporter
+sends them to the receiver, which `OTEL_EXPORTER_OTLP_ENDPOINT` names: simrun sets it in this
+process when traces are on, before the function's module is imported, since an exporter made
+at import reads it then.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from scoring.errors import RuntimeUnavailable
 from simulator.adapters.foreign import ForeignRuntime
+from simulator.adapters.local_spans import LocalSpans
 from simulator.adapters.python import guarded, load_attribute
 
 
@@ -48,17 +52,25 @@ def trace_context(traceparent: str | None) -> Iterator[None]:
 class CallableRuntime(ForeignRuntime):
     def __init__(self, target: str, **settings: Any) -> None:
         super().__init__(**settings)
-        function = load_attribute(target, "module:function")
-        if not callable(function):
-            raise RuntimeUnavailable(f"runtime target {target!r} is a {type(function).__name__}, not a function")
-        self.function = function
-        self.description = f"callable:{target}"
-        # The in-process assistant's exporter reads where to send its spans from the environment;
-        # what was there before is put back when the runtime is closed.
+        # The in-process assistant's exporter reads where to send its spans from the environment,
+        # often when its module is imported: it is set first, and what was there before is put
+        # back when the runtime is closed.
         self._saved_environment = {name: os.environ.get(name) for name in self.trace_environment()}
         os.environ.update(self.trace_environment())
+        try:
+            function = load_attribute(target, "module:function")
+            if not callable(function):
+                raise RuntimeUnavailable(f"runtime target {target!r} is a {type(function).__name__}, not a function")
+        except BaseException:
+            self._restore_environment()
+            raise
+        self.function = function
+        self.description = f"callable:{target}"
+        self.local = LocalSpans(self.book) if self.book is not None else None
 
     async def _reply(self, messages: list[dict[str, str]], session: dict[str, Any]) -> Any:
+        if self.local is not None:
+            self.local.watch()       # every turn: an assistant may set its provider on its first call
         function = self.function
         with trace_context(session["traceparent"]):
             if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
@@ -67,7 +79,20 @@ class CallableRuntime(ForeignRuntime):
             # asyncio.to_thread carries the current context (the trace's) into the thread.
             return await guarded("turn", asyncio.to_thread, function, messages, session)
 
+    async def _settle(self, session: str, turn: int) -> None:
+        if self.local is not None and self.local.heard:
+            # Its spans are read as they end, all before the function returned; the ones handed
+            # over from its threads are filed once the loop has run what was queued.
+            await asyncio.sleep(0)
+            return
+        await super()._settle(session, turn)
+
     async def _close_transport(self) -> None:
+        if self.local is not None:
+            self.local.close()
+        self._restore_environment()
+
+    def _restore_environment(self) -> None:
         for name, value in self._saved_environment.items():
             if value is None:
                 os.environ.pop(name, None)

@@ -70,6 +70,8 @@ class _Turn:
     span_id: str
     settled: asyncio.Event = field(default_factory=asyncio.Event)
     events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)   # (start time, event)
+    spans: int = 0                                   # spans of this turn received, of any kind
+    ids: set[str] = field(default_factory=set)       # the tool spans kept: an exporter's retry sends them again
 
 
 @dataclass
@@ -82,6 +84,7 @@ class Counts:
     orphans: int = 0        # spans of no turn simrun gave a context to
     bad: int = 0            # spans that could not be read
     dropped: int = 0        # tool spans past a turn's limit
+    repeats: int = 0        # tool spans received again (an exporter's retry), kept once
 
 
 class TraceBook:
@@ -103,12 +106,20 @@ class TraceBook:
         self._sessions.setdefault(session, []).append(trace_id)
         return f"00-{trace_id}-{span_id}-01"
 
+    def owns(self, trace_id: str) -> bool:
+        """Whether the trace is one simrun gave a turn (safe from any thread)."""
+        return trace_id in self._turns
+
     def add(self, span: Span) -> None:
         """File one span under its turn; a span that cannot be read is counted and skipped."""
         self.counts.spans += 1
         turn = self._turns.get(span.trace_id)
         if turn is None:
             self.counts.orphans += 1
+            return
+        turn.spans += 1
+        if span.span_id in turn.ids:     # sent again (an exporter retries a batch it saw no answer to)
+            self.counts.repeats += 1
             return
         try:
             event = self._event(span, turn)
@@ -120,6 +131,7 @@ class TraceBook:
                 self.counts.dropped += 1
             else:
                 turn.events.append((span.start_ns, event))
+                turn.ids.add(span.span_id)
                 self.counts.tool_events += 1
         if span.parent_span_id == turn.span_id:
             turn.settled.set()
@@ -134,6 +146,12 @@ class TraceBook:
         except TimeoutError:
             return False
         return True
+
+    def heard(self, session: str) -> bool:
+        """Whether any span of the session's turns has arrived. Until one has, its tool events are
+        unknown, not none: an exporter that sends nowhere looks exactly like an assistant that
+        calls no tool."""
+        return any(self._turns[t].spans for t in self._sessions.get(session, ()))
 
     def events(self, session: str) -> list[dict[str, Any]]:
         """The session's tool events, by turn, and within a turn in the order the calls started."""

@@ -70,7 +70,9 @@ def test_a_function_gets_the_conversation_so_far_and_runs_in_the_turns_trace(fun
     assert (s1["turn"], s2["turn"], s1["seed"], s1["setup"]) == (1, 2, 3, {"x": 1}) and s1["id"] == s2["id"]
     # Each turn its own trace, and the function ran inside it.
     assert trace1 == s1["traceparent"].split("-")[1] and trace2 == s2["traceparent"].split("-")[1] != trace1
-    assert state == {"events": []}
+    # These functions make no span: with no span of the conversation heard, its tool events are
+    # unknown (UNVERIFIABLE), not none.
+    assert state == {}
     if function == "async_agent":
         assert results[0]["ask"]["arguments"] == ["date"]    # protocol fields, as the function gave them
 
