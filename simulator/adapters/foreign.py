@@ -45,10 +45,11 @@ class ForeignRuntime(Checked):
     description = "foreign"
     builds_state = True      # its state is simrun's, made from spans and a hook: never a protocol violation
 
-    def __init__(self, *, tools: dict[str, Tool] | None = None, traces: bool = False, trace_wait_s: float = 2.0,
-                 state: str | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+    def __init__(self, *, tools: dict[str, Tool] | None = None, traces: bool = False, trace_wait_s: float = 6.0,
+                 trace_port: int | None = None, state: str | None = None,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.book = TraceBook(tools) if traces else None
-        self.receiver = TraceReceiver(self.book) if self.book is not None else None
+        self.receiver = TraceReceiver(self.book, port=trace_port or 0) if self.book is not None else None
         self.trace_wait_s = trace_wait_s
         self.state_hook = state
         self._state_fn = load_attribute(state, "module:function") if state and "://" not in state else None

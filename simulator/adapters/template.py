@@ -19,6 +19,8 @@ evidence, as over the http transport.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 from typing import Any
 
@@ -32,9 +34,14 @@ from simulator.adapters.process import ManagedProcess, free_port
 CHAT_REPLY = "/choices/0/message/content"
 
 
+_PLACEHOLDER = re.compile(r"\{(message|messages|session)\}")
+
+
 def fill(template: Any, message: str, messages: list[dict[str, str]], session: str) -> Any:
     """The body template with this turn's values: a string that is exactly `{messages}` becomes
-    the list itself; elsewhere each placeholder is replaced as text."""
+    the list itself; elsewhere each placeholder is replaced as text (`{messages}` as its JSON),
+    in one pass, so that what a user says is never read as a placeholder in its turn. The body is
+    then written as JSON whole: quotes, line breaks and braces in a message stay its text."""
     if isinstance(template, dict):
         return {key: fill(value, message, messages, session) for key, value in template.items()}
     if isinstance(template, list):
@@ -43,7 +50,9 @@ def fill(template: Any, message: str, messages: list[dict[str, str]], session: s
         return template
     if template == "{messages}":
         return messages
-    return template.replace("{message}", message).replace("{session}", session)
+    values = {"message": message, "session": session}
+    return _PLACEHOLDER.sub(lambda found: values[found[1]] if found[1] in values
+                            else json.dumps(messages, ensure_ascii=False), template)
 
 
 def pointer(document: Any, path: str) -> Any:
