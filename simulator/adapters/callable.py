@@ -51,13 +51,9 @@ def trace_context(traceparent: str | None) -> Iterator[None]:
 
 class CallableRuntime(ForeignRuntime):
     def __init__(self, target: str, **settings: Any) -> None:
-        super().__init__(**settings)
-        # The in-process assistant's exporter reads where to send its spans from the environment,
-        # often when its module is imported: it is set first, and what was there before is put
-        # back when the runtime is closed.
-        self._saved_environment = {name: os.environ.get(name) for name in self.trace_environment()}
-        os.environ.update(self.trace_environment())
+        self._saved_environment: dict[str, str | None] = {}
         try:
+            super().__init__(**settings)
             function = load_attribute(target, "module:function")
             if not callable(function):
                 raise RuntimeUnavailable(f"runtime target {target!r} is a {type(function).__name__}, not a function")
@@ -67,6 +63,13 @@ class CallableRuntime(ForeignRuntime):
         self.function = function
         self.description = f"callable:{target}"
         self.local = LocalSpans(self.book) if self.book is not None else None
+
+    def _before_import(self) -> None:
+        # The in-process assistant's exporter reads where to send its spans from the environment,
+        # often when its module is imported (by the target or the state hook): it is set first,
+        # and what was there before is put back when the runtime is closed.
+        self._saved_environment = {name: os.environ.get(name) for name in self.trace_environment()}
+        os.environ.update(self.trace_environment())
 
     async def _reply(self, messages: list[dict[str, str]], session: dict[str, Any]) -> Any:
         if self.local is not None:
@@ -89,7 +92,7 @@ class CallableRuntime(ForeignRuntime):
 
     async def _close_transport(self) -> None:
         if self.local is not None:
-            self.local.close()
+            await self.local.close()
         self._restore_environment()
 
     def _restore_environment(self) -> None:

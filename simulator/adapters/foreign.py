@@ -52,11 +52,15 @@ class ForeignRuntime(Checked):
         self.receiver = TraceReceiver(self.book, port=trace_port or 0) if self.book is not None else None
         self.trace_wait_s = trace_wait_s
         self.state_hook = state
+        self._before_import()
         self._state_fn = load_attribute(state, "module:function") if state and "://" not in state else None
         self.max_result_bytes = max_result_bytes
         self.sessions: dict[str, _Session] = {}
 
     # --- what subclasses provide -------------------------------------------------------------
+
+    def _before_import(self) -> None:
+        """Called before a module of the assistant (its state hook) is imported."""
 
     async def _ready(self) -> None:
         """Make the assistant ready to answer (start its server, say)."""

@@ -21,6 +21,7 @@ from simulator.adapters.spans import Span, TraceBook
 
 _watchers: set["LocalSpans"] = set()      # the open callable runtimes that read local spans
 _providers: set[int] = set()              # the providers our processor is attached to (by id)
+FLUSH_TIMEOUT_MS = 3000
 
 
 class LocalSpans:
@@ -35,18 +36,19 @@ class LocalSpans:
         """Attach to the current global provider, if it is the SDK's (once per provider)."""
         self.loop = asyncio.get_running_loop()
         _watchers.add(self)
-        try:
-            from opentelemetry import trace
-            from opentelemetry.sdk.trace import TracerProvider
-        except ImportError:
-            return
-        provider = trace.get_tracer_provider()
-        if isinstance(provider, TracerProvider) and id(provider) not in _providers:
+        provider = _global_sdk_provider()
+        if provider is not None and id(provider) not in _providers:
             _providers.add(id(provider))
             provider.add_span_processor(_processor())
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Stop filing; first let the provider's exporters send what they still hold, while the
+        receiver still listens (otherwise they retry a closed port for seconds, at exit)."""
         _watchers.discard(self)
+        provider = _global_sdk_provider()
+        if provider is not None and id(provider) in _providers:
+            # In a thread: the exporter's request is answered by the receiver, on this loop.
+            await asyncio.to_thread(provider.force_flush, FLUSH_TIMEOUT_MS)
 
     def _offer(self, span: Span) -> None:
         """From the thread that ended the span: hand it to the loop if it is one of our turns'."""
@@ -57,6 +59,17 @@ class LocalSpans:
             self.loop.call_soon_threadsafe(self.book.add, span)
         except RuntimeError:      # the loop has closed: the run is over
             pass
+
+
+def _global_sdk_provider():
+    """The global tracer provider if it is the OpenTelemetry SDK's, else None."""
+    try:
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+    except ImportError:
+        return None
+    provider = trace.get_tracer_provider()
+    return provider if isinstance(provider, TracerProvider) else None
 
 
 def span_of(readable: Any) -> Span:
