@@ -141,6 +141,8 @@ class TraceBook:
         trace = next((t for t in self._sessions.get(session, ()) if self._turns[t].index == index), None)
         if trace is None:
             return False
+        if self._turns[trace].settled.is_set():
+            return True
         try:
             await asyncio.wait_for(self._turns[trace].settled.wait(), wait_s)
         except TimeoutError:
