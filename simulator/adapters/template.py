@@ -69,6 +69,15 @@ def pointer(document: Any, path: str) -> Any:
     return value
 
 
+def _tool_calls(answer: Any) -> str:
+    """The tools a chat-completions answer asks its caller to run, named; '' if none."""
+    try:
+        calls = pointer(answer, "/choices/0/message/tool_calls")
+        return ", ".join(str(pointer(call, "/function/name"))[:100] for call in calls[:5]) if calls else ""
+    except (KeyError, TypeError):
+        return ""
+
+
 class TemplateRuntime(ForeignRuntime):
     def __init__(self, *, url: str, body: Any, reply: str, headers: dict[str, str] | None = None,
                  command: list[str] | None = None, env: dict[str, str] | None = None, cwd: str | None = None,
@@ -135,8 +144,10 @@ class TemplateRuntime(ForeignRuntime):
         if isinstance(found, dict) and isinstance(found.get("reply"), str):
             return found
         if not isinstance(found, str):
-            raise RuntimeFault("missing_reply", f"the answer's {self.reply_at} is not text (runtime.reply)",
-                               body=excerpt(str(answer)))
+            calls = _tool_calls(answer)
+            why = (f"the answer asks its caller to run tools ({calls}) instead of replying: an assistant under "
+                   "test runs its own tools" if calls else f"the answer's {self.reply_at} is not text (runtime.reply)")
+            raise RuntimeFault("missing_reply", why, body=excerpt(str(answer)))
         return found
 
     async def _get_json(self, url: str, what: str) -> Any:

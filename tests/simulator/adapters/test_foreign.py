@@ -146,6 +146,15 @@ def test_each_way_a_template_turn_fails_is_a_fault_of_its_kind(answer, kind):
     assert isinstance(results[0], RuntimeFault) and results[0].kind == kind, results
 
 
+def test_a_chat_answer_that_asks_its_caller_to_run_tools_is_a_fault_that_names_them():
+    answer = lambda body: web.json_response({"choices": [{"index": 0, "message": {  # noqa: E731
+        "role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "reschedule", "arguments": "{}"}}]}}]})
+    results, _ = with_endpoint(answer, lambda url: ChatRuntime(url=url + "/v1", model="m"), "hi")
+    assert isinstance(results[0], RuntimeFault) and results[0].kind == "missing_reply"
+    assert "asks its caller to run tools (reschedule)" in str(results[0]) and "reschedule" in results[0].evidence["body"]
+
+
 def test_an_openai_compatible_endpoint_gets_the_model_and_every_message():
     answer = lambda body: web.json_response(  # noqa: E731
         {"choices": [{"index": 0, "message": {"role": "assistant", "content": f"{len(body['messages'])} so far"}}]})
