@@ -19,6 +19,10 @@ error status is `refused` (the status message, else `error.type`, its reason), a
 `committed`. `[runtime.tools]` says which argument names the record a tool writes, and which
 tools only read (their calls are not events).
 
+A span sent again (an exporter retries a batch it saw no answer to; a callable's spans come
+both in-process and through its exporter) is kept once. Until a span of a conversation has
+arrived, its events are unknown (`heard`), not none.
+
 Spans are untrusted: every string is cut to MAX_TEXT characters and redacted before it is kept,
 arguments larger than MAX_ARGUMENTS_CHARS are dropped (the event keeps its operation), a turn
 keeps at most `max_spans_per_turn` tool events, and a span that cannot be read is counted and
