@@ -275,7 +275,7 @@ def foreign_runtime(rt: RuntimeSection, env: dict[str, str], headers: dict[str, 
     if rt.transport == "callable":
         from simulator.adapters.callable import CallableRuntime
 
-        return CallableRuntime(rt.target, **settings)
+        return CallableRuntime(rt.target, timeout_s=rt.timeout_s, **settings)
     from simulator.adapters.template import ChatRuntime, TemplateRuntime
 
     http = {"url": rt.url, "headers": headers, "command": command_list(rt.command), "env": env, "cwd": rt.cwd,

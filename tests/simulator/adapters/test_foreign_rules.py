@@ -16,7 +16,7 @@ from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from scoring.dataset.models import Step
-from scoring.errors import RuntimeUnavailable
+from scoring.errors import RuntimeFault, RuntimeUnavailable
 from simulator.adapters import local_spans
 from simulator.adapters.callable import CallableRuntime
 from simulator.adapters.otlp import TraceReceiver
@@ -122,3 +122,30 @@ def test_spans_made_in_this_process_are_filed_as_they_end_with_no_exporter():
     assert [(e["record"], e["status"], e["reason"]) for e in events] == [("A-1", "committed", None),
                                                                          ("A-2", "refused", "full")]
     assert book.counts.reads == 1
+
+
+NEVER = __import__("threading").Event()
+
+
+def hangs(messages, session):
+    NEVER.wait()
+
+
+async def hangs_async(messages, session):
+    await asyncio.Event().wait()
+
+
+@pytest.mark.parametrize("function", ["hangs", "hangs_async"])
+def test_a_function_that_never_answers_is_a_timeout_of_its_conversation(function):
+    runtime = CallableRuntime(f"{__name__}:{function}", timeout_s=0.2)
+
+    async def go():
+        session = await runtime.start({"seed": 1})
+        try:
+            await runtime.turn(session, {"message": "hi"})
+        finally:
+            await runtime.aclose()
+
+    with pytest.raises(RuntimeFault) as info:
+        asyncio.run(go())
+    assert info.value.kind == "timeout" and "runtime.timeout_s" in str(info.value)
