@@ -89,6 +89,7 @@ class Counts:
     bad: int = 0            # spans that could not be read
     dropped: int = 0        # tool spans past a turn's limit
     repeats: int = 0        # tool spans received again (an exporter's retry), kept once
+    unnamed: int = 0        # write tool events whose record is unknown (no arguments on the span)
 
 
 class TraceBook:
@@ -186,8 +187,11 @@ class TraceBook:
         refused = span.status_code == STATUS_ERROR
         reason = (span.status_message or str(attrs.get("error.type") or "") or "error status") if refused else None
         call_id = attrs.get("gen_ai.tool.call.id")
+        record = _record(tool.record, arguments)
+        if record is None and tool.record is not None:
+            self.counts.unnamed += 1
         return {"id": _text(call_id if isinstance(call_id, str) and call_id else f"span-{span.span_id}"),
-                "turn": turn.index, "operation": _text(name), "record": _record(tool.record, arguments),
+                "turn": turn.index, "operation": _text(name), "record": record,
                 "status": "refused" if refused else "committed", "offer": None,
                 "reason": _text(reason) if reason else None, "arguments": arguments}
 
