@@ -149,3 +149,17 @@ def test_a_function_that_never_answers_is_a_timeout_of_its_conversation(function
     with pytest.raises(RuntimeFault) as info:
         asyncio.run(go())
     assert info.value.kind == "timeout" and "runtime.timeout_s" in str(info.value)
+
+
+def test_a_write_span_without_its_arguments_names_no_record_and_is_counted():
+    from simulator.adapters.spans import Span
+
+    book = TraceBook({"add_note": Tool("ref")})
+    trace_id = book.begin("s-1", 1).split("-")[1]
+    for span_id, arguments in (("a" * 16, None), ("b" * 16, '{"ref": "A-1"}')):
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add_note"}
+        if arguments:
+            attributes["gen_ai.tool.call.arguments"] = arguments
+        book.add(Span(trace_id, span_id, "c" * 16, "execute_tool add_note", attributes))
+    assert [(e["record"], e["arguments"]) for e in book.events("s-1")] == [(None, None), ("A-1", {"ref": "A-1"})]
+    assert book.counts.unnamed == 1
