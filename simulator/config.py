@@ -150,7 +150,8 @@ class RuntimeSection(_Model):
     timeout_s: float = Field(30.0, gt=0, description="Seconds one request may take before it is a runtime_error.")
     startup_timeout_s: float = Field(30.0, gt=0, description="http: seconds to wait for /v1/health at start.")
     headers: dict[str, str] = Field(
-        default_factory=dict, description="http: request headers; ${VAR} is read from the environment, never stored.")
+        default_factory=dict, description=("http, chat, template: request headers; ${VAR} is read from the "
+                                           "environment, never stored."))
     max_result_bytes: int = Field(
         1 << 20, ge=1024, le=1 << 30,
         description="The most of any one answer simrun reads; a larger one ends its conversation as runtime_error.")
@@ -163,9 +164,14 @@ class RuntimeSection(_Model):
         "callable, chat, template: tool name -> how its calls (from the runtime's traces) become events."))
     traces: bool | None = Field(None, description=(
         "callable, chat, template: receive the runtime's OpenTelemetry traces (default: when tools are set)."))
-    trace_wait_s: float = Field(2.0, ge=0, le=60, description=(
-        "Most seconds to wait after a reply for the turn's spans (until the runtime's own span for the turn "
-        "has arrived)."))
+    trace_wait_s: float = Field(6.0, ge=0, le=60, description=(
+        "Most seconds to wait after a reply for the turn's spans (the wait ends when the runtime's own span "
+        "for the turn has arrived): above the OpenTelemetry SDK's 5 s batch delay, so that a default exporter "
+        "is waited for."))
+    trace_port: int | None = Field(None, ge=1, le=65535, description=(
+        "The port of simrun's trace receiver on 127.0.0.1 (default: a free one, which simrun gives the runtimes "
+        "it starts). Set it (4318 is OTLP/HTTP's own) for an assistant simrun does not start, whose exporter "
+        "must know where to send."))
     state: str | None = Field(None, description=(
         "callable, chat, template: a hook that returns the session's records: module:function(session) or "
         "a URL ({session} is filled in)."))
@@ -187,8 +193,8 @@ class RuntimeSection(_Model):
                              "{session} in it) and reply (a JSON pointer to the reply's text, e.g. /output/text)")
         if self.reply is not None and self.reply and not self.reply.startswith("/"):
             raise ValueError(f"reply {self.reply!r} is not a JSON pointer: it starts with / (e.g. /output/text)")
-        if (self.tools or self.traces or self.state) and self.transport not in FOREIGN:
-            raise ValueError(f"tools, traces and state are for the {', '.join(FOREIGN)} transports; a "
+        if (self.tools or self.traces or self.state or self.trace_port) and self.transport not in FOREIGN:
+            raise ValueError(f"tools, traces, trace_port and state are for the {', '.join(FOREIGN)} transports; a "
                              f"{self.transport} runtime gives its events and records through the protocol")
         return self
 

@@ -269,12 +269,13 @@ def foreign_runtime(rt: RuntimeSection, env: dict[str, str], headers: dict[str, 
     from simulator.adapters.spans import Tool
 
     settings = {"tools": {name: Tool(t.record, t.read_only) for name, t in rt.tools.items()},
-                "traces": rt.wants_traces, "trace_wait_s": rt.trace_wait_s, "state": rt.state,
+                "traces": rt.wants_traces, "trace_wait_s": rt.trace_wait_s, "trace_port": rt.trace_port,
+                "state": rt.state,
                 "max_result_bytes": rt.max_result_bytes}
     if rt.transport == "callable":
         from simulator.adapters.callable import CallableRuntime
 
-        return CallableRuntime(rt.target, **settings)
+        return CallableRuntime(rt.target, timeout_s=rt.timeout_s, **settings)
     from simulator.adapters.template import ChatRuntime, TemplateRuntime
 
     http = {"url": rt.url, "headers": headers, "command": command_list(rt.command), "env": env, "cwd": rt.cwd,

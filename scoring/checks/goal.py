@@ -8,7 +8,9 @@ A goal's success is three kinds of check, all of which must hold:
     records(id VARCHAR, type VARCHAR, data JSON)
     events(id VARCHAR, turn INTEGER, operation VARCHAR, record VARCHAR, status VARCHAR,
            offer VARCHAR, reason VARCHAR, arguments JSON)
-  run in a sandbox (scoring/dataset/goal_sql.py): a goal file may be hostile;
+  run in a sandbox (scoring/dataset/goal_sql.py): a goal file may be hostile; a query that is
+  false while events of an operation it names carry neither arguments nor record (tool spans
+  without their opt-in arguments) is UNVERIFIABLE, not false;
 - answered questions: the question was asked, not answered 'unavailable', and the reply
   carries the value the store held at that turn, in any form `scoring.checks.answers` accepts.
 """
@@ -56,6 +58,16 @@ def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
     return why
 
 
+def _blind(query: str, state: dict) -> list[str]:
+    """The operations a query names whose committed events carry neither arguments nor record:
+    what the query may read is unknown, so its being false says nothing (a runtime read through
+    its traces, whose tool spans leave the opt-in arguments out)."""
+    events = state.get("events") if isinstance(state.get("events"), list) else []
+    return sorted({e["operation"] for e in events if isinstance(e, dict) and e.get("status") == "committed"
+                   and isinstance(e.get("operation"), str) and e.get("arguments") is None
+                   and e.get("record") is None and e["operation"] in query})
+
+
 def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple[bool | None, str]:
     """(reached, why). reached is None when the store gives no state to check."""
     if state is None or not (isinstance(state.get("records"), dict) or isinstance(state.get("events"), list)):
@@ -77,6 +89,11 @@ def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple
     for i, query in enumerate(goal.success.sql):
         try:
             if not sql_holds(query, state):
+                blind = _blind(query, state)
+                if blind:
+                    return None, (f"UNVERIFIABLE: success.sql[{i}] is false, and the {', '.join(blind)} events it "
+                                  "names carry neither arguments nor record (tool spans without "
+                                  "gen_ai.tool.call.arguments: turn on the instrumentation's content capture)")
                 return False, f"success.sql[{i}] is false"
         except QueryFailed as exc:
             # Never a pass: the goal is UNVERIFIABLE, and the detail names the goal and the query.

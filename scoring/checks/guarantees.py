@@ -13,6 +13,10 @@ from scoring.transcript import CheckResult, Transcript
 from scoring.dataset.models import Goal, Persona
 
 
+NO_RECORD = ("a committed write names no record (from traces: its span carries no gen_ai.tool.call.arguments, "
+             "or [runtime.tools] names no record argument for its tool)")
+
+
 def _committed(events: list[dict]) -> list[dict]:
     return [e for e in events if e.get("status") == "committed"]
 
@@ -23,7 +27,7 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
     Addressed: a record created in the turn; else the record of the offer the write is linked
     to; else that of the latest ask for the same operation since the user's request began;
     else the record of the step the user's turn is tagged with; else the goal's declared
-    records. With none of these, the write is UNVERIFIABLE.
+    records. With none of these, the write is UNVERIFIABLE; so is a write that names no record.
     """
     tally = Tally("wrong_record")
     takes = follow(transcript)
@@ -40,6 +44,11 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
         created = (set(turn.state.get("records") or {}) - set(prior.get("records") or {})
                    if prior is not None else set())
         for event in writes:
+            if event.get("record") is None:
+                # Nothing says where it landed (a tool span without its arguments: they are opt-in
+                # in the GenAI conventions): not a write on another record, and not a pass either.
+                tally.unknown(NO_RECORD)
+                continue
             if event.get("record") in created:
                 tally.ok()
                 continue

@@ -45,17 +45,22 @@ class ForeignRuntime(Checked):
     description = "foreign"
     builds_state = True      # its state is simrun's, made from spans and a hook: never a protocol violation
 
-    def __init__(self, *, tools: dict[str, Tool] | None = None, traces: bool = False, trace_wait_s: float = 2.0,
-                 state: str | None = None, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+    def __init__(self, *, tools: dict[str, Tool] | None = None, traces: bool = False, trace_wait_s: float = 6.0,
+                 trace_port: int | None = None, state: str | None = None,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.book = TraceBook(tools) if traces else None
-        self.receiver = TraceReceiver(self.book) if self.book is not None else None
+        self.receiver = TraceReceiver(self.book, port=trace_port or 0) if self.book is not None else None
         self.trace_wait_s = trace_wait_s
         self.state_hook = state
+        self._before_import()
         self._state_fn = load_attribute(state, "module:function") if state and "://" not in state else None
         self.max_result_bytes = max_result_bytes
         self.sessions: dict[str, _Session] = {}
 
     # --- what subclasses provide -------------------------------------------------------------
+
+    def _before_import(self) -> None:
+        """Called before a module of the assistant (its state hook) is imported."""
 
     async def _ready(self) -> None:
         """Make the assistant ready to answer (start its server, say)."""
@@ -69,6 +74,10 @@ class ForeignRuntime(Checked):
 
     async def _close_transport(self) -> None:
         """Release the transport's own resources."""
+
+    async def _settle(self, session: str, turn: int) -> None:
+        """Wait until the turn's spans are in (a transport that sees them sooner says so)."""
+        await self.book.settle(session, turn, self.trace_wait_s)
 
     # --- the protocol, played ----------------------------------------------------------------
 
@@ -128,8 +137,11 @@ class ForeignRuntime(Checked):
         if self.book is not None:
             if s.turn > s.settled:
                 s.settled = s.turn
-                await self.book.settle(session, s.turn, self.trace_wait_s)
-            state["events"] = self.book.events(session)
+                await self._settle(session, s.turn)
+            # Until a span of this conversation has come, its events are unknown, not none: an
+            # exporter that sends elsewhere must make the checks over events UNVERIFIABLE, not pass them.
+            if self.book.heard(session):
+                state["events"] = self.book.events(session)
         if self.state_hook is not None:
             state["records"] = await self._records(session)
         return state

@@ -25,10 +25,12 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (ExportTraceServiceRequest,
                                                                        ExportTraceServiceResponse)
 
+from scoring.errors import RuntimeUnavailable
 from simulator.adapters.spans import Span, TraceBook
 
 DEFAULT_MAX_REQUEST_BYTES = 4 << 20
 PATH = "/v1/traces"
+OTHER_SIGNALS = ("/v1/metrics", "/v1/logs")
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
 
@@ -36,13 +38,19 @@ class TraceReceiver:
     """One receiver for one runtime adapter; its port is taken at once, so that the endpoint is
     known before anything starts (a runtime's environment names it)."""
 
-    def __init__(self, book: TraceBook, *, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+    def __init__(self, book: TraceBook, *, port: int = 0, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         self.book = book
         self.max_request_bytes = max_request_bytes
         self.refused = 0            # exports refused whole (not OTLP, too large is aiohttp's 413)
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
+        try:
+            self._socket.bind(("127.0.0.1", port))
+        except OSError as exc:
+            self._socket.close()
+            raise RuntimeUnavailable(f"the trace receiver cannot listen on 127.0.0.1:{port} (runtime.trace_port): "
+                                     f"{exc.strerror}; is a collector already there? Stop it, or choose another "
+                                     "port and point the assistant's exporter at it") from None
         self._socket.listen(128)
         self.endpoint = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
         self._runner: web.AppRunner | None = None
@@ -59,6 +67,10 @@ class TraceReceiver:
             return
         app = web.Application(client_max_size=self.max_request_bytes)
         app.router.add_post(PATH, self._export)
+        # The OTLP endpoint simrun names is every signal's: an assistant that also exports metrics
+        # or logs is answered, and they are read no further (aiohttp still bounds their size).
+        for other in OTHER_SIGNALS:
+            app.router.add_post(other, self._discard)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.SockSite(self._runner, self._socket).start()
@@ -68,6 +80,12 @@ class TraceReceiver:
         if runner is not None:
             await runner.cleanup()
         self._socket.close()
+
+    async def _discard(self, request: web.Request) -> web.Response:
+        await request.read()
+        if request.content_type == "application/json":
+            return web.json_response({})
+        return web.Response(body=b"", content_type="application/x-protobuf")    # an empty response message
 
     async def _export(self, request: web.Request) -> web.Response:
         raw = await request.read()     # decompressed, and 413 past max_request_bytes

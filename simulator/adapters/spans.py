@@ -19,6 +19,10 @@ error status is `refused` (the status message, else `error.type`, its reason), a
 `committed`. `[runtime.tools]` says which argument names the record a tool writes, and which
 tools only read (their calls are not events).
 
+A span sent again (an exporter retries a batch it saw no answer to; a callable's spans come
+both in-process and through its exporter) is kept once. Until a span of a conversation has
+arrived, its events are unknown (`heard`), not none.
+
 Spans are untrusted: every string is cut to MAX_TEXT characters and redacted before it is kept,
 arguments larger than MAX_ARGUMENTS_CHARS are dropped (the event keeps its operation), a turn
 keeps at most `max_spans_per_turn` tool events, and a span that cannot be read is counted and
@@ -70,6 +74,8 @@ class _Turn:
     span_id: str
     settled: asyncio.Event = field(default_factory=asyncio.Event)
     events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)   # (start time, event)
+    spans: int = 0                                   # spans of this turn received, of any kind
+    ids: set[str] = field(default_factory=set)       # the tool spans kept: an exporter's retry sends them again
 
 
 @dataclass
@@ -82,6 +88,8 @@ class Counts:
     orphans: int = 0        # spans of no turn simrun gave a context to
     bad: int = 0            # spans that could not be read
     dropped: int = 0        # tool spans past a turn's limit
+    repeats: int = 0        # tool spans received again (an exporter's retry), kept once
+    unnamed: int = 0        # write tool events whose record is unknown (no arguments on the span)
 
 
 class TraceBook:
@@ -103,12 +111,20 @@ class TraceBook:
         self._sessions.setdefault(session, []).append(trace_id)
         return f"00-{trace_id}-{span_id}-01"
 
+    def owns(self, trace_id: str) -> bool:
+        """Whether the trace is one simrun gave a turn (safe from any thread)."""
+        return trace_id in self._turns
+
     def add(self, span: Span) -> None:
         """File one span under its turn; a span that cannot be read is counted and skipped."""
         self.counts.spans += 1
         turn = self._turns.get(span.trace_id)
         if turn is None:
             self.counts.orphans += 1
+            return
+        turn.spans += 1
+        if span.span_id in turn.ids:     # sent again (an exporter retries a batch it saw no answer to)
+            self.counts.repeats += 1
             return
         try:
             event = self._event(span, turn)
@@ -120,6 +136,7 @@ class TraceBook:
                 self.counts.dropped += 1
             else:
                 turn.events.append((span.start_ns, event))
+                turn.ids.add(span.span_id)
                 self.counts.tool_events += 1
         if span.parent_span_id == turn.span_id:
             turn.settled.set()
@@ -129,11 +146,19 @@ class TraceBook:
         trace = next((t for t in self._sessions.get(session, ()) if self._turns[t].index == index), None)
         if trace is None:
             return False
+        if self._turns[trace].settled.is_set():
+            return True
         try:
             await asyncio.wait_for(self._turns[trace].settled.wait(), wait_s)
         except TimeoutError:
             return False
         return True
+
+    def heard(self, session: str) -> bool:
+        """Whether any span of the session's turns has arrived. Until one has, its tool events are
+        unknown, not none: an exporter that sends nowhere looks exactly like an assistant that
+        calls no tool."""
+        return any(self._turns[t].spans for t in self._sessions.get(session, ()))
 
     def events(self, session: str) -> list[dict[str, Any]]:
         """The session's tool events, by turn, and within a turn in the order the calls started."""
@@ -162,8 +187,11 @@ class TraceBook:
         refused = span.status_code == STATUS_ERROR
         reason = (span.status_message or str(attrs.get("error.type") or "") or "error status") if refused else None
         call_id = attrs.get("gen_ai.tool.call.id")
+        record = _record(tool.record, arguments)
+        if record is None and tool.record is not None:
+            self.counts.unnamed += 1
         return {"id": _text(call_id if isinstance(call_id, str) and call_id else f"span-{span.span_id}"),
-                "turn": turn.index, "operation": _text(name), "record": _record(tool.record, arguments),
+                "turn": turn.index, "operation": _text(name), "record": record,
                 "status": "refused" if refused else "committed", "offer": None,
                 "reason": _text(reason) if reason else None, "arguments": arguments}
 

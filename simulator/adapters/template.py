@@ -19,6 +19,8 @@ evidence, as over the http transport.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 from typing import Any
 
@@ -32,9 +34,14 @@ from simulator.adapters.process import ManagedProcess, free_port
 CHAT_REPLY = "/choices/0/message/content"
 
 
+_PLACEHOLDER = re.compile(r"\{(message|messages|session)\}")
+
+
 def fill(template: Any, message: str, messages: list[dict[str, str]], session: str) -> Any:
     """The body template with this turn's values: a string that is exactly `{messages}` becomes
-    the list itself; elsewhere each placeholder is replaced as text."""
+    the list itself; elsewhere each placeholder is replaced as text (`{messages}` as its JSON),
+    in one pass, so that what a user says is never read as a placeholder in its turn. The body is
+    then written as JSON whole: quotes, line breaks and braces in a message stay its text."""
     if isinstance(template, dict):
         return {key: fill(value, message, messages, session) for key, value in template.items()}
     if isinstance(template, list):
@@ -43,7 +50,9 @@ def fill(template: Any, message: str, messages: list[dict[str, str]], session: s
         return template
     if template == "{messages}":
         return messages
-    return template.replace("{message}", message).replace("{session}", session)
+    values = {"message": message, "session": session}
+    return _PLACEHOLDER.sub(lambda found: values[found[1]] if found[1] in values
+                            else json.dumps(messages, ensure_ascii=False), template)
 
 
 def pointer(document: Any, path: str) -> Any:
@@ -58,6 +67,15 @@ def pointer(document: Any, path: str) -> Any:
         else:
             raise KeyError(token)
     return value
+
+
+def _tool_calls(answer: Any) -> str:
+    """The tools a chat-completions answer asks its caller to run, named; '' if none."""
+    try:
+        calls = pointer(answer, "/choices/0/message/tool_calls")
+        return ", ".join(str(pointer(call, "/function/name"))[:100] for call in calls[:5]) if calls else ""
+    except (KeyError, TypeError):
+        return ""
 
 
 class TemplateRuntime(ForeignRuntime):
@@ -126,8 +144,10 @@ class TemplateRuntime(ForeignRuntime):
         if isinstance(found, dict) and isinstance(found.get("reply"), str):
             return found
         if not isinstance(found, str):
-            raise RuntimeFault("missing_reply", f"the answer's {self.reply_at} is not text (runtime.reply)",
-                               body=excerpt(str(answer)))
+            calls = _tool_calls(answer)
+            why = (f"the answer asks its caller to run tools ({calls}) instead of replying: an assistant under "
+                   "test runs its own tools" if calls else f"the answer's {self.reply_at} is not text (runtime.reply)")
+            raise RuntimeFault("missing_reply", why, body=excerpt(str(answer)))
         return found
 
     async def _get_json(self, url: str, what: str) -> Any:

@@ -146,6 +146,11 @@ def register(app: typer.Typer) -> None:
             out.print(f"traces: {t['spans']} spans, {t['tool_events']} tool calls kept as events, {t['reads']} reads, "
                       f"{t['orphans']} of no turn, {t['bad']} unreadable, {t['dropped']} past a turn's limit",
                       highlight=False, soft_wrap=True)
+            if t.get("unnamed"):
+                out.print(f"traces: {t['unnamed']} write tool calls came without gen_ai.tool.call.arguments, so the "
+                          "record each wrote is unknown (wrong_record UNVERIFIABLE for them): turn on the "
+                          "instrumentation's content capture", style="yellow", highlight=False, markup=False,
+                          soft_wrap=True)
         if level + 1 < len(report.ladder()):
             rung = report.ladder()[level + 1]
             out.print(f"to reach level {rung.level} ({rung.name}): {rung.how}", highlight=False, markup=False,

@@ -3,6 +3,7 @@
     base       the role (one async call per turn) and `make_user(spec)`, which picks a backend
     scripted   the scripted user: deterministic, offline and free, the default
     manners    how a persona's manner changes what the scripted user writes
+    asked      which arguments a reply asks for in words (a runtime with no asks as data)
     model      a user played by a model, paid for under a hard budget, with a replay cache
     prompt     what a model-played user is told, and how its answer is read
     providers  the model APIs through their official SDKs (OpenAI and compatible, Anthropic)

@@ -4,7 +4,8 @@ It reads the runtime's asks, offers and cards as data. Each turn it takes the fi
 not yet done and moves it forward: it answers the ask from the goal's facts, confirms a card
 that matches, takes up a matching offer (a click, or the same thing in words), or asks for the
 step in words. A runtime that gives no asks as data (one behind the callable or chat transport)
-is answered from the step's `answers` when its reply asks for an argument by name. A step counts as done when the store shows its operation committed. It stops
+is answered from the step's `answers` when its reply asks for an argument by name
+(simulator/users/asked.py). A step counts as done when the store shows its operation committed. It stops
 when every step is done (the loop ends the conversation first if the goal is reached), or
 gives up after `persona.patience` turns on one step.
 
@@ -28,6 +29,7 @@ from scoring.transcript import TurnRecord, UserTurn
 from scoring.dataset.models import Goal, Persona, Step
 from scoring.errors import ConfigError
 from simulator.users import manners as m
+from simulator.users.asked import asked_by_name
 
 SIMULATOR_FAULTS = ("empty_message", "role_leak", "leaked_instructions", "early_stop",
                     "false_success", "contradict_facts")
@@ -313,16 +315,6 @@ class ScriptedSession:
 
     def _facts(self) -> dict[str, Any]:
         return {k: self.goal.resolve(v) for k, v in self.goal.facts.items()}
-
-
-def asked_by_name(reply: str, step: Step) -> list[str]:
-    """The step's arguments a reply asks for in words, for a runtime that gives no asks as data:
-    the reply puts a question, and names an argument that the step has `answers` for (`date`,
-    `new_date` as "new date", a plural as well)."""
-    if "?" not in reply:
-        return []
-    return [name for name in step.answers if name in step.arguments and re.search(
-        r"\b" + re.escape(name.replace("_", " ")) + r"s?\b", reply.replace("_", " "), re.IGNORECASE)]
 
 
 def _plain(value: Any) -> Any:

@@ -150,3 +150,22 @@ def test_a_turn_is_settled_when_the_runtimes_own_span_arrives_or_after_the_wait(
 
     settled, events = receiving(test)
     assert settled is own_span_arrives and [e["record"] for e in events] == ["T-1"]
+
+
+def test_a_batch_sent_again_is_kept_once_and_other_signals_are_answered_unread():
+    """An exporter that saw no answer in time sends its batch again: a tool call is one event.
+    The OTLP endpoint simrun names is every signal's: metrics and logs are answered, not read."""
+    async def test(receiver, book, traceparent):
+        batch = export([tool_span(traceparent, "rebook", {"trip_id": "T-1"}),
+                        tool_span(traceparent, "rebook", {"trip_id": "T-2"})]).SerializeToString()
+        statuses = [await post(receiver, batch), await post(receiver, gzip.compress(batch), **{"Content-Encoding": "gzip"})]
+        async with aiohttp.ClientSession() as http:
+            for signal in ("/v1/metrics", "/v1/logs"):
+                async with http.post(receiver.endpoint + signal, data=b"\x0a\x00",
+                                     headers={"Content-Type": "application/x-protobuf"}) as response:
+                    statuses.append(response.status)
+        return statuses, book.events("s-1"), book.counts
+
+    statuses, events, counts = receiving(test)
+    assert statuses == [200, 200, 200, 200]
+    assert [e["record"] for e in events] == ["T-1", "T-2"] and counts.repeats == 2 and counts.spans == 4

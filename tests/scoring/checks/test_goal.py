@@ -154,6 +154,19 @@ def test_sql_over_the_events_table():
     assert goal_status(g, EMPTY, elsewhere)[0] is False
 
 
+def test_a_false_query_over_events_that_carry_no_arguments_is_unverifiable_not_false():
+    """A tool span without its (opt-in) arguments gives an event with neither arguments nor
+    record: a query that names its operation and is false could have held with them."""
+    g = goal({"sql": [EVENT_SQL]})
+    blind = state(None, event("e-1", 2, record=None, arguments=None))
+    reached, why = goal_status(g, EMPTY, blind)
+    assert reached is None and "add_bag events it names carry neither arguments nor record" in why
+    # A blind event of an operation the query does not name, or one refused, changes nothing.
+    other = state(None, event("e-1", 2, operation="rebook", record=None, arguments=None))
+    refused = state(None, event("e-1", 2, record=None, arguments=None, status="refused"))
+    assert goal_status(g, EMPTY, other)[0] is False and goal_status(g, EMPTY, refused)[0] is False
+
+
 def test_sql_sees_only_the_state_it_is_given():
     g = goal({"sql": ["SELECT count(*) = 0 FROM events"]})
     assert goal_status(g, EMPTY, state(None, event("e-1", 1)))[0] is False

@@ -357,3 +357,14 @@ def test_integrity_leak_is_unverifiable_when_refusal_emitted_is_left_out_of_verd
         t.turns[0], result={**t.turns[0].result, "verdicts": {"identity_score": 0.9}}), *t.turns[1:]))
     check = integrity_leak(t, LEAK_GOAL, LEAK_PERSONA)
     assert check.status == "unverifiable"
+
+
+def test_wrong_record_is_unverifiable_for_a_write_that_names_no_record():
+    """A tool span without its arguments (opt-in in the GenAI conventions) gives an event with no
+    record: where it landed is unknown, which is neither a wrong record nor a pass."""
+    nameless = transcript((msg("Add a bag to Lisbon offsite."), result("Added."), state(event("e-1", 1, record=None))))
+    check = wrong_record(nameless, G, P)
+    assert check.status == "unverifiable" and not check.findings and "names no record" in check.reason
+    mixed = transcript((msg("Add a bag to Lisbon offsite."), result("Added."),
+                        state(event("e-1", 1, record=None), event("e-2", 1, record="trip:T-2"))))
+    assert turns_of(wrong_record(mixed, G, P)) == [1]        # the write that names one is still judged

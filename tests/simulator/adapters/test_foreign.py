@@ -70,7 +70,9 @@ def test_a_function_gets_the_conversation_so_far_and_runs_in_the_turns_trace(fun
     assert (s1["turn"], s2["turn"], s1["seed"], s1["setup"]) == (1, 2, 3, {"x": 1}) and s1["id"] == s2["id"]
     # Each turn its own trace, and the function ran inside it.
     assert trace1 == s1["traceparent"].split("-")[1] and trace2 == s2["traceparent"].split("-")[1] != trace1
-    assert state == {"events": []}
+    # These functions make no span: with no span of the conversation heard, its tool events are
+    # unknown (UNVERIFIABLE), not none.
+    assert state == {}
     if function == "async_agent":
         assert results[0]["ask"]["arguments"] == ["date"]    # protocol fields, as the function gave them
 
@@ -142,6 +144,15 @@ def test_each_way_a_template_turn_fails_is_a_fault_of_its_kind(answer, kind):
     results, _ = with_endpoint(answer, lambda url: TemplateRuntime(
         url=url + "/chat", body={"q": "{message}"}, reply="/out/a~1b/0/text", max_result_bytes=1024), "hi")
     assert isinstance(results[0], RuntimeFault) and results[0].kind == kind, results
+
+
+def test_a_chat_answer_that_asks_its_caller_to_run_tools_is_a_fault_that_names_them():
+    answer = lambda body: web.json_response({"choices": [{"index": 0, "message": {  # noqa: E731
+        "role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "reschedule", "arguments": "{}"}}]}}]})
+    results, _ = with_endpoint(answer, lambda url: ChatRuntime(url=url + "/v1", model="m"), "hi")
+    assert isinstance(results[0], RuntimeFault) and results[0].kind == "missing_reply"
+    assert "asks its caller to run tools (reschedule)" in str(results[0]) and "reschedule" in results[0].evidence["body"]
 
 
 def test_an_openai_compatible_endpoint_gets_the_model_and_every_message():
