@@ -148,7 +148,8 @@ class RuntimeSection(_Model):
         "The started command's working directory (default: the folder of simrun.toml; relative to it)."))
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the started command.")
     timeout_s: float = Field(30.0, gt=0, description="Seconds one request may take before it is a runtime_error.")
-    startup_timeout_s: float = Field(30.0, gt=0, description="http: seconds to wait for /v1/health at start.")
+    startup_timeout_s: float = Field(30.0, gt=0, description=(
+        "Seconds a runtime simrun started has to answer first: http, its /v1/health; stdio, its first answer."))
     headers: dict[str, str] = Field(
         default_factory=dict, description=("http, chat, template: request headers; ${VAR} is read from the "
                                            "environment, never stored."))

@@ -260,7 +260,7 @@ def runtime_of(rt: RuntimeSection, concurrency: int = 8):
                            timeout_s=rt.timeout_s, startup_timeout_s=rt.startup_timeout_s, headers=headers,
                            concurrency=concurrency, max_result_bytes=rt.max_result_bytes)
     return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s,
-                        max_result_bytes=rt.max_result_bytes)
+                        startup_timeout_s=rt.startup_timeout_s, max_result_bytes=rt.max_result_bytes)
 
 
 def foreign_runtime(rt: RuntimeSection, env: dict[str, str], headers: dict[str, str], concurrency: int):

@@ -5,7 +5,9 @@ simrun writes `{"id": 7, "op": "turn", "session": "s-1", "body": {...}}` and rea
 ops and bodies are those of the HTTP operations (docs/protocol.md). The child is started without
 a shell. Requests are sent one at a time (a line protocol has one stream). A child that dies,
 hangs past the timeout or writes a broken line fails the conversation in flight as
-`runtime_error`, with its stderr tail; the next conversation starts a new child.
+`runtime_error`, with its stderr tail; the next conversation starts a new child. A child just
+started has `startup_timeout_s` for its first answer, as an HTTP runtime has for its health:
+its start (an interpreter, its imports, a model loaded) is not a request's time.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ class _TooLong(Exception):
 
 class StdioRuntime(Checked):
     def __init__(self, command: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
-                 timeout_s: float = 30.0, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+                 timeout_s: float = 30.0, startup_timeout_s: float = 30.0,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.max_result_bytes = max_result_bytes
         self.process = ManagedProcess(command, env=env, cwd=cwd, stdin_pipe=True,
                                       line_limit=max_result_bytes + ENVELOPE_BYTES)
         self.description = f"stdio:{' '.join(command)}"
-        self.timeout_s = timeout_s
+        self.timeout_s, self.startup_timeout_s = timeout_s, startup_timeout_s
+        self._answered = False          # has the child running now answered once?
         self._lock = asyncio.Lock()
         self._ids = itertools.count(1)
         self.restarts = 0
@@ -59,6 +63,7 @@ class StdioRuntime(Checked):
                     self.restarts += 1
                     await self.process.stop()
                 await self.process.start()
+                self._answered = False
             sent_at = time.perf_counter()
             generation = getattr(session, "generation", None)
             if generation not in (None, self.process.generation):
@@ -75,14 +80,16 @@ class StdioRuntime(Checked):
             started = time.perf_counter()
             elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
             proc = self.process.proc
+            limit, limit_name = ((self.timeout_s, "runtime.timeout_s") if self._answered
+                                 else (self.startup_timeout_s, "runtime.startup_timeout_s: its first answer"))
             try:
                 proc.stdin.write((json.dumps(message) + "\n").encode())
                 await proc.stdin.drain()
-                line = await asyncio.wait_for(self._read_line(proc.stdout), self.timeout_s)
+                line = await asyncio.wait_for(self._read_line(proc.stdout), limit)
             except asyncio.TimeoutError:
                 self.process.mark_down()
                 await self.process.stop(grace_s=1.0)   # a hung child is no use to the next conversation
-                raise self._fault("timeout", f"{op}: no answer within {self.timeout_s}s",
+                raise self._fault("timeout", f"{op}: no answer within {limit}s ({limit_name})",
                                   elapsed_ms=elapsed()) from None
             except (BrokenPipeError, ConnectionResetError):
                 line = b""
@@ -105,6 +112,7 @@ class StdioRuntime(Checked):
                 raise self._fault("exited", f"{op}: the runtime process exited "
                                   f"({exit_text(self.process.returncode)}) while answering{said}",
                                   elapsed_ms=elapsed(), **({"collateral": True} if collateral else {}))
+            self._answered = True
         try:
             reply = await read_answer(line, op)
         except RuntimeFault as fault:

@@ -21,7 +21,7 @@ from simulator.adapters.http import HttpRuntime
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
 from scoring.dataset.files import load_dataset
-from scoring.errors import RuntimeUnavailable
+from scoring.errors import RuntimeFault, RuntimeUnavailable
 from simulator.runner import run_matrix
 from simulator.users.scripted import ScriptedUser
 from tripdesk import TripDesk
@@ -329,3 +329,39 @@ def test_conversations_a_dying_server_takes_down_with_it_are_marked_collateral(t
     assert faults["b-later"]["collateral"] is True and "another conversation" in faults["b-later"]["message"]
     assert runtime.restarts == 1
     assert not leftovers(ODD)
+
+
+# A child that takes `start_s` to start (an interpreter, its imports, a model loaded), then
+# answers health at once and every other request after `request_s`.
+SLOW_CHILD = """
+import json, sys, time
+time.sleep(float(sys.argv[1]))
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["op"] != "health":
+        time.sleep(float(sys.argv[2]))
+    print(json.dumps({"id": request["id"], "result": {"protocol": 1}}), flush=True)
+"""
+
+
+def test_a_stdio_child_has_the_startup_timeout_for_its_first_answer_and_the_timeout_after():
+    def runtime(start_s: float, startup_timeout_s: float) -> StdioRuntime:
+        return StdioRuntime([PY, "-c", SLOW_CHILD, str(start_s), "2"], timeout_s=0.5,
+                            startup_timeout_s=startup_timeout_s)
+
+    async def health_then_start(rt: StdioRuntime):
+        try:
+            await rt.health()
+            await rt.start({})
+        finally:
+            await rt.process.stop()
+
+    slow_start = runtime(1.0, startup_timeout_s=10.0)     # starts slower than timeout_s: not a timeout
+    with pytest.raises(RuntimeFault) as raised:
+        asyncio.run(health_then_start(slow_start))
+    # ...but a later request that takes longer than timeout_s is one.
+    assert raised.value.evidence["kind"] == "timeout", raised.value
+    assert "start: no answer within 0.5s (runtime.timeout_s)" in str(raised.value)
+    too_slow = runtime(1.0, startup_timeout_s=0.5)
+    with pytest.raises(RuntimeUnavailable, match=r"health: no answer within 0.5s \(runtime.startup_timeout_s"):
+        asyncio.run(health_then_start(too_slow))
