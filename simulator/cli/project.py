@@ -41,8 +41,8 @@ def register(app: typer.Typer) -> None:
             fail(exc)
         files = ", ".join(f"{p} ok" for p in plan.files) or "no simrun.toml or budgets.toml (defaults)"
         out.print(f"ok: {len(plan.dataset.personas)} personas, {len(plan.dataset.goals)} goals "
-                  f"(dataset {plan.dataset.hash}); {files}; runtime {health.get('runtime')} "
-                  f"{health.get('version')} speaks protocol {health['protocol']}", highlight=False, soft_wrap=True)
+                  f"(dataset {plan.dataset.hash}); {files}; runtime {identity(health)} speaks protocol "
+                  f"{health['protocol']}", highlight=False, soft_wrap=True)
         if checked is None:
             return
         played = f"{checked.conversations} conversations with the scripted user, nothing spent"
@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         except SimrunError as exc:
             fail(exc)
         health = report.health or {}
-        out.print(f"runtime {report.runtime}: {health.get('runtime')} {health.get('version')}, protocol "
+        out.print(f"runtime {report.runtime}: {identity(health)}, protocol "
                   f"{health.get('protocol')}; probe goal {chosen.id}, {len(report.turns)} turns", highlight=False,
                   soft_wrap=True)
         ops = Table(title="operations", title_justify="left")
@@ -217,3 +217,9 @@ def register(app: typer.Typer) -> None:
         for name, body in json_schemas().items():
             (folder / f"{name}.schema.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
             out.print(f"wrote {folder / f'{name}.schema.json'}", highlight=False)
+
+
+def identity(health: dict) -> str:
+    """The runtime's name and version as its health gave them, leaving out what it did not give
+    (an assistant with no protocol code has neither)."""
+    return " ".join(str(health[key]) for key in ("runtime", "version") if health.get(key)) or "(unnamed)"

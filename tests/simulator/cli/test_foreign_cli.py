@@ -49,5 +49,6 @@ def test_a_function_and_its_tools_in_simrun_toml_are_all_it_takes(project, simru
     code, checked = simrun("check-runtime", "--goal", "move-booking")
     assert code == 0, checked
     assert "evidence: level 1 of 4 (tool events)" in checked
+    assert "None" not in checked                # no name or version was given: none is printed
     assert re.search(r"traces: \d+ spans, [1-9]\d* tool calls kept as events", checked), checked
     assert "to reach level 2 (records): give the session's records: a state hook (runtime.state)" in checked
