@@ -83,7 +83,8 @@ class GateSection(_Model):
 
 class ReleaseSection(_Model):
     fail_on_runtime_error: bool = Field(True, description="A run with any runtime_error fails.")
-    min_goal_reached: float | None = Field(None, ge=0, le=1, description="The goal-reached rate a run must reach.")
+    min_goal_reached: float | None = Field(None, ge=0, le=1, description=(
+        "The goal-reached rate a run must reach (not set: 50%; 0 switches it off)."))
     max_rate: dict[Literal[CEILING_CLASSES], Annotated[float, Field(ge=0, le=1)]] = Field(
         default_factory=dict, description="Class -> the highest rate a run may have.")
     progress_ceiling: float = Field(DEFAULT_PROGRESS_CEILING, ge=0, le=1, description=(

@@ -4,7 +4,13 @@
 in one line; the report shows the same verdict, made by the same function. The criteria:
 
 - `fail_on_runtime_error` (on by default): any conversation that ended in runtime_error;
-- `min_goal_reached` (off by default): the goal-reached rate must reach this floor;
+- `min_goal_reached` (50% by default): the goal-reached rate must reach this floor. A run where
+  most conversations do not reach their goal is not a clean release, whatever else held: with a
+  runtime that gives no progress evidence (a tool-calling assistant read from its traces: every
+  progress class UNVERIFIABLE), goal reached is the only measure of progress there is. The
+  default is low because goal reached depends on the simulated user too (`simrun check-user`
+  measures that); 0 switches it off. Where no conversation could decide it, the default floor is
+  listed as not checked, and a floor set by hand fails;
 - `max_rate` (none by default): per class, the highest rate a run may have;
 - `progress_ceiling` (10% by default): the ceiling of each progress class (dead_end, loop,
   refused_offer, not_understood, unanswered, simulator_error) that `max_rate` does not name. A
@@ -32,6 +38,7 @@ from scoring.checks.scorer import ALL_CLASSES, PROGRESS_CLASSES
 
 CEILING_CLASSES = (*ALL_CLASSES, "runtime_error")
 DEFAULT_PROGRESS_CEILING = 0.10
+DEFAULT_GOAL_FLOOR = 0.50
 
 
 class ReleaseSettings(Protocol):
@@ -96,13 +103,17 @@ def check_counts(counts: Mapping[str, tuple[int, int]], goal: tuple[int, int], s
         n, counted = counts["runtime_error"]
         criteria.append(Criterion("release.fail_on_runtime_error" + suffix, n == 0,
                                   f"the runtime failed in {n} of {counted} conversations" if n else "no runtime_error"))
-    if settings.min_goal_reached is not None:
-        floor = settings.min_goal_reached
-        reached, scored = goal
+    unchecked = []
+    by_hand = settings.min_goal_reached is not None
+    floor = settings.min_goal_reached if by_hand else DEFAULT_GOAL_FLOOR
+    reached, scored = goal
+    if floor > 0 and not scored and not by_hand:
+        unchecked.append(f"the floor on goal reached{suffix}: no conversation could decide it (UNVERIFIABLE)")
+    elif floor > 0:
         ok = scored > 0 and reached / scored >= floor
         criteria.append(Criterion("release.min_goal_reached" + suffix, ok, _compared(
-            "goal reached", reached, scored, f"at least the floor {floor:.1%}" if ok else f"below the floor {floor:.1%}")))
-    unchecked = []
+            "goal reached", reached, scored, f"at least the floor {floor:.1%}" if ok else f"below the floor {floor:.1%}")
+            + ("" if by_hand else " (the default floor)")))
     ceilings = [(cls, ceiling, "") for cls, ceiling in settings.max_rate.items()]
     if settings.progress_ceiling < 1:
         ceilings += [(cls, settings.progress_ceiling, " (release.progress_ceiling)")

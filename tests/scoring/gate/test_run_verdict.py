@@ -8,6 +8,7 @@ edits of a goal and of a persona, removals, and forged hashes, not only the issu
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -23,7 +24,7 @@ from scoring.gate.run_verdict import run_verdict
 from scoring.gate.summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
 from scoring.gate.verdict_text import junit_xml, markdown
 from scoring.store.rates import Outcome, Rate
-from scoring.checks.scorer import ALL_CLASSES, kind_of
+from scoring.checks.scorer import ALL_CLASSES, PROGRESS_CLASSES, kind_of
 from simulator.config import GateSection, ReleaseSection
 
 SETTINGS = GateSection(permutations=2_000)
@@ -166,6 +167,31 @@ def test_a_default_ceiling_no_conversation_could_decide_is_not_checked_and_said_
     assert verdict.passed
     assert any("the ceiling on unanswered: no conversation could decide it" in n for n in verdict.not_checked)
     assert not run_verdict("r1", rates, outcome, ReleaseSection(max_rate={"unanswered": 0.1})).passed
+
+
+def test_by_default_a_run_where_most_goals_are_not_reached_fails_and_one_that_cannot_tell_says_so():
+    rates, outcome = clean_rates(BASE)
+    n = outcome.goal_scored
+    # The goal is the only measure of progress a runtime read from its traces gives: every
+    # progress class UNVERIFIABLE, and no goal reached, is not a clean release.
+    blind = [Rate(r.cls, r.kind, 0, 0, n, 0, 0) if r.cls in PROGRESS_CLASSES else r for r in rates]
+    none = run_verdict("r1", blind, dataclasses.replace(outcome, goal_reached=0), ReleaseSection())
+    assert (none.status, none.exit_code) == ("failed", 1)
+    assert none.reasons == (f"release.min_goal_reached: goal reached 0.0% (0/{n}), below the floor 50.0% "
+                            "(the default floor)",)
+    half = dataclasses.replace(outcome, goal_reached=n // 2)
+    assert run_verdict("r1", rates, half, ReleaseSection()).passed              # at the floor: passes
+    below = dataclasses.replace(outcome, goal_reached=n // 2 - 1)
+    assert not run_verdict("r1", rates, below, ReleaseSection()).passed
+    assert run_verdict("r1", rates, below, ReleaseSection(min_goal_reached=0)).passed      # 0 switches it off
+    assert run_verdict("r1", rates, below, ReleaseSection(min_goal_reached=0.4)).passed
+    # No conversation could decide it: the default floor is not checked, and says so; a floor
+    # set by hand fails (UNVERIFIABLE is never a pass).
+    unknown = dataclasses.replace(outcome, goal_reached=0, goal_scored=0, goal_unverifiable=n)
+    told = run_verdict("r1", rates, unknown, ReleaseSection())
+    assert told.passed and any(line.startswith("the floor on goal reached: no conversation could decide it")
+                               for line in told.not_checked), told.not_checked
+    assert not run_verdict("r1", rates, unknown, ReleaseSection(min_goal_reached=0.9)).passed
 
 
 def test_markdown_and_junit_say_what_the_exit_status_says():
