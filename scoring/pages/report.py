@@ -165,12 +165,13 @@ def build_report(store: Store, run_id: str | None, out_dir: Path | str = "report
     # it is known to be one simrun made, so that it cannot lead out of the reports folder.
     path = out_dir / f"{checked_run_id(context['run']['run_id'], store.path)}.html"
     write_page(path, env.get_template("report.html").render(**context))
-    build_index(store, out_dir, env, gate_settings, baseline)
+    build_index(store, out_dir, env, gate_settings, baseline, release, context["verdict"])
     return path
 
 
 def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings=None,
-                baseline=None) -> Path:
-    """reports/index.html: the dashboard of every run in the store (`scoring.pages.dashboard`)."""
+                baseline=None, release=None, verdict: RunVerdict | None = None) -> Path:
+    """reports/index.html: the dashboard of every run in the store (`scoring.pages.dashboard`), the
+    newest run of each dataset judged under the same `release` criteria and baseline as the report."""
     return build_dashboard([store], Path(out_dir) / "index.html", baseline=baseline, gate_settings=gate_settings,
-                           env=env)
+                           env=env, release=release, known=[verdict] if verdict is not None else ())

@@ -107,10 +107,10 @@ def register(app: typer.Typer) -> None:
                                   field="--out")
             base = load_baseline(baseline) if baseline else project_baseline(load_project_file(), given_file(
                 None, "simrun.toml", "--config"))
-            settings = _budgets(budgets).gate
+            money = _budgets(budgets)
             with contextlib.ExitStack() as stack:
                 stores = [stack.enter_context(reading(path)) for path in paths]
-                path = build_dashboard(stores, target, baseline=base, gate_settings=settings)
+                path = build_dashboard(stores, target, baseline=base, gate_settings=money.gate, release=money.release)
         except SimrunError as exc:
             fail(exc)
         out.print(f"dashboard: {path}", highlight=False)
