@@ -69,6 +69,16 @@ def test_plain_simrun_gates_against_gate_baseline_an_aa_run_passes_and_a_regress
     first = re.search(r"<body>\s*(<[^>]+>)", html).group(1)
     assert first == '<section id="verdict" class="failed" data-status="failed" data-exit="1">'
     assert reasons[0].removeprefix("FAILED: ") in html.split("</section>", 1)[0]
+    # The report written again later knows the baseline from simrun.toml, and says the same verdict.
+    again = cli("report", "latest")
+    assert again.exit_code == 0 and f"FAILED: {reasons[0].removeprefix('FAILED: ')}" in again.output, again.output
+    # The same run made in shards and merged is judged as the run unsharded: against gate.baseline too.
+    for i in (0, 1):
+        shard = cli("-n", "2", "--seed", "2", "--shard", f"{i}/2", "--db", f"shard{i}.duckdb")
+        assert shard.exit_code in (0, 1), shard.output
+    merged = cli("merge", "shard0.duckdb", "shard1.duckdb", "--out", "merged.duckdb")
+    assert merged.exit_code == 1, merged.output
+    assert [line for line in verdict_lines(merged.output) if line.startswith("FAILED: ")] == reasons
 
 
 def test_a_pull_request_that_adds_a_goal_is_gated_on_what_it_shares(cli, project):
