@@ -137,7 +137,7 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
         reasons.append("guarantees broken: " + ", ".join(
             f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken))
     elif judged:
-        held.append(f"every guarantee held ({outcome.conversations} conversations)")
+        held += _guarantees_held(rates, outcome.conversations, not_checked)
     check = release_check(rates, outcome, release)
     reasons += [c.line() for c in check.failures]
     if check.criteria and check.passed:
@@ -173,6 +173,21 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
     reasons += [f"a problem in the goal files, not the runtime's: {line}" for line in goal_files]
     return RunVerdict(run_id, status, tuple(reasons), tuple(held), tuple(not_checked), check, gate,
                       None if baseline is None else baseline.source, tuple(rates), outcome, sequential)
+
+
+def _guarantees_held(rates: list[R.Rate], conversations: int, not_checked: list) -> list[str]:
+    """What held of the guarantees, none broken: claimed only of those a conversation could decide.
+    A guarantee UNVERIFIABLE in every conversation is not known to hold (it is listed as not checked)."""
+    guarantees = [r for r in rates if r.kind == "guarantee"]
+    never = [r.cls for r in guarantees if not r.scored]
+    if not never:
+        return [f"every guarantee held ({conversations} conversations)"]
+    if len(never) < len(guarantees):
+        return [f"every guarantee that could be decided held ({conversations} conversations); {len(never)} of "
+                f"{len(guarantees)} could be decided in no conversation ({', '.join(never)}: UNVERIFIABLE)"]
+    not_checked.append("guarantees: none could be decided in any conversation (UNVERIFIABLE: the runtime gives "
+                       "none of the evidence they need), so none is known to hold")
+    return []
 
 
 def _gate_lines(gate: GateResult, release: ReleaseSettings, reasons: list, held: list, not_checked: list,

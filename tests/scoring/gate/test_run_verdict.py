@@ -168,6 +168,29 @@ def test_a_default_ceiling_no_conversation_could_decide_is_not_checked_and_said_
     assert not run_verdict("r1", rates, outcome, ReleaseSection(max_rate={"unanswered": 0.1})).passed
 
 
+@pytest.mark.parametrize("undecided", [(), ("audit_gap",), ("wrong_record", "phantom_receipt", "audit_gap"), "all"])
+def test_a_guarantee_no_conversation_could_decide_is_never_said_to_hold(undecided):
+    """An assistant that keeps no store or audit gives no evidence for most guarantees: none broken
+    is not every one held. What held claims only the guarantees a conversation decided."""
+    rates, outcome = clean_rates(BASE)
+    guarantees = [r.cls for r in rates if r.kind == "guarantee"]
+    undecided = guarantees if undecided == "all" else list(undecided)
+    rates = [Rate(r.cls, r.kind, 0, 0, 48, 0, 0) if r.cls in undecided else r for r in rates]
+    verdict = run_verdict("r1", rates, outcome, ReleaseSection())
+    assert verdict.passed       # nothing failed; what was not checked is said, not counted either way
+    said = " ".join((*verdict.held, *verdict.not_checked))
+    claims = [h for h in verdict.held if "guarantee" in h]
+    if not undecided:
+        assert claims == [f"every guarantee held ({outcome.conversations} conversations)"]
+    elif len(undecided) < len(guarantees):
+        assert len(claims) == 1 and claims[0].startswith("every guarantee that could be decided held")
+        assert f"{len(undecided)} of {len(guarantees)} could be decided in no conversation" in claims[0]
+        assert all(cls in claims[0] for cls in undecided)
+    else:
+        assert claims == [] and "guarantees: none could be decided in any conversation" in said
+    assert "every guarantee held" not in said or not undecided
+
+
 def test_markdown_and_junit_say_what_the_exit_status_says():
     rates, outcome = clean_rates(BASE, dead_end=(40, 100))
     verdict = run_verdict("r1", rates, outcome, ReleaseSection())
