@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -200,6 +201,39 @@ def test_markdown_and_junit_say_what_the_exit_status_says():
     root = ET.fromstring(junit_xml(verdict).split("?>", 1)[1])
     failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
     assert failed == ["release.max_rate.dead_end"] and root.get("failures") == "1"
+
+
+def every_status() -> dict[str, object]:
+    rates, outcome = clean_rates(BASE)
+    failing, _ = clean_rates(BASE, dead_end=(40, 100), wrong_record=(2, 100))
+    nothing = Outcome(3, 0, {"provider_error": 3}, 0, 0, 0, 0, None, None, 0.0)
+    clean = run_verdict("r1", rates, outcome, ReleaseSection())
+    return {
+        "passed": clean,
+        "failed": run_verdict("r1", failing, outcome, ReleaseSection()),
+        "goal files": run_verdict("r1", rates, outcome, None, goal_files=("goal g: no record of type trip",)),
+        "nothing judged": run_verdict("r1", rates, nothing, None),
+        "baseline refused": run_verdict("r1", rates, outcome, None, baseline=BASE, gate_refused="another scorer"),
+        # A run in rounds still undecided at its cap: the one verdict the sequential gate gives it.
+        "inconclusive": replace(clean, status="inconclusive", reasons=(
+            "sequential gate: inconclusive after 20 of 20 rounds: run more rounds",)),
+    }
+
+
+@pytest.mark.parametrize("case", list(every_status()))
+def test_junit_and_markdown_fail_exactly_when_the_exit_status_is_not_zero_naming_every_reason(case):
+    from xml.etree import ElementTree as ET
+
+    verdict = every_status()[case]
+    assert (verdict.exit_code == 0) == (case == "passed") and verdict.reasons or case == "passed"
+    root = ET.fromstring(junit_xml(verdict).split("?>", 1)[1])
+    messages = [c.find("failure").get("message") for c in root.iter("testcase") if c.find("failure") is not None]
+    assert (int(root.get("failures")) > 0) == (verdict.exit_code != 0), (case, messages)
+    assert all(any(reason in m for m in messages) for reason in verdict.reasons), (case, messages)
+    md = markdown(verdict)
+    assert md.startswith(f"## {'✅' if verdict.passed else '❌' if verdict.status == 'failed' else '⚠️'} simrun "
+                         f"{verdict.word}: run `r1` (exit {verdict.exit_code})")
+    assert all(f"- **{reason}**" in md for reason in verdict.reasons)
 
 
 def test_a_baseline_keeps_the_hashes_and_one_that_forges_them_is_refused():
