@@ -19,7 +19,7 @@ be a second verdict; there is none.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scoring.errors import GateError
 from scoring.gate.compare import GateSettings, gate_verdict
@@ -31,6 +31,7 @@ from scoring.gate.verdict import GateResult
 from scoring.store import rates as R
 from scoring.store.database import Store
 from scoring.store.seen import stored_goal_problems
+from scoring.transcript import NOT_THE_RUNTIME
 
 EXIT = {"passed": 0, "failed": 1, "not judged": 2, "inconclusive": 3}
 BLESS = "bless one with `simrun baseline bless RUN --out baselines/main.json` and set gate.baseline in simrun.toml"
@@ -113,8 +114,32 @@ def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | 
                 gate = gate_verdict(baseline, candidate, gate_settings)
         except (GateError, TypeError) as exc:
             refused = str(exc)
-    return run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused,
-                       sequential=sequential, goal_files=goal_files)
+    verdict = run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused,
+                          sequential=sequential, goal_files=goal_files)
+    unrun = never_run(row, outcome)
+    return replace(verdict, not_checked=(*unrun, *verdict.not_checked)) if unrun else verdict
+
+
+WHY_UNRUN = {"budget_spent": "the budget ran out", "stopped": "the user model stopped the run",
+             "interrupted": "the run was interrupted: `simrun resume` finishes it",
+             "running": "the run did not finish: `simrun resume` finishes it"}
+
+
+def never_run(row: Mapping, outcome: R.Outcome) -> tuple[str, ...]:
+    """What a run cut short did not cover: the conversations planned and never run (a verdict
+    over 5 of 32 conversations says so), and those that ended for reasons not the runtime's."""
+    lines = []
+    planned = row.get("conversations_planned")
+    if isinstance(planned, int) and outcome.conversations < planned and row.get("status") != "finished":
+        why = WHY_UNRUN.get(row.get("status"), f"the run is {row.get('status')}")
+        lines.append(f"{planned - outcome.conversations} of the {planned} conversations planned were never run "
+                     f"({why}): the verdict is over the {outcome.conversations} that ran")
+    left_out = {end: n for end, n in outcome.ends.items() if end in NOT_THE_RUNTIME}
+    if left_out and outcome.counted:
+        lines.append(f"{sum(left_out.values())} conversation(s) ended for reasons that are not the runtime's ("
+                     + ", ".join(f"{end} {n}" for end, n in left_out.items()) + "): left out of the progress "
+                     "rates and the goal rate")
+    return tuple(lines)
 
 
 def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: ReleaseSettings | None, *,

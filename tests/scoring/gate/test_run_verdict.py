@@ -20,7 +20,7 @@ from scoring.errors import BaselineError, GateError
 from scoring.gate.baseline import baseline_json, parse_baseline
 from scoring.gate.compare import gate_verdict
 from scoring.gate.release import ReleaseDefaults
-from scoring.gate.run_verdict import run_verdict
+from scoring.gate.run_verdict import never_run, run_verdict
 from scoring.gate.summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
 from scoring.gate.verdict_text import junit_xml, markdown
 from scoring.store.rates import Outcome, Rate
@@ -201,6 +201,24 @@ def test_markdown_and_junit_say_what_the_exit_status_says():
     root = ET.fromstring(junit_xml(verdict).split("?>", 1)[1])
     failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
     assert failed == ["release.max_rate.dead_end"] and root.get("failures") == "1"
+
+
+@pytest.mark.parametrize("status, ran, planned, said", [
+    ("budget_spent", 10, 32, "22 of the 32 conversations planned were never run (the budget ran out)"),
+    ("interrupted", 31, 70, "39 of the 70 conversations planned were never run (the run was interrupted: "
+                            "`simrun resume` finishes it)"),
+    ("finished", 70, 70, None),
+])
+def test_a_run_cut_short_says_what_it_never_ran_and_what_it_left_out(status, ran, planned, said):
+    cut = {"budget_cut": 5} if status == "budget_spent" else {}
+    outcome = Outcome(ran, ran - sum(cut.values()), {"goal_reached": ran - sum(cut.values()), **cut},
+                      ran - 5, ran - 5, 0, 0, 3.0, 3.0, 0.0)
+    lines = never_run({"status": status, "conversations_planned": planned}, outcome)
+    assert [line for line in lines if "planned" in line] == ([f"{said}: the verdict is over the {ran} that ran"]
+                                                             if said else [])
+    left_out = [line for line in lines if "not the runtime's" in line]
+    assert left_out == (["5 conversation(s) ended for reasons that are not the runtime's (budget_cut 5): left out "
+                         "of the progress rates and the goal rate"] if cut else [])
 
 
 def every_status() -> dict[str, object]:
