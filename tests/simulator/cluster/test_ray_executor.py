@@ -8,7 +8,6 @@ process; the workers are Ray's processes, which get the project from the driver.
 
 from __future__ import annotations
 
-
 import asyncio
 import html
 import json
