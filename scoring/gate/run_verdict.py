@@ -24,7 +24,8 @@ from dataclasses import dataclass, field, replace
 from scoring.errors import GateError
 from scoring.gate.compare import GateSettings, gate_verdict
 from scoring.gate.sequential import Sequential, SequentialSettings, sequential_gate
-from scoring.gate.release import ReleaseCheck, ReleaseDefaults, ReleaseSettings, check_counts, release_check
+from scoring.gate.release import (CEILING_CLASSES, ReleaseCheck, ReleaseDefaults, ReleaseSettings, check_counts,
+                                  release_check)
 from scoring.gate.summary import RunSummary, summary_from_store
 from scoring.gate.text import sharing_lines
 from scoring.gate.verdict import GateResult
@@ -93,13 +94,16 @@ class _AbsoluteOnly:
 
 def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | None = None, *,
                    baseline: RunSummary | None = None, gate_settings: GateSettings | None = None,
-                   gate: GateResult | None = None, sequential: Sequential | None = None) -> RunVerdict:
-    """The verdict of a stored run: its guarantees, its release criteria, and the gate against
-    `baseline` if one is given (with `gate_settings`; `gate` if it was judged already). A run made
-    in rounds (its config names `sequential`) is judged by the sequential gate with the settings
-    it ran with (`sequential`, if its rounds were judged already)."""
+                   gate: GateResult | None = None, sequential: Sequential | None = None,
+                   fallback: ReleaseSettings | None = None) -> RunVerdict:
+    """The verdict of a stored run: its guarantees, its release criteria (`release`; without it,
+    those the run was judged with when it ran, else `fallback`, else the defaults), and the gate
+    against `baseline` if one is given (with `gate_settings`; `gate` if it was judged already). A
+    run made in rounds (its config names `sequential`) is judged by the sequential gate with the
+    settings it ran with (`sequential`, if its rounds were judged already)."""
     row = store.run(run_id)
     run_id = row["run_id"]
+    release = release or judged_with(row) or fallback
     rates, outcome = R.class_rates(store, run_id), R.outcome(store, run_id)
     goal_files = tuple(stored_goal_problems(store, run_id))
     refused = None
@@ -118,6 +122,24 @@ def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | 
                           sequential=sequential, goal_files=goal_files)
     unrun = never_run(row, outcome)
     return replace(verdict, not_checked=(*unrun, *verdict.not_checked)) if unrun else verdict
+
+
+def judged_with(row: Mapping) -> ReleaseDefaults | None:
+    """The release criteria a stored run was judged with when it ran (`Store.set_release_criteria`);
+    None for a run made before they were kept, or with a record that is not criteria."""
+    kept = (row.get("config") or {}).get("release")
+    # JSON merge leaves out a null (min_goal_reached off); every other field must be there.
+    if not isinstance(kept, dict) or not {"fail_on_runtime_error", "max_rate", "progress_ceiling"} <= set(kept) \
+            or not set(kept) <= {"fail_on_runtime_error", "min_goal_reached", "max_rate", "progress_ceiling"}:
+        return None
+    kept = {"min_goal_reached": None, **kept}
+    rate = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1  # noqa: E731
+    max_rate = kept["max_rate"]
+    if not (isinstance(kept["fail_on_runtime_error"], bool) and rate(kept["progress_ceiling"])
+            and (kept["min_goal_reached"] is None or rate(kept["min_goal_reached"])) and isinstance(max_rate, dict)
+            and all(cls in CEILING_CLASSES and rate(v) for cls, v in max_rate.items())):
+        return None         # a store may be hostile: what is not criteria is not used as criteria
+    return ReleaseDefaults(**kept)
 
 
 WHY_UNRUN = {"budget_spent": "the budget ran out", "stopped": "the user model stopped the run",

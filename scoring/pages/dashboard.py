@@ -271,22 +271,25 @@ def newest(groups: list[Group]) -> list[Run]:
 
 
 def judge_newest(groups: list[Group], stores: Sequence[Store], settings: Any, release: ReleaseSettings | None,
-                 baseline: RunSummary | None, known: Sequence[RunVerdict] = ()) -> None:
+                 baseline: RunSummary | None, known: Sequence[RunVerdict] = (),
+                 fallback: ReleaseSettings | None = None) -> None:
     """The newest run of each dataset gets its whole verdict, the very one `simrun` printed and
-    exited with (`known`: verdicts made already, by the run that writes this page): the top line
-    must never read as a pass for a run whose exit status was 1."""
+    exited with (`known`: verdicts made already, by the run that writes this page; each other
+    judged under `release` if given, else the criteria it ran with, else `fallback`): the top
+    line must never read as a pass for a run whose exit status was 1."""
     made = {v.run_id: v for v in known}
     for run in newest(groups):
         run.run_verdict = made.get(run.run_id) or verdict_of_run(
-            stores[run.source], run.run_id, release, baseline=baseline, gate_settings=settings)
+            stores[run.source], run.run_id, release, baseline=baseline, gate_settings=settings, fallback=fallback)
 
 
 def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSummary | None = None,
                     gate_settings: Any = None, env=None, release: ReleaseSettings | None = None,
-                    known: Sequence[RunVerdict] = ()) -> Path:
+                    known: Sequence[RunVerdict] = (), fallback: ReleaseSettings | None = None) -> Path:
     """Write the dashboard of every run in `stores` to `out`; reports beside it are linked. With
     `gate_settings`, the runs are judged by the gate, and the newest of each dataset by its whole
-    verdict, under the `release` criteria (`known`: verdicts made already)."""
+    verdict (`known`: verdicts made already), under the `release` criteria if given, else those it
+    ran with, else `fallback`."""
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -296,7 +299,7 @@ def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSu
     groups = grouped(runs)
     if gate_settings is not None:
         judge_groups(groups, stores, gate_settings, out.parent, baseline)
-        judge_newest(groups, stores, gate_settings, release, baseline, known)
+        judge_newest(groups, stores, gate_settings, release, baseline, known, fallback)
     reports = {p.stem for p in out.parent.glob("*.html")}
     context = page(runs, groups, [s.path for s in stores], reports, baseline, gate_settings is not None)
     write_page(out, (env or environment()).get_template("index.html").render(**context))

@@ -173,6 +173,7 @@ def build_report(store: Store, run_id: str | None, out_dir: Path | str = "report
 def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings=None,
                 baseline=None, release=None, verdict: RunVerdict | None = None) -> Path:
     """reports/index.html: the dashboard of every run in the store (`scoring.pages.dashboard`), the
-    newest run of each dataset judged under the same `release` criteria and baseline as the report."""
+    newest run of each dataset judged against the same baseline as the report, under the criteria
+    it ran with (`release` for one that kept none)."""
     return build_dashboard([store], Path(out_dir) / "index.html", baseline=baseline, gate_settings=gate_settings,
-                           env=env, release=release, known=[verdict] if verdict is not None else ())
+                           env=env, fallback=release, known=[verdict] if verdict is not None else ())

@@ -133,9 +133,10 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
                 result = rounds.gate
             else:
                 result = gate_verdict(base, cand, money.gate)
-            # The candidate's whole verdict: its guarantees, its release criteria and this gate.
-            verdict = verdict_of_run(store, cand.run_id, money.release, baseline=base, gate=result,
-                                     sequential=rounds)
+            # The candidate's whole verdict: its guarantees, its release criteria (those it ran with,
+            # unless --budgets says otherwise) and this gate.
+            verdict = verdict_of_run(store, cand.run_id, money.release if budgets else None, baseline=base,
+                                     gate=result, sequential=rounds, fallback=money.release)
         text = V.markdown(verdict)
         if markdown:
             _write(markdown, text, "Markdown summary")

@@ -78,7 +78,9 @@ def register(app: typer.Typer) -> None:
             budgets_file = given_file(budgets, "budgets.toml", "--budgets")
             money = load_budgets(budgets_file) if budgets_file else Budgets()
             with Store(database, create=False) as store:
-                verdict = verdict_of_run(store, run, money.release, baseline=base, gate_settings=money.gate)
+                # The criteria the run was judged with, unless --budgets says otherwise.
+                verdict = verdict_of_run(store, run, money.release if budgets else None, baseline=base,
+                                         gate_settings=money.gate, fallback=money.release)
                 path = build_report(store, run, reports, baseline=base, gate_settings=money.gate,
                                     release=money.release, verdict=verdict)
         except SimrunError as exc:
@@ -114,7 +116,8 @@ def register(app: typer.Typer) -> None:
             money = _budgets(budgets)
             with contextlib.ExitStack() as stack:
                 stores = [stack.enter_context(reading(path)) for path in paths]
-                path = build_dashboard(stores, target, baseline=base, gate_settings=money.gate, release=money.release)
+                path = build_dashboard(stores, target, baseline=base, gate_settings=money.gate,
+                                       release=money.release if budgets else None, fallback=money.release)
         except SimrunError as exc:
             fail(exc)
         out.print(f"dashboard: {path}", highlight=False)

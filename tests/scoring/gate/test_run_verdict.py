@@ -20,7 +20,7 @@ from scoring.errors import BaselineError, GateError
 from scoring.gate.baseline import baseline_json, parse_baseline
 from scoring.gate.compare import gate_verdict
 from scoring.gate.release import ReleaseDefaults
-from scoring.gate.run_verdict import never_run, run_verdict
+from scoring.gate.run_verdict import judged_with, never_run, run_verdict
 from scoring.gate.summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
 from scoring.gate.verdict_text import junit_xml, markdown
 from scoring.store.rates import Outcome, Rate
@@ -281,3 +281,24 @@ def test_goals_that_could_not_be_checked_are_named_as_not_checked_never_silently
     lines = [line for line in run_verdict("r1", rates, unchecked, None).not_checked if "goal reached" in line]
     assert lines == ["goal reached: UNVERIFIABLE in 7 of 70 conversations, whose goal could not be checked "
                      "(`simrun show RUN CONVERSATION` gives the reason)"]
+
+
+@pytest.mark.parametrize("kept, used", [
+    ({"fail_on_runtime_error": True, "min_goal_reached": None, "max_rate": {"dead_end": 0.3}, "progress_ceiling": 0.5},
+     True),
+    ({"fail_on_runtime_error": "yes", "min_goal_reached": None, "max_rate": {}, "progress_ceiling": 0.5}, False),
+    ({"fail_on_runtime_error": True, "min_goal_reached": None, "max_rate": {"no_such_class": 0.3},
+      "progress_ceiling": 0.5}, False),
+    ({"fail_on_runtime_error": True, "min_goal_reached": 7, "max_rate": {}, "progress_ceiling": 0.5}, False),
+    ({"fail_on_runtime_error": True, "max_rate": {"dead_end": 0.3}, "progress_ceiling": 0.5}, True),   # no floor
+    ({"fail_on_runtime_error": True, "max_rate": {}}, False),
+    ({"fail_on_runtime_error": True, "max_rate": {}, "progress_ceiling": 0.5, "fail_on_everything": True}, False),
+    ("progress_ceiling = 0.5", False),
+])
+def test_the_criteria_a_run_kept_are_used_only_when_they_are_criteria(kept, used):
+    """A stored run's criteria judge it again later; a store may be hostile, so a record that is
+    not criteria (a wrong type, an unknown class, a missing field) is not used."""
+    criteria = judged_with({"config": {"release": kept}})
+    assert (criteria is not None) == used
+    if used:
+        assert criteria.max_rate == {"dead_end": 0.3} and criteria.progress_ceiling == 0.5
