@@ -144,6 +144,10 @@ async def _evidence_after_error(runtime: RuntimeAdapter, session: str, final, er
     """(store, audit) read after a runtime_error, while the runtime still answers; the error's
     evidence says what could be read. A runtime that hung, or whose server died, is not asked:
     its audit stays None, and audit_gap UNVERIFIABLE, as for any runtime gone."""
+    if error.get("kind") == "timeout" and not error.get("collateral"):
+        # It may answer later, but not within the time a request has: it is not asked again.
+        error["read_after"] = "nothing: it did not answer in time, so it was not asked again"
+        return final, None
     if error.get("kind") in GONE or error.get("collateral"):
         error["read_after"] = "nothing: the runtime no longer answers"
         return final, None

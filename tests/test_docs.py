@@ -47,6 +47,25 @@ def test_the_readme_is_short_and_links_the_site():
         assert f"]({page})" in README, page
 
 
+def test_the_readme_says_what_a_run_checks_by_default_and_what_it_does_not():
+    """A reader of the README alone learns the defaults the verdict applies, under headings they
+    can find, each linking the page that says more; the figures are the code's own."""
+    from scoring.gate.release import DEFAULT_GOAL_FLOOR, DEFAULT_PROGRESS_CEILING, ReleaseDefaults
+
+    sections = {title: README.split(f"### {title}\n", 1)[1].split("\n#", 1)[0]
+                for title in ("Release check", "Gate and baselines", "The dashboard")}
+    check = " ".join(sections["Release check"].split())
+    assert ReleaseDefaults().fail_on_runtime_error and ReleaseDefaults().min_goal_reached is None
+    for said in ("every guarantee", "`runtime_error`", f"**{DEFAULT_PROGRESS_CEILING:.0%}**", "`gate.baseline`",
+                 "regressions, when no baseline is set", "UNVERIFIABLE",
+                 f"goal-reached rate under **{DEFAULT_GOAL_FLOOR:.0%}**"):
+        assert said in check, said
+    for title, page in (("Release check", "docs/how-to/gate.md#release-check"),
+                        ("Gate and baselines", "docs/how-to/gate.md#gate-and-baselines"),
+                        ("The dashboard", "docs/how-to/dashboards.md")):
+        assert f"]({page})" in sections[title], title
+
+
 def test_the_site_builds_strictly_and_offline(tmp_path):
     # Any connection would go to a proxy that is not there: the build must need none.
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HTTP_PROXY": "http://127.0.0.1:9",

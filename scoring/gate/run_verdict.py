@@ -19,18 +19,20 @@ be a second verdict; there is none.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scoring.errors import GateError
 from scoring.gate.compare import GateSettings, gate_verdict
 from scoring.gate.sequential import Sequential, SequentialSettings, sequential_gate
-from scoring.gate.release import ReleaseCheck, ReleaseDefaults, ReleaseSettings, check_counts, release_check
+from scoring.gate.release import (CEILING_CLASSES, ReleaseCheck, ReleaseDefaults, ReleaseSettings, check_counts,
+                                  release_check)
 from scoring.gate.summary import RunSummary, summary_from_store
 from scoring.gate.text import sharing_lines
 from scoring.gate.verdict import GateResult
 from scoring.store import rates as R
 from scoring.store.database import Store
 from scoring.store.seen import stored_goal_problems
+from scoring.transcript import NOT_THE_RUNTIME
 
 EXIT = {"passed": 0, "failed": 1, "not judged": 2, "inconclusive": 3}
 BLESS = "bless one with `simrun baseline bless RUN --out baselines/main.json` and set gate.baseline in simrun.toml"
@@ -92,13 +94,16 @@ class _AbsoluteOnly:
 
 def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | None = None, *,
                    baseline: RunSummary | None = None, gate_settings: GateSettings | None = None,
-                   gate: GateResult | None = None, sequential: Sequential | None = None) -> RunVerdict:
-    """The verdict of a stored run: its guarantees, its release criteria, and the gate against
-    `baseline` if one is given (with `gate_settings`; `gate` if it was judged already). A run made
-    in rounds (its config names `sequential`) is judged by the sequential gate with the settings
-    it ran with (`sequential`, if its rounds were judged already)."""
+                   gate: GateResult | None = None, sequential: Sequential | None = None,
+                   fallback: ReleaseSettings | None = None) -> RunVerdict:
+    """The verdict of a stored run: its guarantees, its release criteria (`release`; without it,
+    those the run was judged with when it ran, else `fallback`, else the defaults), and the gate
+    against `baseline` if one is given (with `gate_settings`; `gate` if it was judged already). A
+    run made in rounds (its config names `sequential`) is judged by the sequential gate with the
+    settings it ran with (`sequential`, if its rounds were judged already)."""
     row = store.run(run_id)
     run_id = row["run_id"]
+    release = release or judged_with(row) or fallback
     rates, outcome = R.class_rates(store, run_id), R.outcome(store, run_id)
     goal_files = tuple(stored_goal_problems(store, run_id))
     refused = None
@@ -113,8 +118,50 @@ def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSettings | 
                 gate = gate_verdict(baseline, candidate, gate_settings)
         except (GateError, TypeError) as exc:
             refused = str(exc)
-    return run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused,
-                       sequential=sequential, goal_files=goal_files)
+    verdict = run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused,
+                          sequential=sequential, goal_files=goal_files)
+    unrun = never_run(row, outcome)
+    return replace(verdict, not_checked=(*unrun, *verdict.not_checked)) if unrun else verdict
+
+
+def judged_with(row: Mapping) -> ReleaseDefaults | None:
+    """The release criteria a stored run was judged with when it ran (`Store.set_release_criteria`);
+    None for a run made before they were kept, or with a record that is not criteria."""
+    kept = (row.get("config") or {}).get("release")
+    # JSON merge leaves out a null (min_goal_reached not set: the default floor); every other field must be there.
+    if not isinstance(kept, dict) or not {"fail_on_runtime_error", "max_rate", "progress_ceiling"} <= set(kept) \
+            or not set(kept) <= {"fail_on_runtime_error", "min_goal_reached", "max_rate", "progress_ceiling"}:
+        return None
+    kept = {"min_goal_reached": None, **kept}
+    rate = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1  # noqa: E731
+    max_rate = kept["max_rate"]
+    if not (isinstance(kept["fail_on_runtime_error"], bool) and rate(kept["progress_ceiling"])
+            and (kept["min_goal_reached"] is None or rate(kept["min_goal_reached"])) and isinstance(max_rate, dict)
+            and all(cls in CEILING_CLASSES and rate(v) for cls, v in max_rate.items())):
+        return None         # a store may be hostile: what is not criteria is not used as criteria
+    return ReleaseDefaults(**kept)
+
+
+WHY_UNRUN = {"budget_spent": "the budget ran out", "stopped": "the user model stopped the run",
+             "interrupted": "the run was interrupted: `simrun resume` finishes it",
+             "running": "the run did not finish: `simrun resume` finishes it"}
+
+
+def never_run(row: Mapping, outcome: R.Outcome) -> tuple[str, ...]:
+    """What a run cut short did not cover: the conversations planned and never run (a verdict
+    over 5 of 32 conversations says so), and those that ended for reasons not the runtime's."""
+    lines = []
+    planned = row.get("conversations_planned")
+    if isinstance(planned, int) and outcome.conversations < planned and row.get("status") != "finished":
+        why = WHY_UNRUN.get(row.get("status"), f"the run is {row.get('status')}")
+        lines.append(f"{planned - outcome.conversations} of the {planned} conversations planned were never run "
+                     f"({why}): the verdict is over the {outcome.conversations} that ran")
+    left_out = {end: n for end, n in outcome.ends.items() if end in NOT_THE_RUNTIME}
+    if left_out and outcome.counted:
+        lines.append(f"{sum(left_out.values())} conversation(s) ended for reasons that are not the runtime's ("
+                     + ", ".join(f"{end} {n}" for end, n in left_out.items()) + "): left out of the progress "
+                     "rates and the goal rate")
+    return tuple(lines)
 
 
 def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: ReleaseSettings | None, *,
@@ -137,7 +184,7 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
         reasons.append("guarantees broken: " + ", ".join(
             f"{r.cls} in {r.occurrences} conversation(s), {r.turn_occurrences} finding(s)" for r in broken))
     elif judged:
-        held.append(f"every guarantee held ({outcome.conversations} conversations)")
+        held += _guarantees_held(rates, outcome.conversations, not_checked)
     check = release_check(rates, outcome, release)
     reasons += [c.line() for c in check.failures]
     if check.criteria and check.passed:
@@ -173,6 +220,21 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
     reasons += [f"a problem in the goal files, not the runtime's: {line}" for line in goal_files]
     return RunVerdict(run_id, status, tuple(reasons), tuple(held), tuple(not_checked), check, gate,
                       None if baseline is None else baseline.source, tuple(rates), outcome, sequential)
+
+
+def _guarantees_held(rates: list[R.Rate], conversations: int, not_checked: list) -> list[str]:
+    """What held of the guarantees, none broken: claimed only of those a conversation could decide.
+    A guarantee UNVERIFIABLE in every conversation is not known to hold (it is listed as not checked)."""
+    guarantees = [r for r in rates if r.kind == "guarantee"]
+    never = [r.cls for r in guarantees if not r.scored]
+    if not never:
+        return [f"every guarantee held ({conversations} conversations)"]
+    if len(never) < len(guarantees):
+        return [f"every guarantee that could be decided held ({conversations} conversations); {len(never)} of "
+                f"{len(guarantees)} could be decided in no conversation ({', '.join(never)}: UNVERIFIABLE)"]
+    not_checked.append("guarantees: none could be decided in any conversation (UNVERIFIABLE: the runtime gives "
+                       "none of the evidence they need), so none is known to hold")
+    return []
 
 
 def _gate_lines(gate: GateResult, release: ReleaseSettings, reasons: list, held: list, not_checked: list,

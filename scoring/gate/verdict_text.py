@@ -66,9 +66,13 @@ def junit_xml(verdict: RunVerdict) -> str:
     for c in verdict.release.criteria:
         cases.append(("simrun.release", c.name, None if c.passed else c.line()))
     cases += [("simrun.new", r.split(": ", 2)[1], r) for r in verdict.reasons if r.startswith("new, not gated: ")]
-    judged = [r for r in verdict.reasons if r.startswith("no conversation was judged")]
-    if judged:
-        cases.append(("simrun.run", "judged", judged[0]))
+    # Every other reason (no conversation judged, a baseline that cannot judge the run, rounds
+    # undecided, a goal file's problem) is a failure too, so that the XML fails exactly when the
+    # exit status is not 0; a failed gate's reason is failed by the gate's own suite, class by class.
+    named = {message for _, _, message in cases}
+    gated = verdict.gate is not None and not verdict.gate.passed
+    cases += [("simrun.run", r.split(":", 1)[0][:80], r) for r in verdict.reasons
+              if r not in named and not (gated and r.startswith("gate against the baseline"))]
     failures = sum(message is not None for _, _, message in cases)
     suite = ET.SubElement(suites, "testsuite", name=f"simrun run {verdict.run_id}", tests=str(len(cases)),
                           failures=str(failures), errors="0", skipped="0")

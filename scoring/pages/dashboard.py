@@ -9,10 +9,10 @@ where, and at what cost?
   the group before it (personas and goals added, removed or edited), so a change of goals never
   reads as a trend. Each group has a chart per class over its runs: the rate with its 95%
   Wilson interval as a band, the blessed baseline's rate as a line, a point per run.
-- **Can this release ship?** With a blessed baseline, each run is judged by the gate against
-  it first (on the cells it shares with the baseline by content, `scoring.gate.sharing`), and a
-  line at the top names the newest run of each dataset, its labels and that verdict, with the
-  classes and slices that failed.
+- **Can this release ship?** A line at the top names the newest run of each dataset, its labels
+  and its verdict (`scoring.gate.run_verdict`, the one its exit status and its report give: its
+  guarantees, its release criteria and, with a blessed baseline, the gate against it on the cells
+  it shares with the baseline by content), with the classes and slices that failed.
 - **The runs table**: identity (labels, runtime version, commit), figures, the gate's verdict
   against the baseline, and against the newest earlier finished run of the same group
   (`scoring.pages.verdicts`): both by `gate_verdict` itself.
@@ -41,6 +41,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from scoring.gate.release import ReleaseSettings
+from scoring.gate.run_verdict import RunVerdict, verdict_of_run
 from scoring.gate.summary import RunSummary
 from scoring.store.rates import _EXCLUDED, wilson_sql
 from scoring.pages.render import environment, write_page
@@ -87,6 +89,7 @@ class Run:
     verdict: Verdict | None = None
     against: str | None = None  # the run it was judged against
     base_verdict: Verdict | None = None     # against the blessed baseline
+    run_verdict: RunVerdict | None = None   # its whole verdict, for the newest run of its dataset
     group: int = 0              # index of its dataset's group
 
     @property
@@ -267,9 +270,26 @@ def newest(groups: list[Group]) -> list[Run]:
     return sorted((group.runs[-1] for group in groups if group.runs), key=lambda r: r.started_at, reverse=True)
 
 
+def judge_newest(groups: list[Group], stores: Sequence[Store], settings: Any, release: ReleaseSettings | None,
+                 baseline: RunSummary | None, known: Sequence[RunVerdict] = (),
+                 fallback: ReleaseSettings | None = None) -> None:
+    """The newest run of each dataset gets its whole verdict, the very one `simrun` printed and
+    exited with (`known`: verdicts made already, by the run that writes this page; each other
+    judged under `release` if given, else the criteria it ran with, else `fallback`): the top
+    line must never read as a pass for a run whose exit status was 1."""
+    made = {v.run_id: v for v in known}
+    for run in newest(groups):
+        run.run_verdict = made.get(run.run_id) or verdict_of_run(
+            stores[run.source], run.run_id, release, baseline=baseline, gate_settings=settings, fallback=fallback)
+
+
 def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSummary | None = None,
-                    gate_settings: Any = None, env=None) -> Path:
-    """Write the dashboard of every run in `stores` to `out`; reports beside it are linked."""
+                    gate_settings: Any = None, env=None, release: ReleaseSettings | None = None,
+                    known: Sequence[RunVerdict] = (), fallback: ReleaseSettings | None = None) -> Path:
+    """Write the dashboard of every run in `stores` to `out`; reports beside it are linked. With
+    `gate_settings`, the runs are judged by the gate, and the newest of each dataset by its whole
+    verdict (`known`: verdicts made already), under the `release` criteria if given, else those it
+    ran with, else `fallback`."""
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -279,6 +299,7 @@ def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSu
     groups = grouped(runs)
     if gate_settings is not None:
         judge_groups(groups, stores, gate_settings, out.parent, baseline)
+        judge_newest(groups, stores, gate_settings, release, baseline, known, fallback)
     reports = {p.stem for p in out.parent.glob("*.html")}
     context = page(runs, groups, [s.path for s in stores], reports, baseline, gate_settings is not None)
     write_page(out, (env or environment()).get_template("index.html").render(**context))

@@ -140,7 +140,9 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
                        charts.histogram(dist["duration"], "wall time per conversation", " ms")],
         "run": run, "rates": class_rates, "outcome": outcome, "guarantees": GUARANTEES,
         "reasons": unverifiable_reasons(store, run_id),
-        "violations": R.guarantee_violations(class_rates), "worst": transcripts, "embedded": embedded,
+        "violations": R.guarantee_violations(class_rates),
+        "undecided_guarantees": [r.cls for r in class_rates if r.kind == "guarantee" and not r.scored],
+        "worst": transcripts, "embedded": embedded,
         "members": members, "member_counts": R.fired_counts(store, run_id), "cells": cells, "severity": R.SEVERITY, "set_aside": R.set_aside(store, run_id),
         "personas": personas, "goals": goals,
         "cell_map": {(c["persona"], c["goal"]): c for c in cells},
@@ -165,12 +167,14 @@ def build_report(store: Store, run_id: str | None, out_dir: Path | str = "report
     # it is known to be one simrun made, so that it cannot lead out of the reports folder.
     path = out_dir / f"{checked_run_id(context['run']['run_id'], store.path)}.html"
     write_page(path, env.get_template("report.html").render(**context))
-    build_index(store, out_dir, env, gate_settings, baseline)
+    build_index(store, out_dir, env, gate_settings, baseline, release, context["verdict"])
     return path
 
 
 def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings=None,
-                baseline=None) -> Path:
-    """reports/index.html: the dashboard of every run in the store (`scoring.pages.dashboard`)."""
+                baseline=None, release=None, verdict: RunVerdict | None = None) -> Path:
+    """reports/index.html: the dashboard of every run in the store (`scoring.pages.dashboard`), the
+    newest run of each dataset judged against the same baseline as the report, under the criteria
+    it ran with (`release` for one that kept none)."""
     return build_dashboard([store], Path(out_dir) / "index.html", baseline=baseline, gate_settings=gate_settings,
-                           env=env)
+                           env=env, fallback=release, known=[verdict] if verdict is not None else ())

@@ -176,6 +176,12 @@ class Store:
             self.con.executemany("INSERT OR REPLACE INTO gate_verdicts VALUES (?, ?, ?, ?, now())",
                                  [[key, state, headline, to_json(classes)] for key, state, headline, classes in verdicts])
 
+    def set_release_criteria(self, run_id: str, criteria: dict) -> None:
+        """The release criteria the run was judged with, kept in its config (`release`): a report
+        written again later, or the dashboard, judges it the same way."""
+        self.con.execute("UPDATE runs SET config = json_merge_patch(config, ?::JSON) WHERE run_id = ?",
+                         [to_json({"release": criteria}), run_id])
+
     def set_user_output(self, run_id: str, form: str | None) -> None:
         self.con.execute("UPDATE runs SET user_output = ? WHERE run_id = ?", [form, run_id])
 

@@ -18,7 +18,7 @@ import aiohttp
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, Checked, check_health, excerpt, exit_text, read_answer,
                                      stderr_said, too_large)
-from simulator.adapters.process import ManagedProcess, free_port
+from simulator.adapters.process import ManagedProcess, SessionId, free_port
 
 READ_CHUNK = 1 << 16
 PORTLESS_WAIT_S = 3.0           # how long a command without {port} may take to exit with its own error
@@ -56,6 +56,7 @@ class HttpRuntime(Checked):
         self._session: aiohttp.ClientSession | None = None
         self._server_up = False
         self.restarts = 0
+        self._restarting: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @property
     def identity(self) -> str:
@@ -128,11 +129,15 @@ class HttpRuntime(Checked):
         cannot be reached, one that exited, and one that closed the connection but stayed up
         (the request failed inside it: it may still answer for the store and audit) differ."""
         what = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            return "connection", f"{op}: cannot connect to {self.url} ({what}): the runtime no longer answers"
         if died.get("collateral"):
             return "connection", f"{op}: the server had exited ({exit_text(self.process.returncode)}) during " \
                                  f"another conversation{self._said(mark)}"
+        if died and isinstance(exc, aiohttp.ClientConnectorError):
+            # Refused: the request never reached the server, which had ended before it.
+            return "connection", f"{op}: the server had exited ({exit_text(self.process.returncode)}) before " \
+                                 f"this request{self._said(mark)}"
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return "connection", f"{op}: cannot connect to {self.url} ({what}): the runtime no longer answers"
         if died:
             return "connection", f"{op}: the server exited ({exit_text(self.process.returncode)}) while " \
                                  f"answering{self._said(mark)}"
@@ -213,18 +218,37 @@ class HttpRuntime(Checked):
                 "(e.g. --port {port}); or start the runtime yourself and give runtime.url")
 
     async def start(self, request: dict[str, Any]) -> str:
+        generation = None
+        if self.process is not None:
+            async with self._restart_lock():     # a server being started again is waited for
+                generation = self.process.generation
         try:
             reply = await self._request("start", "POST", "/v1/sessions", request)
         except RuntimeFault as fault:
-            if fault.kind != "connection" or self.process is None or not await self.process.exited(1.0):
+            if fault.kind != "connection" or self.process is None:
                 raise
             # The server simrun started died in an earlier conversation: this one gets a new one.
-            self.restarts += 1
-            await self.process.stop()
-            await self._start_server()
+            # Conversations in flight see the death together: one starts the server again, and
+            # the others, finding it started, use it, rather than each stopping the one before.
+            async with self._restart_lock():
+                if self.process.generation == generation:
+                    if not await self.process.exited(1.0):
+                        raise
+                    self.restarts += 1
+                    await self.process.stop()
+                    await self._start_server()
+                generation = self.process.generation
             reply = await self._request("start", "POST", "/v1/sessions", request)
         session = self._started(reply)
-        return self.process.session(session) if self.process is not None else session
+        # The session belongs to the server that was asked, even if it died while answering.
+        return SessionId(session, generation) if self.process is not None else session
+
+    def _restart_lock(self) -> asyncio.Lock:
+        """The lock of this event loop (a runtime may serve several loops, one after another)."""
+        loop = asyncio.get_running_loop()
+        if self._restarting is None or self._restarting[0] is not loop:
+            self._restarting = (loop, asyncio.Lock())
+        return self._restarting[1]
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
         return await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload, session=session,

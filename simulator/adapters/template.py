@@ -27,7 +27,7 @@ from typing import Any
 import aiohttp
 
 from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.base import excerpt, parse_json, too_large
+from simulator.adapters.base import excerpt, exit_text, parse_json, stderr_said, too_large
 from simulator.adapters.foreign import ForeignRuntime
 from simulator.adapters.process import ManagedProcess, free_port
 
@@ -155,6 +155,7 @@ class TemplateRuntime(ForeignRuntime):
 
     async def _request(self, what: str, method: str, url: str, body: Any, headers: dict[str, str]) -> Any:
         started = time.perf_counter()
+        mark = self.process.stderr_lines if self.process is not None else 0
 
         def evidence(**more: Any) -> dict[str, Any]:
             more |= {"request": f"{method} {url}", "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)}
@@ -170,7 +171,7 @@ class TemplateRuntime(ForeignRuntime):
         except TimeoutError:
             raise RuntimeFault("timeout", f"{what}: no answer within {self.timeout_s}s", **evidence()) from None
         except aiohttp.ClientError as exc:
-            raise RuntimeFault("connection", f"{what}: {type(exc).__name__}: {exc}", **evidence()) from None
+            raise RuntimeFault(*await self._lost(what, exc, mark), **evidence()) from None
         except RuntimeFault as fault:
             fault.evidence.update(evidence())
             raise
@@ -178,6 +179,19 @@ class TemplateRuntime(ForeignRuntime):
             raise RuntimeFault("http_status", f"{what} answered HTTP {status}",
                                **evidence(status=status, body=excerpt(raw)))
         return parse_json(raw, what, **evidence(status=status))
+
+    async def _lost(self, what: str, exc: aiohttp.ClientError, mark: int) -> tuple[str, str]:
+        """(kind, message) of a request with no answer, saying what happened to a server simrun
+        started: one that exited differs from one that closed the connection and stayed up (the
+        request failed inside it), which is not a runtime that no longer answers."""
+        said = f"{type(exc).__name__}: {exc}"
+        if self.process is None or isinstance(exc, aiohttp.ClientConnectorError):
+            return "connection", f"{what}: {said}"
+        its = stderr_said(self.process.stderr_since(mark))
+        if await self.process.exited(0.5):
+            return "exited", f"{what}: the server exited ({exit_text(self.process.returncode)}) while answering{its}"
+        return "disconnected", (f"{what}: the server closed the connection without answering, and is still "
+                                f"running: the request failed inside it{its} ({said})")
 
     async def _read(self, what: str, response: aiohttp.ClientResponse) -> bytes:
         """The (decompressed) body, never more than max_result_bytes of it."""

@@ -23,7 +23,7 @@ from scoring.store.bundle import export_bundle, import_bundle, load_bundle, writ
 from scoring.store.rescore import rescore_run
 from scoring.store.run_ids import new_run_id
 from scoring.store.database import Store
-from simulator.cli.common import fail, out, print_gate, print_rounds, print_verdict
+from simulator.cli.common import fail, out, print_gate, print_rounds, print_verdict, say
 from simulator.project import given_file, load_project_file, project_baseline, project_db
 from simulator import __version__
 from simulator.config import Budgets, Project, load_budgets, load_project
@@ -133,9 +133,10 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
                 result = rounds.gate
             else:
                 result = gate_verdict(base, cand, money.gate)
-            # The candidate's whole verdict: its guarantees, its release criteria and this gate.
-            verdict = verdict_of_run(store, cand.run_id, money.release, baseline=base, gate=result,
-                                     sequential=rounds)
+            # The candidate's whole verdict: its guarantees, its release criteria (those it ran with,
+            # unless --budgets says otherwise) and this gate.
+            verdict = verdict_of_run(store, cand.run_id, money.release if budgets else None, baseline=base,
+                                     gate=result, sequential=rounds, fallback=money.release)
         text = V.markdown(verdict)
         if markdown:
             _write(markdown, text, "Markdown summary")
@@ -171,11 +172,22 @@ def rescore(run: str = typer.Argument(..., help="Run id, or 'latest'."), db: Opt
         dataset = current_dataset(config, personas, goals)
         with Store(project_db(db), create=False) as store:
             result = rescore_run(store, run, dataset)
+            verdict = _verdict_now(store, result.run_id, project_db(db))
     except SimrunError as exc:
         fail(exc)
     out.print(f"rescored run {result.run_id}: {result.conversations} conversations with scorer "
               f"{result.scorer_version} (was {result.previous_version}); {result.changed} changed",
               highlight=False, soft_wrap=True)
+    say(f"verdict of run {result.run_id}: {verdict.headline()}")
+
+
+def _verdict_now(store: Store, run_id: str, database: str):
+    """A run's verdict as `simrun report` would give it now (gate.baseline of simrun.toml, and the
+    criteria it ran with, else ./budgets.toml's): what a rescored or imported run now says."""
+    budgets_file = given_file(None, "budgets.toml", "--budgets")
+    money = load_budgets(budgets_file) if budgets_file else Budgets()
+    return verdict_of_run(store, run_id, baseline=chosen_baseline(None, None, database, required=False),
+                          gate_settings=money.gate, fallback=money.release)
 
 
 def export(run: str = typer.Argument(..., help="Run id, or 'latest'."),
@@ -201,12 +213,14 @@ def import_(bundle: str = typer.Argument(..., help="A bundle file (from `simrun 
         with Store(project_db(db)) as store:
             result = import_bundle(store, loaded, dataset, run_id=new_run_id(), source=bundle,
                                    simrun_version=__version__)
+            verdict = _verdict_now(store, result.run_id, project_db(db))
     except SimrunError as exc:
         fail(exc)
     for warning in result.warnings:
         out.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     out.print(f"imported {result.conversations} conversations from {bundle} into run {result.run_id} "
               f"(database {project_db(db)})", highlight=False, soft_wrap=True)
+    say(f"verdict of run {result.run_id}: {verdict.headline()}")
 
 
 def register(app: typer.Typer) -> None:

@@ -229,6 +229,8 @@ async def _run(plan, runtime, replay=None, shard=None, resume=True, executor=Non
             if kept != list(plan.labels):
                 out.print(f"it keeps the labels it started with ({', '.join(kept) or 'none'}): a resumed run "
                           "is the same run", highlight=False, markup=False)
+        # Kept with the run: a report written again later, and the dashboard, judge it the same way.
+        store.set_release_criteria(result.run_id, plan.budgets.release.model_dump())
         verdict = print_summary(store, result.run_id, plan.budgets.release, baseline=plan.baseline,
                                 gate_settings=plan.budgets.gate, sequential=rounds)
         path = build_report(store, result.run_id, plan.reports, gate_settings=plan.budgets.gate,

@@ -17,7 +17,8 @@ from scoring.untrusted_text import one_line
 from scoring.store.database import Store, reading
 from scoring.store.reasons import unverifiable_reasons
 from simulator.cli.tables import WIDTH, fit
-from simulator.cli.common import BUDGETS, DB, fail, out, print_summary
+from scoring.gate.run_verdict import verdict_of_run
+from simulator.cli.common import BUDGETS, DB, fail, out, print_summary, say
 from simulator.cli.gate import BASELINE_REF, SHARED_CELLS_ONLY, chosen_baseline
 from simulator.config import Budgets, load_budgets
 from scoring.errors import ConfigError, SimrunError
@@ -77,10 +78,15 @@ def register(app: typer.Typer) -> None:
             budgets_file = given_file(budgets, "budgets.toml", "--budgets")
             money = load_budgets(budgets_file) if budgets_file else Budgets()
             with Store(database, create=False) as store:
+                # The criteria the run was judged with, unless --budgets says otherwise.
+                verdict = verdict_of_run(store, run, money.release if budgets else None, baseline=base,
+                                         gate_settings=money.gate, fallback=money.release)
                 path = build_report(store, run, reports, baseline=base, gate_settings=money.gate,
-                                    release=money.release)
+                                    release=money.release, verdict=verdict)
         except SimrunError as exc:
             fail(exc)
+        # What the report opens on, so that the command line and the page say the same.
+        say(f"verdict of run {verdict.run_id}: {verdict.headline()}")
         out.print(f"report: {path}", highlight=False)
 
 
@@ -107,10 +113,11 @@ def register(app: typer.Typer) -> None:
                                   field="--out")
             base = load_baseline(baseline) if baseline else project_baseline(load_project_file(), given_file(
                 None, "simrun.toml", "--config"))
-            settings = _budgets(budgets).gate
+            money = _budgets(budgets)
             with contextlib.ExitStack() as stack:
                 stores = [stack.enter_context(reading(path)) for path in paths]
-                path = build_dashboard(stores, target, baseline=base, gate_settings=settings)
+                path = build_dashboard(stores, target, baseline=base, gate_settings=money.gate,
+                                       release=money.release if budgets else None, fallback=money.release)
         except SimrunError as exc:
             fail(exc)
         out.print(f"dashboard: {path}", highlight=False)
@@ -212,17 +219,22 @@ def register(app: typer.Typer) -> None:
               reports: str = typer.Option("reports", "--reports", help="Folder for the joined run's report."),
               partial: bool = typer.Option(False, "--partial", help="Join shards that did not finish too; the "
                                            "joined run is then marked interrupted."),
+              baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file or a run "
+                                                     "id (default: gate.baseline of simrun.toml), as for `simrun`."),
+              baseline_ref: Optional[str] = BASELINE_REF,
               budgets: Optional[str] = BUDGETS) -> None:
-        """Join the shards of a run (each from `simrun --shard i/n`) into one run, and report it."""
+        """Join the shards of a run (each from `simrun --shard i/n`) into one run, and report it, judged
+        as the same run unsharded would be: against gate.baseline too."""
         from scoring.store.merge import merge as merge_shards
 
         try:
             settings = _budgets(budgets)
+            base = chosen_baseline(baseline, baseline_ref, out_file, required=False)
             run_id = merge_shards(out_file, shards, partial=partial)
             with Store(out_file, create=False) as store:
-                verdict = print_summary(store, run_id, settings.release)
+                verdict = print_summary(store, run_id, settings.release, baseline=base, gate_settings=settings.gate)
                 path = build_report(store, run_id, reports, gate_settings=settings.gate, release=settings.release,
-                                    verdict=verdict)
+                                    baseline=base, verdict=verdict)
         except SimrunError as exc:
             fail(exc)
         out.print(f"merged {len(shards)} shards into run {run_id} in {out_file}; report: {path}", highlight=False)

@@ -103,6 +103,8 @@ def test_dataset_hash_follows_content_not_formatting(project, demo):
     path = project / "personas" / "plain-paula.yaml"
     path.write_text("# a comment changes nothing\n" + path.read_text())
     assert load(project).hash == demo.hash
+    path = path.rename(path.with_name("renamed-same-content.yaml"))     # nor does the file's name
+    assert load(project).hash == demo.hash and load(project).item_hashes == demo.item_hashes
     path.write_text(path.read_text().replace("clicks: 0.5", "clicks: 0.6"))
     assert load(project).hash != demo.hash
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from scoring.errors import BaselineError, GateError
 from scoring.gate.baseline import baseline_json, parse_baseline
 from scoring.gate.compare import gate_verdict
 from scoring.gate.release import ReleaseDefaults
-from scoring.gate.run_verdict import run_verdict
+from scoring.gate.run_verdict import judged_with, never_run, run_verdict
 from scoring.gate.summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
 from scoring.gate.verdict_text import junit_xml, markdown
 from scoring.store.rates import Outcome, Rate
@@ -169,6 +170,7 @@ def test_a_default_ceiling_no_conversation_could_decide_is_not_checked_and_said_
     assert not run_verdict("r1", rates, outcome, ReleaseSection(max_rate={"unanswered": 0.1})).passed
 
 
+<<<<<<< HEAD
 def test_by_default_a_run_where_most_goals_are_not_reached_fails_and_one_that_cannot_tell_says_so():
     rates, outcome = clean_rates(BASE)
     n = outcome.goal_scored
@@ -192,6 +194,29 @@ def test_by_default_a_run_where_most_goals_are_not_reached_fails_and_one_that_ca
     assert told.passed and any(line.startswith("the floor on goal reached: no conversation could decide it")
                                for line in told.not_checked), told.not_checked
     assert not run_verdict("r1", rates, unknown, ReleaseSection(min_goal_reached=0.9)).passed
+=======
+@pytest.mark.parametrize("undecided", [(), ("audit_gap",), ("wrong_record", "phantom_receipt", "audit_gap"), "all"])
+def test_a_guarantee_no_conversation_could_decide_is_never_said_to_hold(undecided):
+    """An assistant that keeps no store or audit gives no evidence for most guarantees: none broken
+    is not every one held. What held claims only the guarantees a conversation decided."""
+    rates, outcome = clean_rates(BASE)
+    guarantees = [r.cls for r in rates if r.kind == "guarantee"]
+    undecided = guarantees if undecided == "all" else list(undecided)
+    rates = [Rate(r.cls, r.kind, 0, 0, 48, 0, 0) if r.cls in undecided else r for r in rates]
+    verdict = run_verdict("r1", rates, outcome, ReleaseSection())
+    assert verdict.passed       # nothing failed; what was not checked is said, not counted either way
+    said = " ".join((*verdict.held, *verdict.not_checked))
+    claims = [h for h in verdict.held if "guarantee" in h]
+    if not undecided:
+        assert claims == [f"every guarantee held ({outcome.conversations} conversations)"]
+    elif len(undecided) < len(guarantees):
+        assert len(claims) == 1 and claims[0].startswith("every guarantee that could be decided held")
+        assert f"{len(undecided)} of {len(guarantees)} could be decided in no conversation" in claims[0]
+        assert all(cls in claims[0] for cls in undecided)
+    else:
+        assert claims == [] and "guarantees: none could be decided in any conversation" in said
+    assert "every guarantee held" not in said or not undecided
+>>>>>>> verdict2
 
 
 def test_markdown_and_junit_say_what_the_exit_status_says():
@@ -203,6 +228,57 @@ def test_markdown_and_junit_say_what_the_exit_status_says():
     root = ET.fromstring(junit_xml(verdict).split("?>", 1)[1])
     failed = [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None]
     assert failed == ["release.max_rate.dead_end"] and root.get("failures") == "1"
+
+
+@pytest.mark.parametrize("status, ran, planned, said", [
+    ("budget_spent", 10, 32, "22 of the 32 conversations planned were never run (the budget ran out)"),
+    ("interrupted", 31, 70, "39 of the 70 conversations planned were never run (the run was interrupted: "
+                            "`simrun resume` finishes it)"),
+    ("finished", 70, 70, None),
+])
+def test_a_run_cut_short_says_what_it_never_ran_and_what_it_left_out(status, ran, planned, said):
+    cut = {"budget_cut": 5} if status == "budget_spent" else {}
+    outcome = Outcome(ran, ran - sum(cut.values()), {"goal_reached": ran - sum(cut.values()), **cut},
+                      ran - 5, ran - 5, 0, 0, 3.0, 3.0, 0.0)
+    lines = never_run({"status": status, "conversations_planned": planned}, outcome)
+    assert [line for line in lines if "planned" in line] == ([f"{said}: the verdict is over the {ran} that ran"]
+                                                             if said else [])
+    left_out = [line for line in lines if "not the runtime's" in line]
+    assert left_out == (["5 conversation(s) ended for reasons that are not the runtime's (budget_cut 5): left out "
+                         "of the progress rates and the goal rate"] if cut else [])
+
+
+def every_status() -> dict[str, object]:
+    rates, outcome = clean_rates(BASE)
+    failing, _ = clean_rates(BASE, dead_end=(40, 100), wrong_record=(2, 100))
+    nothing = Outcome(3, 0, {"provider_error": 3}, 0, 0, 0, 0, None, None, 0.0)
+    clean = run_verdict("r1", rates, outcome, ReleaseSection())
+    return {
+        "passed": clean,
+        "failed": run_verdict("r1", failing, outcome, ReleaseSection()),
+        "goal files": run_verdict("r1", rates, outcome, None, goal_files=("goal g: no record of type trip",)),
+        "nothing judged": run_verdict("r1", rates, nothing, None),
+        "baseline refused": run_verdict("r1", rates, outcome, None, baseline=BASE, gate_refused="another scorer"),
+        # A run in rounds still undecided at its cap: the one verdict the sequential gate gives it.
+        "inconclusive": replace(clean, status="inconclusive", reasons=(
+            "sequential gate: inconclusive after 20 of 20 rounds: run more rounds",)),
+    }
+
+
+@pytest.mark.parametrize("case", list(every_status()))
+def test_junit_and_markdown_fail_exactly_when_the_exit_status_is_not_zero_naming_every_reason(case):
+    from xml.etree import ElementTree as ET
+
+    verdict = every_status()[case]
+    assert (verdict.exit_code == 0) == (case == "passed") and verdict.reasons or case == "passed"
+    root = ET.fromstring(junit_xml(verdict).split("?>", 1)[1])
+    messages = [c.find("failure").get("message") for c in root.iter("testcase") if c.find("failure") is not None]
+    assert (int(root.get("failures")) > 0) == (verdict.exit_code != 0), (case, messages)
+    assert all(any(reason in m for m in messages) for reason in verdict.reasons), (case, messages)
+    md = markdown(verdict)
+    assert md.startswith(f"## {'✅' if verdict.passed else '❌' if verdict.status == 'failed' else '⚠️'} simrun "
+                         f"{verdict.word}: run `r1` (exit {verdict.exit_code})")
+    assert all(f"- **{reason}**" in md for reason in verdict.reasons)
 
 
 def test_a_baseline_keeps_the_hashes_and_one_that_forges_them_is_refused():
@@ -232,3 +308,24 @@ def test_goals_that_could_not_be_checked_are_named_as_not_checked_never_silently
     lines = [line for line in run_verdict("r1", rates, unchecked, None).not_checked if "goal reached" in line]
     assert lines == ["goal reached: UNVERIFIABLE in 7 of 70 conversations, whose goal could not be checked "
                      "(`simrun show RUN CONVERSATION` gives the reason)"]
+
+
+@pytest.mark.parametrize("kept, used", [
+    ({"fail_on_runtime_error": True, "min_goal_reached": None, "max_rate": {"dead_end": 0.3}, "progress_ceiling": 0.5},
+     True),
+    ({"fail_on_runtime_error": "yes", "min_goal_reached": None, "max_rate": {}, "progress_ceiling": 0.5}, False),
+    ({"fail_on_runtime_error": True, "min_goal_reached": None, "max_rate": {"no_such_class": 0.3},
+      "progress_ceiling": 0.5}, False),
+    ({"fail_on_runtime_error": True, "min_goal_reached": 7, "max_rate": {}, "progress_ceiling": 0.5}, False),
+    ({"fail_on_runtime_error": True, "max_rate": {"dead_end": 0.3}, "progress_ceiling": 0.5}, True),   # no floor
+    ({"fail_on_runtime_error": True, "max_rate": {}}, False),
+    ({"fail_on_runtime_error": True, "max_rate": {}, "progress_ceiling": 0.5, "fail_on_everything": True}, False),
+    ("progress_ceiling = 0.5", False),
+])
+def test_the_criteria_a_run_kept_are_used_only_when_they_are_criteria(kept, used):
+    """A stored run's criteria judge it again later; a store may be hostile, so a record that is
+    not criteria (a wrong type, an unknown class, a missing field) is not used."""
+    criteria = judged_with({"config": {"release": kept}})
+    assert (criteria is not None) == used
+    if used:
+        assert criteria.max_rate == {"dead_end": 0.3} and criteria.progress_ceiling == 0.5

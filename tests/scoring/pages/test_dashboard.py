@@ -21,6 +21,7 @@ from scoring.gate.summary import summary_from_store
 from scoring.dataset.files import load_dataset
 from scoring.errors import StoreError
 from scoring.gate.compare import gate_verdict
+from scoring.gate.run_verdict import verdict_of_run
 from scoring.checks.scorer import ALL_CLASSES
 from scoring.store.database import Store, reading
 from simulator.adapters.python import PythonRuntime
@@ -318,7 +319,32 @@ def test_the_top_line_judges_the_newest_run_of_each_dataset_against_the_baseline
     assert runs[second]["base"] == "failed" and runs[second]["verdict"] == "passed"    # as bad as the one before
     assert runs[second]["base_headline"] == expected[second].headline()
     assert runs[fine]["base"] == "passed" and runs[base]["base"] == "passed"
-    # Without a baseline, the top says that nothing here judges a release against one.
+    # Without a baseline, the top says that nothing here judges a release against one, and still
+    # gives the newest runs' whole verdicts: the one their exit status gave.
     with Store(db) as store:
         D.build_dashboard([store], out, gate_settings=SETTINGS)
-    assert 'id="ship" class="meta">No baseline was given' in out.read_text()
+        exits = {run: verdict_of_run(store, run, None).exit_code for run in (second, fine)}
+    html = out.read_text()
+    assert 'id="ship" class="meta">No baseline was given' in html and "no regression was checked" in html
+    assert exits == {second: 1, fine: 0}
+    assert ship_lines(html, "ship-runs") == {fine: ("passed", 0), second: ("failed", 1)}
+    # A baseline as bad as the candidate: the gate finds no regression, and the run still fails
+    # its release ceiling. The top line is the run's verdict, never the gate's ✓ alone.
+    with Store(db) as store:
+        D.build_dashboard([store], out, baseline=summary_from_store(store, first), gate_settings=SETTINGS)
+    html = out.read_text()
+    assert ship_lines(html, "ship")[second] == ("failed", 1)
+    line = re.sub(r"<[^>]+>", "", re.search(rf'data-run="{second}">(.*?)</p>', html, re.S).group(1))
+    assert "release.max_rate.dead_end" in line and "✓ no regression" in line and "✓ passed" not in line
+
+
+def ship_lines(html: str, block: str) -> dict[str, tuple[str, int]]:
+    """The top's lines: run -> (its status as the page gives it, the exit status it names); a red
+    line exactly where the status is not passed."""
+    top = html.split(f'<div id="{block}">', 1)[1].split("</div>", 1)[0]
+    found = {}
+    for failed, run, status, code in re.findall(r'<p class="ship( failed)?" data-run="([^"]+)">.*?'
+                                                r'data-status="([^"]+)">.*?\(exit (\d)\)', top, re.S):
+        assert bool(failed) == (status != "passed"), run
+        found[run] = (status, int(code))
+    return found

@@ -117,7 +117,7 @@ def test_hovering_a_point_shows_its_values(opened, history):
             f"95% interval {100 * low:.1f}%–{100 * high:.1f}%") in text
     assert "✗ FAILED" in text and "undefined" not in text
     page.hover(f"#group-0 figure[data-class='dead_end'] circle[data-run='{index - 1}']")   # the A/A run
-    assert "✓ the gate passed it against the run before" in tip.inner_text() and "undefined" not in tip.inner_text()
+    assert "✓ no regression against the run before" in tip.inner_text() and "undefined" not in tip.inner_text()
     page.mouse.move(0, 0)
     assert not tip.is_visible()
     assert opened.errors == []
@@ -239,7 +239,7 @@ def test_a_regression_between_releases_is_marked_and_an_aa_pair_is_not(opened, h
     first, same, worse = history["ids"][:3]
     by_run = {r["run"]: r for r in rows(page)}
     assert by_run[worse]["failed"] and "✗" in by_run[worse]["verdict"] and "dead_end" in by_run[worse]["verdict"]
-    assert not by_run[same]["failed"] and "✓" in by_run[same]["verdict"] and "passed" in by_run[same]["verdict"]
+    assert not by_run[same]["failed"] and "✓ no regression" in by_run[same]["verdict"]
     assert not by_run[first]["failed"] and "no earlier finished run" in by_run[first]["verdict"]
     assert [r for r in by_run.values() if r["failed"]] == [by_run[worse]]
     failed_on = page.evaluate(f"JSON.parse(document.getElementById('data').textContent).runs"

@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import pytest
 
+from scoring.gate.run_verdict import verdict_of_run
+from scoring.pages.report import build_report
+from scoring.store.database import Store
 from tests.fixtures.browser import open_page
 from tests.simulator.cli.test_verdict_cli import blessed, broken_goal, with_baseline
 
 pytestmark = pytest.mark.xdist_group("verdict-browser")
 
-RED, GREEN = "rgb(207, 34, 46)", "rgb(26, 127, 55)"
+RED, GREEN, GREEN_BACKGROUND = "rgb(207, 34, 46)", "rgb(26, 127, 55)", "rgb(218, 251, 225)"
 
 
 def first_verdict(browser, report):
@@ -25,7 +29,7 @@ def first_verdict(browser, report):
             const first = document.body.firstElementChild;
             const status = first.querySelector('.status');
             return {id: first.id, exit: first.dataset.exit, status: status.textContent.trim().split(/\\s/)[0],
-                    colour: getComputedStyle(status).color,
+                    colour: getComputedStyle(status).color, background: getComputedStyle(first).backgroundColor,
                     reasons: [...first.querySelectorAll('li.reason')].map(li => li.textContent.trim()),
                     tiles: [...document.querySelectorAll('.tile')].map(t => t.textContent)};
         }""")
@@ -77,3 +81,11 @@ def test_the_first_verdict_on_the_page_is_the_exit_status(browser, cli, project)
             assert f"FAILED: {reason}" in output                # the CLI's verdict, word for word
         assert not any(re.search(r"\bpassed\b", tile, re.I) for tile in page["tiles"]), (name, page["tiles"])
     pool.shutdown()
+    # Exit 2 and 3 (not judged; a run in rounds still undecided) are no pass: never drawn green.
+    with Store(project / "simrun.duckdb") as store:
+        verdict = verdict_of_run(store, None)
+        for status in ("not judged", "inconclusive"):
+            shown = replace(verdict, status=status, reasons=("undecided",))
+            page = first_verdict(browser, build_report(store, None, project / status, verdict=shown))
+            assert page["exit"] == str(shown.exit_code) and page["status"] == status.split()[0].upper(), page
+            assert page["colour"] != GREEN and page["background"] != GREEN_BACKGROUND, (status, page)

@@ -22,6 +22,7 @@ from scoring.store.database import Store
 from simulator.adapters.http import HttpRuntime
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
+from simulator.adapters.template import ChatRuntime
 
 from tests.conftest import ROOT
 from tests.fixtures.buggy_runtime import Buggy
@@ -64,6 +65,20 @@ def test_a_crash_names_its_exception_carries_its_traceback_and_says_what_happene
     elif transport == "stdio":
         assert error["kind"] == "exited" and "exited (status 1) while answering" in error["message"]
         assert error["read_after"] == "nothing: the runtime no longer answers"
+    assert not leftovers(BUGGY)
+
+
+def test_a_chat_endpoint_that_fails_inside_a_request_and_stays_up_is_not_said_to_be_gone(tmp_path):
+    personas, goals = buggy_dataset(tmp_path)
+    (goals / "fine.yaml").unlink()
+    runtime = ChatRuntime(url="http://127.0.0.1:{port}/v1", model="m",
+                          command=[sys.executable, BUGGY, "chat", "--port", "{port}"])
+    _, _, ends, errors = stored(tmp_path / "c.duckdb", load_dataset(personas, goals), runtime)
+    assert ends == {"plain-paula/add-bag-bug/0": "runtime_error"}
+    error = json.loads(errors["plain-paula/add-bag-bug/0"])
+    assert error["kind"] == "disconnected" and "still running: the request failed inside it" in error["message"]
+    assert "KeyError: 'trip'" in error["message"] and "Traceback" in error["stderr"]
+    assert "no longer answers" not in error["read_after"]
     assert not leftovers(BUGGY)
 
 

@@ -95,6 +95,8 @@ def test_every_runtime_fault_is_recorded_with_evidence_and_the_run_goes_on(tmp_p
     assert crash["read_after"] == "nothing: the runtime no longer answers"
     assert ev["odd-status"]["read_after"] == "the store, the audit stream"
     assert ev["odd-hang"]["kind"] == "timeout" and ev["odd-hang"]["elapsed_ms"] >= 1000
+    # A runtime that was slow is not said to be gone: it was only not asked again.
+    assert ev["odd-hang"]["read_after"] == "nothing: it did not answer in time, so it was not asked again"
     assert ev["odd-garbage"]["kind"] == "malformed" and "not json" in ev["odd-garbage"]["body"]
     assert ev["odd-status"]["kind"] == ("http_status" if transport == "http" else "error")
     assert ev["odd-status"]["status"] == 503 and "temporarily unavailable" in ev["odd-status"]["body"]
@@ -365,3 +367,29 @@ def test_a_stdio_child_has_the_startup_timeout_for_its_first_answer_and_the_time
     too_slow = runtime(1.0, startup_timeout_s=0.5)
     with pytest.raises(RuntimeUnavailable, match=r"health: no answer within 0.5s \(runtime.startup_timeout_s"):
         asyncio.run(health_then_start(too_slow))
+
+
+def test_conversations_that_find_the_server_dead_together_start_it_once_and_all_go_on():
+    """Eight conversations in flight see the server die at once: one starts it again, and the
+    others use that server, rather than each stopping the one the others had started (which left
+    messages such as "exited with status None" and "exited (still running)")."""
+    runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}"], timeout_s=5.0, concurrency=8)
+    hello = {"message": "Add a bag to Lisbon offsite."}
+
+    async def go():
+        await runtime.health()
+        try:
+            a = await runtime.start({"seed": 2, "persona": "p", "goal": "odd-crash", "setup": {}})
+            with pytest.raises(RuntimeFault) as caught:
+                await runtime.turn(a, hello)
+            sessions = await asyncio.gather(*(runtime.start({"seed": s, "persona": "p", "goal": "healthy",
+                                                              "setup": {}}) for s in range(8)))
+            replies = await asyncio.gather(*(runtime.turn(s, hello) for s in sessions))
+            return caught.value.evidence, replies
+        finally:
+            await runtime.aclose()
+
+    crash, replies = asyncio.run(go())
+    assert crash["kind"] == "connection" and "exited (status" in crash["message"]
+    assert runtime.restarts == 1 and all("reply" in r for r in replies)
+    assert not leftovers(ODD)

@@ -159,6 +159,7 @@ def test_rescore_restores_the_scores_and_records_the_scorer_version(cli, project
     assert (version, previous) == (SCORER_VERSION, "0") and when is not None
     again = cli("rescore", "latest")
     assert again.exit_code == 0 and "; 0 changed" in again.output
+    assert f"verdict of run {run_id}: FAILED: guarantees broken: phantom_receipt" in again.output, again.output
 
     goal = project / "goals" / "rename-trip.yaml"
     goal.write_text(goal.read_text().replace("title: ", "title: Edited ", 1))
@@ -187,6 +188,8 @@ def test_export_import_round_trip_scores_the_same(cli, project):
     assert imported.exit_code == 0, imported.output
     new = re.search(r"into run (\S+)", imported.output).group(1)
     assert new != original
+    # What the imported run now says, as its report would: the planted crashes fail it.
+    assert f"verdict of run {new}: FAILED: release.fail_on_runtime_error" in imported.output, imported.output
     for sql in ("SELECT conversation_id, persona, goal, repetition, seed, end_reason, goal_reached, goal_detail, "
                 "turns, session_id FROM conversations WHERE run_id = ? ORDER BY ALL",
                 "SELECT conversation_id, turn, user_turn::VARCHAR, result::VARCHAR, state::VARCHAR FROM turns "

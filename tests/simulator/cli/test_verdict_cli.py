@@ -69,6 +69,16 @@ def test_plain_simrun_gates_against_gate_baseline_an_aa_run_passes_and_a_regress
     first = re.search(r"<body>\s*(<[^>]+>)", html).group(1)
     assert first == '<section id="verdict" class="failed" data-status="failed" data-exit="1">'
     assert reasons[0].removeprefix("FAILED: ") in html.split("</section>", 1)[0]
+    # The report written again later knows the baseline from simrun.toml, and says the same verdict.
+    again = cli("report", "latest")
+    assert again.exit_code == 0 and f"FAILED: {reasons[0].removeprefix('FAILED: ')}" in again.output, again.output
+    # The same run made in shards and merged is judged as the run unsharded: against gate.baseline too.
+    for i in (0, 1):
+        shard = cli("-n", "2", "--seed", "2", "--shard", f"{i}/2", "--db", f"shard{i}.duckdb")
+        assert shard.exit_code in (0, 1), shard.output
+    merged = cli("merge", "shard0.duckdb", "shard1.duckdb", "--out", "merged.duckdb")
+    assert merged.exit_code == 1, merged.output
+    assert [line for line in verdict_lines(merged.output) if line.startswith("FAILED: ")] == reasons
 
 
 def test_a_pull_request_that_adds_a_goal_is_gated_on_what_it_shares(cli, project):
@@ -111,3 +121,24 @@ def test_gate_baseline_may_name_a_blob_git_holds_and_a_bad_one_is_refused_before
     assert "simrun.toml (gate.baseline)" in refused.output and "missing.json: no such baseline file" in refused.output
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM runs").fetchone() == runs     # refused before any run row
+
+
+def test_a_run_is_judged_again_later_by_the_criteria_it_ran_with_unless_told_otherwise(cli, project):
+    """`simrun --budgets lenient.toml` passes a run that ./budgets.toml would fail: the report
+    written again later, the dashboard and `simrun gate` give the verdict it exited with, unless
+    --budgets names other criteria."""
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace('# faults = "loop=0.2,phantom_receipt=0.1"', 'faults = "dead_end=0.4"'))
+    lenient = project / "lenient.toml"
+    lenient.write_text((project / "budgets.toml").read_text().replace("[release]", "[release]\nprogress_ceiling = 0.9"))
+    ran = cli("-n", "1", "--budgets", "lenient.toml")
+    assert ran.exit_code == 0 and "verdict: PASSED (exit 0)" in ran.output, ran.output
+    again = cli("report", "latest")
+    assert again.exit_code == 0 and "verdict of run" in again.output and ": PASSED: " in again.output, again.output
+    html = (project / "reports" / "index.html").read_text()
+    assert re.search(r'class="run-verdict" data-status="passed"', html)
+    dashboard = cli("dashboard")
+    assert dashboard.exit_code == 0 and 'data-status="passed"' in (project / "reports" / "index.html").read_text()
+    told = cli("report", "latest", "--budgets", "budgets.toml")
+    assert ": FAILED: release.max_rate.dead_end" in told.output, told.output
+    assert 'data-status="failed"' in (project / "reports" / "index.html").read_text()

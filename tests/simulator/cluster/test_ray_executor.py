@@ -9,6 +9,7 @@ process; the workers are Ray's processes, which get the project from the driver.
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import logging
 import os
@@ -196,6 +197,10 @@ def test_the_budget_holds_for_the_whole_cluster_and_the_spend_is_the_sum_of_its_
     report = (project / "reports" / f"{run['run_id']}.html").read_text()
     assert all(c["conversation_id"] in report for c in cut)
     assert "the budget ran out" in result.output
+    # Its verdict says what it never ran and what it left out, on the command line and first on the report.
+    for said in ("conversations planned were never run (the budget ran out)",
+                 "ended for reasons that are not the runtime's (budget_cut"):
+        assert said in result.output and said in html.unescape(report.split("</section>", 1)[0]), said
 
 
 def test_a_worker_killed_mid_run_loses_nothing_and_its_held_calls_count_as_spent(cluster, project, fake_api,
