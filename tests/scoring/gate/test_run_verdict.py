@@ -170,7 +170,6 @@ def test_a_default_ceiling_no_conversation_could_decide_is_not_checked_and_said_
     assert not run_verdict("r1", rates, outcome, ReleaseSection(max_rate={"unanswered": 0.1})).passed
 
 
-<<<<<<< HEAD
 def test_by_default_a_run_where_most_goals_are_not_reached_fails_and_one_that_cannot_tell_says_so():
     rates, outcome = clean_rates(BASE)
     n = outcome.goal_scored
@@ -194,7 +193,8 @@ def test_by_default_a_run_where_most_goals_are_not_reached_fails_and_one_that_ca
     assert told.passed and any(line.startswith("the floor on goal reached: no conversation could decide it")
                                for line in told.not_checked), told.not_checked
     assert not run_verdict("r1", rates, unknown, ReleaseSection(min_goal_reached=0.9)).passed
-=======
+
+
 @pytest.mark.parametrize("undecided", [(), ("audit_gap",), ("wrong_record", "phantom_receipt", "audit_gap"), "all"])
 def test_a_guarantee_no_conversation_could_decide_is_never_said_to_hold(undecided):
     """An assistant that keeps no store or audit gives no evidence for most guarantees: none broken
@@ -216,7 +216,6 @@ def test_a_guarantee_no_conversation_could_decide_is_never_said_to_hold(undecide
     else:
         assert claims == [] and "guarantees: none could be decided in any conversation" in said
     assert "every guarantee held" not in said or not undecided
->>>>>>> verdict2
 
 
 def test_markdown_and_junit_say_what_the_exit_status_says():
