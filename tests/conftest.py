@@ -97,6 +97,22 @@ def demo_project(folder: Path) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the tests of the xdist group "ray" (the executor's tests and the
+    Ray benchmark's, on one worker): started once, since starting one takes seconds. Its workers
+    start from this process's environment, so a test's variables reach them only through the
+    driver (as on other machines). Returns the address a process of its own joins it at."""
+    import logging
+
+    import ray
+
+    # "local": a cluster of its own, never one running on the machine.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
 @pytest.fixture()
 def project(tmp_path: Path) -> Path:
     """A copy of the bundled demo project in a temporary folder."""

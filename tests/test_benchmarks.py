@@ -29,19 +29,21 @@ SMALL = {
                             "--workers", "1", "--permutations", "1000", "--pools", ""],
                            r"aa: 2 pairs; failed \d+ (.|\n)+broad: 2 pairs; failed \d+"),
     "real_model.py": (["--fake"], r"ledger: runs.spent \$[\d.]+; sum of \d+ stored calls \$[\d.]+; equal"),
-    # A Ray cluster of its own, never one another test (or the machine) runs.
+    # The Ray tests' cluster (`ray_cluster`), never one another worker (or the machine) runs.
     "ray_scaling.py": (["--rounds", "1", "--repetitions", "1", "--in-flight", "4", "--waves", "1", "--latency", "0.005",
-                        "--ray-address", "local"],
+                        "--ray-address", "{ray_cluster}"],
                        r"harness ratio, Ray / in-process \(medians\): [\d.]+x(.|\n)+in-process [\d.]+%, Ray [\d.]+%"),
 }
 
 
-# The Ray benchmark runs on the xdist worker of the Ray tests, so that two clusters never share
-# the machine's cores at once.
+# The Ray benchmark runs on the xdist worker of the Ray tests, in their cluster: one cluster, and
+# started once.
 @pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.xdist_group("ray")) if "ray" in s else s
                                     for s in SMALL])
-def test_each_benchmark_runs_and_prints_its_figures(script):
+def test_each_benchmark_runs_and_prints_its_figures(script, request):
     args, figure = SMALL[script]
+    if "{ray_cluster}" in args:
+        args = [request.getfixturevalue("ray_cluster") if a == "{ray_cluster}" else a for a in args]
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], capture_output=True,
                           text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -78,6 +78,8 @@ class Store:
             raise StoreError(f"{self.path}: no such database; check the path (a run creates it)")
         if not where.parent.is_dir():
             raise StoreError(f"{self.path}: the folder {where.parent} does not exist; create it or pass another --db")
+        # A file (and write-ahead log) that did not exist holds nothing anyone crafted.
+        new = not where.exists() and not Path(f"{path}.wal").exists()
         try:
             # External access off, before anything reads the file (`catalog.py`).
             self.con = catalog.connect(self.path, read_only=read_only, attach=attach)
@@ -87,7 +89,8 @@ class Store:
                     if "lock" in first.lower() else "is it a DuckDB file? Pass another --db")
             raise StoreError(f"{self.path}: cannot open the database ({first}); {hint}") from None
         try:
-            catalog.refuse_crafted(self.con)
+            if not new:
+                catalog.refuse_crafted(self.con)
             (check_current if read_only else migrate)(self.con)
         except duckdb.Error as exc:
             self.con.close()

@@ -195,10 +195,12 @@ def migrate(con) -> int:
     if applied and max(applied) > newest:
         raise StoreError(f"this database has schema version {max(applied)}, written by a newer simrun; "
                          f"this simrun knows up to {newest}. Upgrade simrun, or use another --db.")
-    for version, name, sql in MIGRATIONS:
-        if version in applied:
-            continue
+    missing = [(version, name, sql) for version, name, sql in MIGRATIONS if version not in applied]
+    if missing:
+        # One transaction for all of them: a file is brought up to date whole or not at all, and
+        # a new file's ten commits (each a checkpoint's worth of work) cost more than its schema.
         with transaction(con):
-            con.execute(sql)
-            con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
+            for version, name, sql in missing:
+                con.execute(sql)
+                con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [version, name])
     return newest

@@ -66,6 +66,27 @@ def test_the_store_refuses_any_object_simrun_never_writes(tmp_path, secret_file,
         assert SECRET not in str(raised.value) and "crafted" in str(raised.value)
 
 
+@pytest.mark.parametrize("how", ["migrations view", "macro"])
+def test_a_crafted_write_ahead_log_beside_a_new_file_is_checked_too(tmp_path, secret_file, how):
+    """A new file is not checked (it holds nothing), but a file whose name has a write-ahead log
+    beside it is not new: the log could hold what a crafted file held."""
+    db = tmp_path / "crafted.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("PRAGMA disable_checkpoint_on_shutdown")        # keep the log: nothing checkpointed
+    con.execute("SET wal_autocheckpoint = '1TB'")
+    for sql in CRAFTS[how] if how != "migrations view" else CRAFTS[how][1:]:
+        con.execute(sql.replace("{secret}", str(secret_file)))
+    con.close()
+    target = tmp_path / "new.duckdb"
+    Path(f"{db}.wal").rename(f"{target}.wal")
+    try:
+        with Store(target) as store:       # DuckDB may drop a log that is not its file's...
+            assert store.con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone() == (0,)
+            assert SECRET not in str(store.con.execute("SELECT * FROM schema_migrations").fetchall())
+    except StoreError as raised:            # ...or replay it, and then the check refuses it
+        assert SECRET not in str(raised) and "crafted" in str(raised)
+
+
 def test_a_store_of_simrun_s_own_opens_and_its_queries_reach_no_file(tmp_path, secret_file):
     with Store(tmp_path / "own.duckdb") as store:
         with pytest.raises(duckdb.Error) as raised:

@@ -1,8 +1,8 @@
 """`--executor ray`: the conversations on a Ray cluster's workers, one budget, one rate limit and
 one store for all of them.
 
-Every test here runs on one local cluster (`ray.init(num_cpus=2)`, started once for the module:
-two workers of one CPU each) and talks to nothing but 127.0.0.1. The driver runs in this
+Every test here runs on one local cluster (`ray_cluster` in tests/conftest.py: two workers of
+one CPU each) and talks to nothing but 127.0.0.1. The driver runs in this
 process; the workers are Ray's processes, which get the project from the driver.
 """
 
@@ -46,14 +46,9 @@ USER = "openai:gpt-4.1-mini"
 KEY = "sk-ray-planted-5c1e9a77d2"
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    """One local cluster for every test of this module; its workers start from this process's
-    environment, so a test's variables reach them only through the driver (as on other machines)."""
-    # "local": a cluster of its own, never one running on the machine.
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+@pytest.fixture()
+def cluster(ray_cluster):
+    return ray_cluster
 
 
 @pytest.fixture()
