@@ -27,6 +27,11 @@ PROTOCOL_VERSION = 1
 DEFAULT_MAX_RESULT_BYTES = 1 << 20      # runtime.max_result_bytes
 EXCERPT_BYTES = 2000                    # of an answer, kept as a fault's evidence
 OFF_LOOP_BYTES = 1 << 18                # answers larger than this are read in a worker thread
+# A kept-alive connection idle longer than this is not used again. A server closes an idle one
+# when its own timeout ends (uvicorn and Node: 5 s, gunicorn: 2 s); a request sent on it at that
+# moment is dropped unanswered, which would read as the runtime's fault. A new connection to a
+# runtime costs far less than a conversation lost that way.
+KEEPALIVE_S = 1.0
 
 
 class RuntimeAdapter(Protocol):

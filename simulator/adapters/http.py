@@ -16,8 +16,8 @@ from typing import Any
 import aiohttp
 
 from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, Checked, check_health, excerpt, exit_text, read_answer,
-                                     stderr_said, too_large)
+from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, KEEPALIVE_S, Checked, check_health, excerpt, exit_text,
+                                     read_answer, stderr_said, too_large)
 from simulator.adapters.process import ManagedProcess, SessionId, free_port
 
 READ_CHUNK = 1 << 16
@@ -73,7 +73,7 @@ class HttpRuntime(Checked):
             self._session = aiohttp.ClientSession(
                 headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s),
                 connector=aiohttp.TCPConnector(limit=max(self.concurrency, 1), limit_per_host=0,
-                                               keepalive_timeout=30))
+                                               keepalive_timeout=KEEPALIVE_S))
         return self._session
 
     def _evidence(self, mark: int | None = None, **more: Any) -> dict[str, Any]:

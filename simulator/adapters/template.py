@@ -27,7 +27,7 @@ from typing import Any
 import aiohttp
 
 from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.base import excerpt, exit_text, parse_json, stderr_said, too_large
+from simulator.adapters.base import KEEPALIVE_S, excerpt, exit_text, parse_json, stderr_said, too_large
 from simulator.adapters.foreign import ForeignRuntime
 from simulator.adapters.process import ManagedProcess, free_port
 
@@ -108,7 +108,8 @@ class TemplateRuntime(ForeignRuntime):
         if self._http_session is None or self._http_session.closed:
             self._http_session = aiohttp.ClientSession(
                 headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                connector=aiohttp.TCPConnector(limit=max(self.concurrency, 1), limit_per_host=0))
+                connector=aiohttp.TCPConnector(limit=max(self.concurrency, 1), limit_per_host=0,
+                                               keepalive_timeout=KEEPALIVE_S))
         return self._http_session
 
     async def _ready(self) -> None:

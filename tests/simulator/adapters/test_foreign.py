@@ -207,3 +207,49 @@ def test_check_runtime_says_when_an_assistant_sends_no_span():
     report = asyncio.run(check_runtime(CallableRuntime(f"{__name__}:sync_agent", traces=True, trace_wait_s=0)))
     assert report.traces is not None and report.traces["spans"] == 0
     assert report.level() == 0 and "wrong_record" in report.unverifiable()    # no span: no events
+
+
+def test_a_connection_the_server_may_have_closed_as_idle_is_never_used_again():
+    """A server closes a kept-alive connection when its idle timeout ends; a request sent on it
+    at that moment is dropped unanswered, and would read as the runtime's fault. The server here
+    makes that moment certain: a request that arrives on a connection idle for IDLE_S or more is
+    dropped, as by a server whose timeout is IDLE_S (gunicorn's is 2 s, uvicorn's 5 s)."""
+    from simulator.adapters.base import KEEPALIVE_S
+
+    idle_s = KEEPALIVE_S + 0.3
+    dropped: list[float] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        last = asyncio.get_running_loop().time()
+        while head := await reader.readuntil(b"\r\n\r\n"):
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            body = json.loads(await reader.readexactly(length))
+            idle = asyncio.get_running_loop().time() - last
+            if idle >= idle_s:
+                dropped.append(idle)
+                writer.close()
+                return
+            text = json.dumps({"choices": [{"message": {"role": "assistant",
+                                                        "content": f"got {body['messages'][-1]['content']}"}}]})
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(text), text.encode()))
+            await writer.drain()
+            last = asyncio.get_running_loop().time()
+
+    async def go():
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        runtime = ChatRuntime(url=f"http://127.0.0.1:{port}/v1", model="m")
+        try:
+            session = await runtime.start({"seed": 1, "persona": "p", "goal": "g", "setup": {}})
+            first = await runtime.turn(session, {"message": "one"})
+            await asyncio.sleep(idle_s + 0.1)     # the user thinks: the connection sits idle
+            second = await runtime.turn(session, {"message": "two"})
+            return first, second
+        finally:
+            await runtime.aclose()
+            server.close()
+
+    first, second = asyncio.run(go())
+    assert (first["reply"], second["reply"]) == ("got one", "got two") and not dropped, dropped
