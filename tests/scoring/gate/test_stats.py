@@ -214,3 +214,18 @@ def test_detectable_rise_and_the_repetitions_advice_agree_and_shrink_with_size()
     n = repetitions_for(0.05, base, lambda r: critical_value(base[:, None], r, slices, alpha=0.05), **args)
     assert n is not None and power_of_rise(0.05, base, n, critical=critical_value(
         base[:, None], n, slices, alpha=0.05), **args) >= 0.8
+
+
+def test_the_advice_s_binomial_draws_have_the_binomial_s_distribution():
+    from scoring.gate.stats import _binomial
+
+    p = np.array([0.0, 0.004, 0.07, 0.5, 0.93, 1.0])
+    for n in (1, 3, 12, 40):
+        counts = _binomial(np.random.default_rng(n), n, p, 100_000)
+        assert counts.min() >= 0 and counts.max() <= n
+        for j, pj in enumerate(p):
+            seen = np.bincount(counts[:, j], minlength=n + 1) / len(counts)
+            expected = st.binom.pmf(np.arange(n + 1), n, pj)
+            # Within 5 standard errors of each probability, and exactly 0 or n where p is 0 or 1.
+            assert np.all(np.abs(seen - expected) <= 5 * np.sqrt(expected * (1 - expected) / len(counts)) + 1e-12), \
+                (n, pj, seen, expected)
