@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -86,8 +87,10 @@ for _word in sorted(VOCAB):
     _vocab_by_len.setdefault(len(_word), []).append(_word)
 
 
+@functools.lru_cache(maxsize=4096)
 def mend(word: str) -> str:
-    """The vocabulary word one typing error away from `word`, or `word` itself."""
+    """The vocabulary word one typing error away from `word`, or `word` itself. Remembered: it
+    compares the word with the whole vocabulary, and users say the same words again and again."""
     low = word.lower()
     if low in VOCAB or low in COMMON or len(low) < 4 or not low.isalpha():
         return word
