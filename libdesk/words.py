@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -55,8 +56,10 @@ class Reading:
                     or self.new_title or self.confirm or self.decline or self.private)
 
 
+@functools.lru_cache(maxsize=8192)
 def _near(word: str, keywords: tuple[str, ...]) -> bool:
-    """The word is a keyword, or one typing error from one (similar enough, or two letters swapped)."""
+    """The word is a keyword, or one typing error from one (similar enough, or two letters swapped).
+    Remembered: difflib's comparison was LibDesk's largest cost, and users repeat their words."""
     if word in keywords:
         return True
     if len(word) < 4:
