@@ -7,6 +7,7 @@ loader (`scoring.dataset.files`) can point at its line.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -193,7 +194,15 @@ class Goal(YamlModel):
         return self.steps[index].id or f"step-{index + 1}"
 
     def step_by_id(self, sid: str | None) -> "Step | None":
-        return next((s for i, s in enumerate(self.steps) if self.step_id(i) == sid), None)
+        return self._steps_by_id.get(sid)
+
+    @functools.cached_property
+    def _steps_by_id(self) -> dict[str, "Step"]:
+        # The checks look a step up for every user turn; the first step of an id is the one.
+        found: dict[str, Step] = {}
+        for i, step in enumerate(self.steps):
+            found.setdefault(self.step_id(i), step)
+        return found
 
 
 def _compile(pattern: str, what: str) -> str:
