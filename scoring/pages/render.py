@@ -20,7 +20,7 @@ import re
 import secrets as random_names
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from scoring import secrets
@@ -35,15 +35,44 @@ TEXT_CHARS = 2000
 ITEMS_SHOWN = 20
 
 
+class _QuietCache(FileSystemBytecodeCache):
+    """A cache that is only ever a saving: a file it cannot write (a full disk) or read costs
+    the compilation it would have spared, never the report."""
+
+    def load_bytecode(self, bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except OSError:
+            pass
+
+    def dump_bytecode(self, bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _bytecode_cache() -> FileSystemBytecodeCache | None:
+    try:
+        return _QuietCache()
+    except (OSError, RuntimeError):     # no temporary folder of this user's own: compile each time
+        return None
+
+
 @functools.lru_cache(maxsize=16)
 def environment(user_templates: Path | None = None) -> Environment:
     """The pages' Jinja environment, one per templates folder for the process: it keeps the
     templates it compiled (compiling the report's took a third of a second, at every report),
-    and sees a template changed on disk since (Jinja checks each file's time)."""
+    and sees a template changed on disk since (Jinja checks each file's time). What it compiled
+    is also kept across processes, in Jinja's bytecode cache (a folder of the user's own in the
+    temporary directory, that Jinja refuses if anyone else owns it; keyed by each template's
+    source): every `simrun` run writes a report, and compiling its templates was a quarter of
+    the report's time."""
     folders = [str(user_templates)] if user_templates else []
     env = Environment(loader=FileSystemLoader([*folders, str(TEMPLATES)]),
                       autoescape=select_autoescape(["html"], default=True),
-                      trim_blocks=True, lstrip_blocks=True, finalize=_bounded)
+                      trim_blocks=True, lstrip_blocks=True, finalize=_bounded,
+                      bytecode_cache=_bytecode_cache())
     env.filters["pct"] = pct
     env.filters["anchor"] = lambda s: re.sub(r"[^A-Za-z0-9_-]", "-", str(s))
     env.filters["clip"] = clip
