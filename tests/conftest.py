@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import uuid
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import typer.main
+import typer.testing
 from typer.testing import CliRunner
 
 from simulator.adapters.python import PythonRuntime
@@ -28,6 +31,12 @@ from tripdesk.faults import FAULTS
 from tests.fixtures.processes import TAG
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# typer's CliRunner builds the click command from the app at every invocation (tens of
+# milliseconds, over hundreds of invocations); a command is stateless between invocations, as
+# in a real process, which builds it once. So it is built once per app here.
+typer.testing._get_command = functools.lru_cache(maxsize=None)(typer.main.get_command)
+
 # The modules whose tests take longest (real processes, a Ray cluster, a browser, calibration
 # runs: tens of seconds each) run first, so that pytest-xdist's workers finish together rather
 # than one of them running a long test alone at the end. Within each part the order is kept.
