@@ -1,7 +1,8 @@
 """The conversation loop: the simulated user and the runtime take turns until an end reason.
 
-After every turn it reads the runtime's store, so that the goal is checked on state and the
-scorer works from the store, not from what the replies claim. Failures are data: a runtime that
+After every turn it reads the runtime's store (sent with the turn's result by a runtime that can,
+else asked for), so that the goal is checked on state and the scorer works from the store, not
+from what the replies claim. Failures are data: a runtime that
 crashes, a user that breaks its brief, each ends the conversation with its reason and evidence.
 """
 
@@ -23,6 +24,7 @@ from simulator.adapters.base import RuntimeAdapter
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
 from scoring.errors import BudgetCut, ProviderFailure, RuntimeFault
+from scoring.protocol import split_snapshot
 from simulator.users.base import UserBackend
 from scoring import secrets
 
@@ -98,8 +100,11 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end, error = "runtime_error", {**_evidence_of(exc), "turn": index}
                 break
             latency = _ms(t0)
+            # (An assistant whose store simrun builds from its traces has no snapshot to send.)
+            result, snapshot = (result, None) if getattr(runtime, "builds_state", False) else split_snapshot(result)
             try:
-                final = await runtime.state(session)
+                # The store after the turn: sent with it by a runtime that can (one request, not two).
+                final = snapshot if snapshot is not None else await runtime.state(session)
             except Exception as exc:
                 # The reply came: it is evidence, kept, though the store could not be read.
                 turns.append(TurnRecord(index, user_turn, result, None, latency))
