@@ -63,6 +63,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     started, clock = time.time(), time.perf_counter()
     persona, goal = cell.persona, cell.goal
     turns: list[TurnRecord] = []
+    faults: list = []          # user_turn_fault of each turn as it was sent, for the scorer
     end, error, stop = "turn_cap", None, None
     initial = final = audit = None
     session = talker = None
@@ -88,6 +89,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end = _stop_reason(goal, turns, stop, final)
                 break
             fault = user_turn_fault(user_turn, goal, persona, tuple(turns))
+            faults.append(fault)
             if fault:
                 turns.append(TurnRecord(index, user_turn, None, None))
                 end, error = "simulator_error", {"kind": fault.kind, "message": fault.message, "turn": index}
@@ -138,9 +140,9 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     # off the event loop, so that it does not hold up every other conversation in flight; an
     # ordinary one is scored here, where the hop to a thread would cost more than the scoring.
     if _weight(transcript) > OFF_LOOP_ITEMS:
-        scorecard = await asyncio.to_thread(score, transcript, goal, persona)
+        scorecard = await asyncio.to_thread(score, transcript, goal, persona, faults)
     else:
-        scorecard = score(transcript, goal, persona)
+        scorecard = score(transcript, goal, persona, faults)
     return Conversation(cell, transcript, scorecard, started,
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
 

@@ -31,6 +31,7 @@ from scoring import secrets
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
 from scoring.errors import BudgetCut, ProviderFailure, UserModelUnavailable
+from scoring.store.rows import JsonText
 from scoring.transcript import TurnRecord, UserTurn
 from simulator.config import Price
 from simulator.ledger import Ledger
@@ -172,7 +173,7 @@ class ModelUser:
                 # A 2xx answer that cannot be read was most likely billed: it is charged at its
                 # worst case, and the next attempt holds a worst case of its own.
                 self._settle(tab, held, worst, self._record(tab, index, key, request, None, None, Usage(0, 0, 0, 0),
-                                                            worst, started, "unreadable"))
+                                                            worst, started, "unreadable", body))
                 held = None
                 held, started = await self._hold(worst, call), time.perf_counter()
                 raise
@@ -197,7 +198,7 @@ class ModelUser:
         # Without the usage the exact cost is unknown: the budget is held to the worst case.
         price = cost(self.price, completion.usage) if completion.usage_reported else worst
         self._settle(tab, held, price, self._record(tab, index, key, request, completion.answer, completion.response,
-                                                    completion.usage, price, started, completion.cache_status))
+                                                    completion.usage, price, started, completion.cache_status, body))
         return completion
 
     async def _hold(self, worst: Decimal, call: dict[str, Any]):
@@ -218,13 +219,16 @@ class ModelUser:
                 "model": request.get("model"), "request_hash": key}
 
     def _record(self, tab: Tab, turn: int, key: str, request: dict, answer: Any, response: dict | None,
-                usage: Usage, price: Decimal, started: float | None, cache_status: str) -> dict[str, Any]:
+                usage: Usage, price: Decimal, started: float | None, cache_status: str,
+                body: str | None = None) -> dict[str, Any]:
+        """`body`: the request as sent, already JSON: stored as it is rather than encoded again."""
         record = {
             **self._call(tab, turn, key, request), "input_tokens": usage.input_tokens,
             "cached_input_tokens": usage.cached_input_tokens, "cache_write_tokens": usage.cache_write_tokens,
             "output_tokens": usage.output_tokens, "cost_usd": price,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3) if started is not None else 0.0,
-            "cache_status": cache_status, "request": request, "answer": answer, "response": response,
+            "cache_status": cache_status, "request": request if body is None else JsonText(body), "answer": answer,
+            "response": response,
         }
         tab.calls.append(record)
         return record

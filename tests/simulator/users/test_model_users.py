@@ -90,6 +90,10 @@ def test_a_model_user_drives_conversations_and_every_call_is_priced(tmp_path, de
         assert status == ("hit" if cached else "write" if written else "miss")
     if kind == "anthropic":
         assert all(r["system"][0]["cache_control"] == {"type": "ephemeral"} for r in api.requests)
+    # Each call's request is stored as the JSON it was sent as (serialised once, not encoded again).
+    with Store(tmp_path / "m.duckdb") as store:
+        stored = [r for (r,) in store.con.execute("SELECT request FROM model_calls").fetchall()]
+    assert sorted(stored) == sorted(map(canonical_json, api.requests))
 
 
 @pytest.mark.parametrize("kind", PROVIDERS)
