@@ -150,9 +150,11 @@ class ModelUser:
 
     # --- one paid call ----------------------------------------------------------------------
 
-    async def paid_call(self, tab: Tab, index: int, key: str, request: dict[str, Any]) -> Completion:
-        """One call under the budget and the retry policy; its record goes to the ledger."""
-        body = canonical_json(request)   # serialised once, for the worst case and the rate limiter
+    async def paid_call(self, tab: Tab, index: int, key: str, request: dict[str, Any],
+                        body: str | None = None) -> Completion:
+        """One call under the budget and the retry policy; its record goes to the ledger. `body`:
+        the request as canonical JSON, if it was already made."""
+        body = body if body is not None else canonical_json(request)   # for the worst case, the limiter, the store
         max_tokens = request["max_tokens"]
         worst = worst_case(self.price, len(body.encode()), max_tokens)
         if self.per_conversation is not None and tab.spent + worst > self.per_conversation:
@@ -293,7 +295,8 @@ class ModelSession:
         """The model's answer to the conversation so far, and whether it was cut off."""
         b = self.backend
         request = b.provider.request(self.prefix, self.messages, b.max_tokens, self.schema)
-        key = hashlib.sha256(canonical_json({"request": request, **self.identity}).encode()).hexdigest()
+        body = canonical_json(request)      # serialised once: for its key, the call, and the store
+        key = request_key(body, self.identity)
         if b.replay is not None and key in b.replay.answers:
             b.replay.hits += 1
             answer, cut = b.replay.answers[key]
@@ -306,8 +309,17 @@ class ModelSession:
                                   "(the runtime answered differently from the recorded run)", request_hash=key)
         if b.replay is not None:
             b.replay.misses += 1
-        completion = await b.paid_call(self.tab, index, key, request)
+        completion = await b.paid_call(self.tab, index, key, request, body)
         return completion.answer, completion.cut_off
+
+
+def request_key(body: str, identity: dict[str, Any]) -> str:
+    """A request's key in the replay cache: the hash of canonical_json({"request": request,
+    **identity}), composed from the request's JSON already made (canonical JSON is the JSON of
+    each value in turn, keys sorted), so the text, and the key, are those of earlier runs."""
+    fields = {**{name: canonical_json(value) for name, value in identity.items()}, "request": body}
+    text = "{" + ",".join(f"{json.dumps(name)}:{fields[name]}" for name in sorted(fields)) + "}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _text(answer: Any) -> str:
