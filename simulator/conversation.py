@@ -2,8 +2,8 @@
 
 After every turn it reads the runtime's store (sent with the turn's result by a runtime that can,
 else asked for), so that the goal is checked on state and the scorer works from the store, not
-from what the replies claim. Failures are data: a runtime that
-crashes, a user that breaks its brief, each ends the conversation with its reason and evidence.
+from what the replies claim. Failures are data: a runtime that crashes, a user that breaks its
+brief, each ends the conversation with its reason and evidence.
 """
 
 from __future__ import annotations
