@@ -35,8 +35,10 @@ __version__ = "1.0.0"          # what `health` reports; the package's __version_
 class LibDesk:
     """The library desk runtime. `faults` plants named faults (libdesk.truth) at their rates."""
 
-    def __init__(self, faults: dict[str, float] | str | None = None, fault_seed: int = 0) -> None:
+    def __init__(self, faults: dict[str, float] | str | None = None, fault_seed: int = 0,
+                 snapshot: bool = True) -> None:
         self.rates = parse(faults)
+        self.snapshot = snapshot      # send the store with each turn (protocol 1's optional `state`)
         try:
             self.fault_seed = int(fault_seed)
         except (TypeError, ValueError):
@@ -59,7 +61,8 @@ class LibDesk:
         return {"session": sid}
 
     async def turn(self, session: str, request: dict[str, Any]) -> dict[str, Any]:
-        return take(self._patron(session), request)
+        result = take(self._patron(session), request)
+        return {**result, "state": await self.state(session)} if self.snapshot else result
 
     async def state(self, session: str) -> dict[str, Any]:
         return self._patron(session).catalogue.snapshot()

@@ -62,20 +62,6 @@ class Verdicts(TypedDict, total=False):
     identity_score: float | None
 
 
-class TurnResult(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
-    reply: Required[str]
-    understood: bool | None
-    taken_offer: str | None
-    ask: Ask | None
-    next_steps: list[Offer] | None
-    card: Card | None
-    mentions: list[str] | None
-    receipts: list[str] | None
-    answer: Literal["answered", "unavailable"] | None
-    verdicts: Verdicts | None
-
-
 class Event(TypedDict, total=False):
     __pydantic_config__ = _WIRE  # type: ignore[misc]
     id: Required[str]
@@ -92,6 +78,23 @@ class State(TypedDict, total=False):
     __pydantic_config__ = _WIRE  # type: ignore[misc]
     records: Required[dict[str, dict[str, Any]]]
     events: Required[list[Event]]
+
+
+class TurnResult(TypedDict, total=False):
+    __pydantic_config__ = _WIRE  # type: ignore[misc]
+    reply: Required[str]
+    understood: bool | None
+    taken_offer: str | None
+    ask: Ask | None
+    next_steps: list[Offer] | None
+    card: Card | None
+    mentions: list[str] | None
+    receipts: list[str] | None
+    answer: Literal["answered", "unavailable"] | None
+    verdicts: Verdicts | None
+    # Optional (additive): the store after this turn, as `state` would answer. A runtime that sends
+    # it saves simrun the state request after every turn (docs/protocol.md, "The store with the turn").
+    state: State | None
 
 
 class TurnEvent(TypedDict, total=False):
@@ -118,7 +121,19 @@ class Started(TypedDict, total=False):
     session: Required[str]
 
 
-TURN_FIELDS = tuple(TurnResult.__annotations__)
+SNAPSHOT = "state"    # the turn result's field that carries the store after the turn, if the runtime sends it
+# The fields of a turn result that are evidence for the checks (the snapshot is the store's, not the turn's).
+TURN_FIELDS = tuple(name for name in TurnResult.__annotations__ if name != SNAPSHOT)
+
+
+def split_snapshot(result: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """(the turn result without its store snapshot, the snapshot or None). The transcript keeps
+    the turn's result as the runtime would have sent it without the snapshot, and the store
+    beside it, as for a runtime whose store was read apart: the same seeds give the same rows."""
+    if result.get(SNAPSHOT) is None:
+        return ({k: v for k, v in result.items() if k != SNAPSHOT} if SNAPSHOT in result else result), None
+    rest = dict(result)
+    return rest, rest.pop(SNAPSHOT)
 
 
 @functools.cache

@@ -18,7 +18,7 @@ from typing import Any
 from scoring.transcript import TurnRecord, UserTurn
 from scoring.checks.evidence import shown
 from simulator.adapters.base import RuntimeAdapter, check_health
-from scoring.protocol import TURN_FIELDS, Audit, Started, State, TurnResult, violations
+from scoring.protocol import SNAPSHOT, TURN_FIELDS, Audit, Started, State, TurnResult, violations
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
 from scoring.errors import RuntimeFault
@@ -181,6 +181,10 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
         else:
             note(f"turn {turn_no}", TurnResult, result)
         state = await _optional(runtime.state, session, report, "state", note, state_model)
+        sent = result.get(SNAPSHOT) if isinstance(result, dict) and state_model is not None else None
+        if sent is not None and state is not None and sent != state:
+            report.violations.append(Violation(f"turn {turn_no}", "state: the store sent with the turn is not what "
+                                               "the state operation answers right after it", _json(sent)))
         results.append(result)
         report.turns.append(TurnRecord(turn_no, user, result if isinstance(result, dict) else None, state))
     if report.crash is not None and (report.crash["kind"] in GONE or report.crash.get("collateral")):

@@ -1,8 +1,9 @@
 """The conversation loop: the simulated user and the runtime take turns until an end reason.
 
-After every turn it reads the runtime's store, so that the goal is checked on state and the
-scorer works from the store, not from what the replies claim. Failures are data: a runtime that
-crashes, a user that breaks its brief, each ends the conversation with its reason and evidence.
+After every turn it reads the runtime's store (sent with the turn's result by a runtime that can,
+else asked for), so that the goal is checked on state and the scorer works from the store, not
+from what the replies claim. Failures are data: a runtime that crashes, a user that breaks its
+brief, each ends the conversation with its reason and evidence.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from simulator.adapters.base import RuntimeAdapter
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
 from scoring.errors import BudgetCut, ProviderFailure, RuntimeFault
+from scoring.protocol import split_snapshot
 from simulator.users.base import UserBackend
 from scoring import secrets
 
@@ -61,6 +63,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     started, clock = time.time(), time.perf_counter()
     persona, goal = cell.persona, cell.goal
     turns: list[TurnRecord] = []
+    faults: list = []          # user_turn_fault of each turn as it was sent, for the scorer
     end, error, stop = "turn_cap", None, None
     initial = final = audit = None
     session = talker = None
@@ -86,6 +89,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end = _stop_reason(goal, turns, stop, final)
                 break
             fault = user_turn_fault(user_turn, goal, persona, tuple(turns))
+            faults.append(fault)
             if fault:
                 turns.append(TurnRecord(index, user_turn, None, None))
                 end, error = "simulator_error", {"kind": fault.kind, "message": fault.message, "turn": index}
@@ -98,8 +102,11 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end, error = "runtime_error", {**_evidence_of(exc), "turn": index}
                 break
             latency = _ms(t0)
+            # (An assistant whose store simrun builds from its traces has no snapshot to send.)
+            result, snapshot = (result, None) if getattr(runtime, "builds_state", False) else split_snapshot(result)
             try:
-                final = await runtime.state(session)
+                # The store after the turn: sent with it by a runtime that can (one request, not two).
+                final = snapshot if snapshot is not None else await runtime.state(session)
             except Exception as exc:
                 # The reply came: it is evidence, kept, though the store could not be read.
                 turns.append(TurnRecord(index, user_turn, result, None, latency))
@@ -133,9 +140,9 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     # off the event loop, so that it does not hold up every other conversation in flight; an
     # ordinary one is scored here, where the hop to a thread would cost more than the scoring.
     if _weight(transcript) > OFF_LOOP_ITEMS:
-        scorecard = await asyncio.to_thread(score, transcript, goal, persona)
+        scorecard = await asyncio.to_thread(score, transcript, goal, persona, faults)
     else:
-        scorecard = score(transcript, goal, persona)
+        scorecard = score(transcript, goal, persona, faults)
     return Conversation(cell, transcript, scorecard, started,
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
 

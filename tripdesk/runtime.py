@@ -34,8 +34,12 @@ __version__ = "1.0.0"          # what `health` reports; the package's __version_
 class TripDesk:
     """The reference runtime. `faults` plants named faults (see `tripdesk.faults`)."""
 
-    def __init__(self, faults: dict[str, float] | str | None = None, fault_seed: int = 0) -> None:
+    def __init__(self, faults: dict[str, float] | str | None = None, fault_seed: int = 0,
+                 snapshot: bool = True) -> None:
         self.faults = parse_faults(faults)
+        # Each turn's result carries the store after it (protocol 1's optional `state` field), so
+        # that simrun need not ask for it; snapshot=False answers as a runtime without it does.
+        self.snapshot = snapshot
         try:
             self.fault_seed = int(fault_seed)
         except (TypeError, ValueError):
@@ -56,7 +60,8 @@ class TripDesk:
         return {"session": sid}
 
     def turn(self, session: str, request: dict[str, Any]) -> dict[str, Any]:
-        return self._get(session).handle(request)
+        result = self._get(session).handle(request)
+        return {**result, "state": self.state(session)} if self.snapshot else result
 
     def state(self, session: str) -> dict[str, Any]:
         return self._get(session).store.snapshot()

@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
-    desk = TripDesk(faults=args.faults, fault_seed=args.fault_seed)
+    desk = TripDesk(faults=args.faults, fault_seed=args.fault_seed, snapshot=args.snapshot)
     uvicorn.run(create_app(desk), host=args.host, port=args.port, log_level="warning", access_log=False)
 
 

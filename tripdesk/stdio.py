@@ -35,7 +35,7 @@ def serve(desk: TripDesk, stdin=sys.stdin, stdout=sys.stdout) -> None:
 
 def main() -> None:
     args = arguments("Serve the TripDesk reference runtime over stdio (protocol 1).").parse_args()
-    serve(TripDesk(faults=args.faults, fault_seed=args.fault_seed))
+    serve(TripDesk(faults=args.faults, fault_seed=args.fault_seed, snapshot=args.snapshot))
 
 
 if __name__ == "__main__":

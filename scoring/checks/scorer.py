@@ -6,10 +6,12 @@ lets a stored run be rescored later and compared across scorer versions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scoring.checks.goal import goal_status
 from scoring.checks.guarantees import GUARANTEE_CHECKS
 from scoring.checks.progress import PROGRESS_CHECKS
-from scoring.checks.simulated_user import simulator_error
+from scoring.checks.simulated_user import UserFault, simulator_error
 from scoring.transcript import CheckResult, Scorecard, Transcript
 from scoring.dataset.models import Goal, Persona
 from scoring import secrets
@@ -21,14 +23,16 @@ GUARANTEES = tuple(GUARANTEE_CHECKS)
 ALL_CLASSES = (*PROGRESS_CLASSES, *GUARANTEES)
 
 
-def score(transcript: Transcript, goal: Goal, persona: Persona) -> Scorecard:
+def score(transcript: Transcript, goal: Goal, persona: Persona,
+          user_faults: Sequence[UserFault | None] | None = None) -> Scorecard:
+    """`user_faults`: the conversation loop's `user_turn_fault` of each turn, not worked out again."""
     reached, why = goal_status(goal, transcript, transcript.final_state)
     checks: dict[str, CheckResult] = {}
     failed: list[str] = []
     for name, check in {**PROGRESS_CHECKS, **GUARANTEE_CHECKS}.items():
         checks[name] = _guarded(name, failed, check, transcript, goal, persona)
     checks["simulator_error"] = _guarded("simulator_error", failed, simulator_error, transcript, goal, persona,
-                                         reached)
+                                         reached, user_faults)
     if failed:
         why += "; UNVERIFIABLE, the check failed on this transcript: " + "; ".join(failed)
     end = transcript.end

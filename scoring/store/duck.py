@@ -38,8 +38,11 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list, *, leadi
     `leading`: values that come first in every row (a batch's run id), bound once."""
     if not rows:
         return
-    # Every string bound for the database passes here: a secret a runtime echoed is cut out.
-    if secrets.active():
+    # Every string bound for the database passes here: a secret a runtime echoed is cut out. The
+    # batch is searched once, all its strings together; only one that holds a secret is redacted
+    # string by string.
+    if secrets.active() and secrets.found_in(
+            [v for v in leading if isinstance(v, str)] + [v for row in rows for v in row if isinstance(v, str)]):
         leading = tuple(secrets.redact(v) if isinstance(v, str) else v for v in leading)
         rows = [[secrets.redact(v) if isinstance(v, str) else v for v in row] for row in rows]
     # Imported here: pandas takes almost half a second to import, which a command that writes

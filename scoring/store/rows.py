@@ -17,8 +17,15 @@ from scoring.checks.scorer import kind_of
 from scoring.transcript import Scorecard, Transcript
 
 
+class JsonText(str):
+    """A value already serialised as JSON (a model call's request, as it was sent): stored as
+    it is, not encoded again."""
+
+
 def to_json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, default=str)
+    if value is None or isinstance(value, JsonText):
+        return value
+    return json.dumps(value, default=str)
 
 
 def from_json(value: Any) -> Any:

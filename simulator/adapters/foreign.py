@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scoring.errors import RuntimeFault, RuntimeUnavailable
+from scoring.protocol import SNAPSHOT
 from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Checked, as_json, json_excerpt
 from simulator.adapters.otlp import TraceReceiver
 from simulator.adapters.python import guarded, load_attribute
@@ -126,6 +127,14 @@ class ForeignRuntime(Checked):
             raise RuntimeFault("malformed", f"the assistant answered a {type(raw).__name__}, not the reply's text "
                                "or a turn-result object", body=json_excerpt(raw))
         return self._turn(as_json(raw, "turn result", self.max_result_bytes))
+
+    def _turn(self, raw: Any) -> dict[str, Any]:
+        # A field named `state` in an assistant's answer is its own (a graph's state, say), not
+        # protocol 1's store snapshot: its store is simrun's to build, so that field is not checked.
+        if isinstance(raw, dict) and SNAPSHOT in raw:
+            super()._turn({k: v for k, v in raw.items() if k != SNAPSHOT})
+            return raw
+        return super()._turn(raw)
 
     async def state(self, session: str) -> dict[str, Any] | None:
         """The session's tool events (from its spans) and records (from the state hook); None

@@ -97,6 +97,7 @@ class _Dispatch:
         self.changed = asyncio.Event()        # cells were given back, or a chunk came home
         self.budget = self.rates = self.replay = None
         self.handles: list[Any] = []
+        self.syncing: asyncio.Future | None = None    # the latest take of the cluster's records
 
     def stopping(self) -> bool:
         return self.ledger.exhausted or bool(getattr(self.user, "stopped", None))
@@ -295,9 +296,21 @@ class _Dispatch:
             await self._sync(strict=True)
 
     async def _sync(self, strict: bool = False) -> None:
-        """The runner's ledger follows the cluster's: its figures, and the records to store."""
+        """The runner's ledger follows the cluster's: its figures, and the records to store.
+
+        A take the actor answered holds records it no longer has: if the take were cancelled on
+        its way back (the run interrupted while `_follow` waits for it), those calls would count
+        in the spend and never be stored. So each take runs to its end whatever becomes of the
+        caller, and in order: the next waits for the one before (figures never go back)."""
         if self.budget is None:
             return
+        self.syncing = asyncio.ensure_future(self._take(self.syncing, strict))
+        await asyncio.shield(self.syncing)
+
+    async def _take(self, before: asyncio.Future | None, strict: bool) -> None:
+        if before is not None:
+            with contextlib.suppress(BaseException):   # its failure was its caller's to raise
+                await before
         try:
             figures, records = await _get(self.budget.take.remote())
         except DIED as exc:

@@ -31,6 +31,7 @@ from scoring import secrets
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
 from scoring.errors import BudgetCut, ProviderFailure, UserModelUnavailable
+from scoring.store.rows import JsonText
 from scoring.transcript import TurnRecord, UserTurn
 from simulator.config import Price
 from simulator.ledger import Ledger
@@ -149,9 +150,11 @@ class ModelUser:
 
     # --- one paid call ----------------------------------------------------------------------
 
-    async def paid_call(self, tab: Tab, index: int, key: str, request: dict[str, Any]) -> Completion:
-        """One call under the budget and the retry policy; its record goes to the ledger."""
-        body = canonical_json(request)   # serialised once, for the worst case and the rate limiter
+    async def paid_call(self, tab: Tab, index: int, key: str, request: dict[str, Any],
+                        body: str | None = None) -> Completion:
+        """One call under the budget and the retry policy; its record goes to the ledger. `body`:
+        the request as canonical JSON, if it was already made."""
+        body = body if body is not None else canonical_json(request)   # for the worst case, the limiter, the store
         max_tokens = request["max_tokens"]
         worst = worst_case(self.price, len(body.encode()), max_tokens)
         if self.per_conversation is not None and tab.spent + worst > self.per_conversation:
@@ -172,7 +175,7 @@ class ModelUser:
                 # A 2xx answer that cannot be read was most likely billed: it is charged at its
                 # worst case, and the next attempt holds a worst case of its own.
                 self._settle(tab, held, worst, self._record(tab, index, key, request, None, None, Usage(0, 0, 0, 0),
-                                                            worst, started, "unreadable"))
+                                                            worst, started, "unreadable", body))
                 held = None
                 held, started = await self._hold(worst, call), time.perf_counter()
                 raise
@@ -197,7 +200,7 @@ class ModelUser:
         # Without the usage the exact cost is unknown: the budget is held to the worst case.
         price = cost(self.price, completion.usage) if completion.usage_reported else worst
         self._settle(tab, held, price, self._record(tab, index, key, request, completion.answer, completion.response,
-                                                    completion.usage, price, started, completion.cache_status))
+                                                    completion.usage, price, started, completion.cache_status, body))
         return completion
 
     async def _hold(self, worst: Decimal, call: dict[str, Any]):
@@ -218,13 +221,16 @@ class ModelUser:
                 "model": request.get("model"), "request_hash": key}
 
     def _record(self, tab: Tab, turn: int, key: str, request: dict, answer: Any, response: dict | None,
-                usage: Usage, price: Decimal, started: float | None, cache_status: str) -> dict[str, Any]:
+                usage: Usage, price: Decimal, started: float | None, cache_status: str,
+                body: str | None = None) -> dict[str, Any]:
+        """`body`: the request as sent, already JSON: stored as it is rather than encoded again."""
         record = {
             **self._call(tab, turn, key, request), "input_tokens": usage.input_tokens,
             "cached_input_tokens": usage.cached_input_tokens, "cache_write_tokens": usage.cache_write_tokens,
             "output_tokens": usage.output_tokens, "cost_usd": price,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3) if started is not None else 0.0,
-            "cache_status": cache_status, "request": request, "answer": answer, "response": response,
+            "cache_status": cache_status, "request": request if body is None else JsonText(body), "answer": answer,
+            "response": response,
         }
         tab.calls.append(record)
         return record
@@ -289,7 +295,8 @@ class ModelSession:
         """The model's answer to the conversation so far, and whether it was cut off."""
         b = self.backend
         request = b.provider.request(self.prefix, self.messages, b.max_tokens, self.schema)
-        key = hashlib.sha256(canonical_json({"request": request, **self.identity}).encode()).hexdigest()
+        body = canonical_json(request)      # serialised once: for its key, the call, and the store
+        key = request_key(body, self.identity)
         if b.replay is not None and key in b.replay.answers:
             b.replay.hits += 1
             answer, cut = b.replay.answers[key]
@@ -302,8 +309,17 @@ class ModelSession:
                                   "(the runtime answered differently from the recorded run)", request_hash=key)
         if b.replay is not None:
             b.replay.misses += 1
-        completion = await b.paid_call(self.tab, index, key, request)
+        completion = await b.paid_call(self.tab, index, key, request, body)
         return completion.answer, completion.cut_off
+
+
+def request_key(body: str, identity: dict[str, Any]) -> str:
+    """A request's key in the replay cache: the hash of canonical_json({"request": request,
+    **identity}), composed from the request's JSON already made (canonical JSON is the JSON of
+    each value in turn, keys sorted), so the text, and the key, are those of earlier runs."""
+    fields = {**{name: canonical_json(value) for name, value in identity.items()}, "request": body}
+    text = "{" + ",".join(f"{json.dumps(name)}:{fields[name]}" for name in sorted(fields)) + "}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _text(answer: Any) -> str:

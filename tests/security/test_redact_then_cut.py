@@ -122,3 +122,25 @@ def test_a_fault_from_a_python_runtime_is_redacted_before_it_is_cut(registered):
     with pytest.raises(RuntimeFault) as raised:
         asyncio.run(adapter.start({"persona": "p", "goal": "g", "seed": 1}))
     assert not leaks(str(raised.value)) and not leaks(raised.value.evidence["traceback"])
+
+
+def test_a_store_batch_searched_at_once_still_has_every_secret_cut_out(registered, tmp_path):
+    """The store searches a batch's strings together, once, and redacts string by string only
+    when a secret is there: a secret anywhere in a batch (its first string, its last, one in the
+    middle) is cut out all the same, and a batch without one is written as it came."""
+    import duckdb
+    from scoring.store.duck import insert_rows
+
+    con = duckdb.connect(str(tmp_path / "b.duckdb"))
+    con.execute("CREATE TABLE t (a VARCHAR, b VARCHAR, n INTEGER)")
+    clean = [["plain text", "more text", i] for i in range(50)]
+    assert not secrets.found_in([r[0] for r in clean]) and secrets.found_in(["x", SECRET])
+    for where in ((0, 0), (49, 1), (25, 0)):
+        rows = [list(r) for r in clean]
+        rows[where[0]][where[1]] = f"echoed {SECRET} back"
+        insert_rows(con, "t", rows)
+    insert_rows(con, "t", clean, leading=())
+    stored = [v for row in con.execute("SELECT a, b FROM t").fetchall() for v in row]
+    assert not any(leaks(v) for v in stored)
+    assert stored.count(f"echoed {secrets.REDACTED} back") == 3
+    assert stored.count("plain text") == 4 * 50 - 2          # every other string as it came

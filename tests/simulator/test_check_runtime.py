@@ -101,6 +101,25 @@ def test_violations_are_shown_with_their_json_and_fail(cli, project):
     assert '"understood": "yes"' in result.output
 
 
+STALE = '''
+from tripdesk import TripDesk
+
+class Stale(TripDesk):
+    def turn(self, session, request):
+        result = super().turn(session, request)
+        # Well formed, but not its store: an event the store does not hold.
+        made_up = {"id": "e-99", "turn": 1, "operation": "add_bag", "status": "committed"}
+        return {**result, "state": {**result["state"], "events": [*result["state"]["events"], made_up]}}
+'''
+
+
+def test_a_store_sent_with_a_turn_that_is_not_the_store_after_it_is_a_violation(cli, project):
+    use_runtime(project, STALE, "Stale")
+    result = cli("check-runtime")
+    assert result.exit_code == 1
+    assert "the store sent with the turn is not what the state operation answers" in result.output
+
+
 def test_an_unreachable_runtime_is_a_usage_error(cli):
     result = cli("check-runtime", "--url", "http://127.0.0.1:9")
     assert result.exit_code == 2 and "127.0.0.1:9" in result.output

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
 from scoring.checks.scorer import ALL_CLASSES
 from simulator.adapters.python import PythonRuntime, load_target
 from simulator.conversation import Cell, converse
+from simulator.runner import matrix
 from scoring.errors import RuntimeUnavailable
 from simulator.users.scripted import ScriptedUser
+from libdesk import LibDesk
 from tripdesk import TripDesk
 
 from tests.fixtures.minimal_runtime import OnlyReplies
@@ -164,3 +167,67 @@ def test_when_the_runtime_is_gone_after_an_error_the_audit_stays_unverifiable(de
     assert c.transcript.end == "runtime_error" and c.transcript.audit is None
     assert c.transcript.error["read_after"].startswith("the store, then it failed again")
     assert c.scorecard.checks["audit_gap"].status == "unverifiable"
+
+
+class Counted:
+    """A runtime, with the calls made to each of its methods counted."""
+
+    def __init__(self, runtime) -> None:
+        self.runtime, self.calls = runtime, {}
+
+    def __getattr__(self, name):
+        method = getattr(self.runtime, name)
+
+        def counted(*args):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return method(*args)
+        return counted
+
+
+@pytest.mark.parametrize("desk", [TripDesk, LibDesk])
+def test_the_store_sent_with_each_turn_gives_the_run_of_a_runtime_that_is_asked_for_it(demo, library, desk):
+    """A reference runtime sends the store with each turn (protocol 1's optional `state`): one
+    request a turn, not two, and the same seeds give the same transcripts, turn results (less
+    the snapshot), stores and findings as with a runtime that sends none and is asked."""
+    dataset = demo if desk is TripDesk else library
+    faults = {"loop": 0.2, "phantom_receipt": 0.2, "crash": 0.1} if desk is TripDesk else \
+        {"loop": 0.2, "wrong_record": 0.2, "crash": 0.1}
+    runs = {}
+    for snapshot in (True, False):
+        runtime = Counted(desk(faults=faults, fault_seed=3, snapshot=snapshot))
+        user, adapter = ScriptedUser(), PythonRuntime(runtime)
+
+        async def go():
+            return [await converse(cell, user, adapter) for cell in matrix(dataset, 1, 1)]
+        runs[snapshot] = (asyncio.run(go()), runtime.calls)
+    (sent, sent_calls), (asked, asked_calls) = runs[True], runs[False]
+    assert [untimed(c.transcript) for c in sent] == [untimed(c.transcript) for c in asked]
+    assert [c.scorecard for c in sent] == [c.scorecard for c in asked]
+    assert any(c.scorecard.findings for c in sent)            # faults planted and found: not an empty compare
+    assert all("state" not in (t.result or {}) for c in sent for t in c.transcript.turns)
+    answered = sum(t.result is not None for c in sent for t in c.transcript.turns)
+    crashed = sum(c.transcript.end == "runtime_error" for c in sent)
+    assert crashed and answered
+    # Asked for at the start (the store before the first turn) and after a crash: never after a turn answered.
+    assert sent_calls["state"] == sent_calls["start"] + crashed
+    assert asked_calls["state"] == sent_calls["state"] + answered and sent_calls["turn"] == asked_calls["turn"]
+
+
+def untimed(transcript):
+    """A transcript less what differs from one run to the next: the timings, and a crash's
+    traceback (which quotes the runtime's own lines)."""
+    error = transcript.error and {k: v for k, v in transcript.error.items() if k not in ("traceback", "elapsed_ms")}
+    return dataclasses.replace(transcript, error=error, turns=tuple(dataclasses.replace(t, latency_ms=None)
+                                                                    for t in transcript.turns))
+
+
+class SendsNull(TripDesk):
+    def turn(self, session, request):
+        return {**super().turn(session, request), "state": None}
+
+
+def test_a_snapshot_of_null_is_no_snapshot_and_the_store_is_asked_for(demo):
+    runtime = Counted(SendsNull())
+    c = talk(demo, "plain-paula", "single-add-bag", runtime)
+    assert c.transcript.end == "goal_reached" and runtime.calls["state"] == 2
+    assert "state" not in c.transcript.turns[0].result

@@ -65,8 +65,11 @@ class Chat:
     def send(self, request: dict[str, Any]) -> dict[str, Any]:
         self.requests.append(request)
         result = self.desk.turn(self.session, request)
+        # The store sent with the turn is the store `state` reads; the turn's own fields are the rest.
+        snapshot = result.pop("state")
         self.results.append(result)
         self.states.append(self.desk.state(self.session))
+        assert snapshot == self.states[-1]
         return result
 
     def say(self, message: str) -> dict[str, Any]:

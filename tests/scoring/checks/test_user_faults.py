@@ -172,3 +172,19 @@ def test_a_cut_off_answer_says_to_raise_max_tokens_and_an_unstructured_one_quote
     bad = user_turn_fault(UserTurn("message", "", meta={"unparsed": "hi", "parse_error": "not JSON (Expecting value)",
                                                         "repaired": True}), G, P)
     assert bad.kind == "unstructured" and "not JSON (Expecting value)" in bad.message and "repair" in bad.message
+
+
+def test_the_loop_s_user_checks_given_to_the_scorer_score_as_the_rescan_does(demo):
+    """The loop hands the scorer its user_turn_fault of every turn rather than having it run
+    twice: the scorecard is the one a rescore (which has only the transcript) makes, here over
+    runs where every kind of broken user the scripted user can play is planted."""
+    from scoring.checks.scorer import score
+    from tests.conftest import run_demo
+
+    faults = {"empty_message": 0.1, "role_leak": 0.1, "leaked_instructions": 0.1, "contradict_facts": 0.2,
+              "false_success": 0.1}
+    run = run_demo(demo, user_faults=faults, repetitions=1)
+    faulted = [c for c in run.conversations if c.scorecard.checks["simulator_error"].findings]
+    assert len(faulted) >= 5
+    for c in run.conversations:
+        assert c.scorecard == score(c.transcript, c.cell.goal, c.cell.persona), c.cell.id

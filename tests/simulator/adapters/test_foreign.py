@@ -88,6 +88,26 @@ def test_a_function_that_raises_or_answers_oddly_is_a_runtime_fault_with_evidenc
     assert state is None           # no traces, no state hook: no store at all
 
 
+def graph_agent(messages, session):
+    """An agent whose answer has a `state` of its own (a graph's state), nothing like a store."""
+    return {"reply": "Done.", "state": {"step": 3, "records": "not protocol 1's"}}
+
+
+def test_an_assistant_s_own_state_field_is_kept_as_it_gave_it_never_taken_for_the_store(demo):
+    """Protocol 1's optional `state` (the store sent with a turn) is for runtimes that keep one:
+    an assistant whose store simrun builds may answer with a field of that name for its own ends,
+    which is neither checked as a store nor used as one."""
+    from simulator.conversation import Cell, converse as loop
+    from simulator.users.scripted import ScriptedUser
+
+    results, state = converse(CallableRuntime(f"{__name__}:graph_agent"), "hello")
+    assert results[0]["state"] == {"step": 3, "records": "not protocol 1's"} and state is None
+    cell = Cell(demo.persona("plain-paula"), demo.goal("single-add-bag"), 0, 5)
+    c = asyncio.run(loop(cell, ScriptedUser(), CallableRuntime(f"{__name__}:graph_agent")))
+    assert c.transcript.end != "runtime_error" and c.transcript.turns[0].state is None
+    assert c.transcript.turns[0].result["state"]["step"] == 3
+
+
 def serve_endpoint(answer):
     """An endpoint that answers each POST with `answer(body)` (a web.Response) and notes the request."""
     requests = []

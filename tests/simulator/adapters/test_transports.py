@@ -53,15 +53,19 @@ def stored(db: Path, dataset, runtime, repetitions=1, concurrency=1):
     return turns, findings, ends, errors
 
 
-def test_python_http_and_stdio_give_identical_transcripts_and_findings(tmp_path, demo):
+def test_python_http_and_stdio_give_identical_transcripts_and_findings_with_the_store_sent_or_asked_for(tmp_path, demo):
     faults = "loop=0.3,phantom_receipt=0.2"
     python = stored(tmp_path / "p.duckdb", demo, PythonRuntime(TripDesk(faults=faults, fault_seed=4)), 2, 4)
     http = stored(tmp_path / "h.duckdb", demo,
                   HttpRuntime(command=[*SERVER, "--faults", faults, "--fault-seed", "4"], concurrency=4), 2, 4)
     stdio = stored(tmp_path / "s.duckdb", demo, StdioRuntime([*STDIO, "--faults", faults, "--fault-seed", "4"]), 2, 4)
+    # TripDesk sends the store with each turn; a server that does not is asked for it: same rows.
+    asked = stored(tmp_path / "a.duckdb", demo, HttpRuntime(
+        command=[*SERVER, "--no-snapshot", "--faults", faults, "--fault-seed", "4"], concurrency=4), 2, 4)
     assert python[0] and python[1], "the planted faults were found"
     assert http[:3] == python[:3]
     assert stdio[:3] == python[:3]
+    assert asked[:3] == python[:3]
     assert not leftovers("tripdesk.server") and not leftovers("tripdesk.stdio")
 
 

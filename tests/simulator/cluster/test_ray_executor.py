@@ -341,3 +341,39 @@ def test_the_rate_limit_holds_for_the_whole_cluster_measured_at_the_server(clust
     ledger = ledger_of(project / "rate.duckdb")
     assert ledger["run"]["status"] == "interrupted"
     assert Decimal(ledger["run"]["spent_usd"]) == ledger["sum"] and ledger["calls"] >= busiest
+
+
+def test_a_run_cancelled_while_the_driver_takes_the_cluster_s_records_stores_every_call_it_counts(
+        cluster, project, fake_api, monkeypatch):
+    """The driver takes the settled calls' records from the budget actor every SYNC_S: a run
+    cancelled just after the actor handed a take over (the answer on its way, the records no
+    longer the actor's) still stores every call its spend counts. Made to happen, not waited
+    for: the run is cancelled exactly when the first take that brings records is answered."""
+    from simulator.cluster import executor as ray_executor
+
+    monkeypatch.chdir(keep(project, *SMALL))
+    plan = load_plan(user=USER, repetitions=2, concurrency=4, budget="1usd")
+    real_get, cut, runs = ray_executor._get, [], []
+
+    async def get(ref):
+        value = await real_get(ref)
+        taken = isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], dict) and "draws" in value[0]
+        if taken and value[1] and not cut:
+            cut.append(len(value[1]))
+            runs[0].cancel()
+            await asyncio.sleep(0)      # the run's cancellation reaches everything under way now
+        return value
+
+    monkeypatch.setattr(ray_executor, "_get", get)
+
+    async def cancelled() -> None:
+        with Store(project / "cut.duckdb") as store:
+            runs.append(asyncio.ensure_future(execute(plan, store, executor=ray_executor.RayExecutor(plan, workers=2))))
+            with pytest.raises(asyncio.CancelledError):
+                await runs[0]
+
+    eventloop.run(cancelled())
+    assert cut, "the run was cancelled while a take with records was under way"
+    ledger = ledger_of(project / "cut.duckdb")
+    assert ledger["run"]["status"] == "interrupted"
+    assert Decimal(ledger["run"]["spent_usd"]) == ledger["sum"] > 0 and ledger["calls"] >= cut[0]

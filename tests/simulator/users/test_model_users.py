@@ -90,6 +90,10 @@ def test_a_model_user_drives_conversations_and_every_call_is_priced(tmp_path, de
         assert status == ("hit" if cached else "write" if written else "miss")
     if kind == "anthropic":
         assert all(r["system"][0]["cache_control"] == {"type": "ephemeral"} for r in api.requests)
+    # Each call's request is stored as the JSON it was sent as (serialised once, not encoded again).
+    with Store(tmp_path / "m.duckdb") as store:
+        stored = [r for (r,) in store.con.execute("SELECT request FROM model_calls").fetchall()]
+    assert sorted(stored) == sorted(map(canonical_json, api.requests))
 
 
 @pytest.mark.parametrize("kind", PROVIDERS)
@@ -366,3 +370,19 @@ def test_a_retry_the_budget_cannot_hold_ends_as_a_budget_cut(demo):
     _, calls, (spent, _), ends, *_ = run(":memory:", dataset, user_for("openai", api, ledger), ledger, concurrency=1)
     assert ends == {"plain-paula/single-add-bag/0": "budget_cut"}
     assert spent == ledger.spent == worst and ledger.reserved == 0 and len(api.requests) == 1
+
+
+@pytest.mark.parametrize("request_", [
+    {"model": "m", "messages": [{"role": "user", "content": "Straße → 東京, \"quoted\"\n"}], "max_tokens": 64},
+    {"z": [1, 2.5, None, True], "a": {"nested": {"b": "é"}}, "request": "a field named as the key's"},
+    {}])
+def test_a_request_s_key_is_the_hash_of_earlier_runs_though_its_json_is_made_once(request_):
+    """The replay cache's key is composed from the request's JSON already made for the call: the
+    same text, so the same key, as hashing the whole again (a run stored before still replays)."""
+    import hashlib
+
+    from simulator.users.model import request_key
+
+    identity = {"persona": "plain-paula", "goal": "cancel-trip", "seed": 1714395345, "repetition": 2}
+    whole = hashlib.sha256(canonical_json({"request": request_, **identity}).encode()).hexdigest()
+    assert request_key(canonical_json(request_), identity) == whole
