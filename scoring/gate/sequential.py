@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from scoring.errors import GateError
 from scoring.gate.compare import GateSettings, gate_verdict
-from scoring.gate.futility import Futility, beta_spent
+from scoring.gate.futility import Futility, beta_spent, se_at_rise
 from scoring.gate.summary import RunSummary, TESTED, first_repetitions
 from scoring.gate.verdict import GateResult
 
@@ -158,13 +158,16 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
             bounds.append(old or Bound(verdict.cls, None, None, None))
             continue
         futility = old.futility if old else Futility()
+        # The pass side's standard error: the null's, or the one under a rise of min_effect if
+        # larger (scoring.gate.futility: the null's is too small when a rise is there).
+        se = max(verdict.se, _se_at_rise(result, verdict.cls, settings.min_effect))
         if verdict.se > 0:
-            c, futility = futility.next(1 / verdict.se ** 2, beta_by_now)
+            c, futility = futility.next(1 / se ** 2, beta_by_now)
         else:
             # Nothing varied (a standard error of 0): the boundary cannot be integrated, and the
             # exact bound below decides alone, at the look's share of beta (the union bound).
             c = _z(1 - beta_share) if beta_share > 0 else float("inf")
-        low, high = verdict.delta - z * verdict.se, verdict.delta + (c * verdict.se if verdict.se > 0 else 0.0)
+        low, high = verdict.delta - z * verdict.se, verdict.delta + (c * se if verdict.se > 0 else 0.0)
         # The normal bound claims too much where little fired (nothing fired: a standard error
         # of 0): the rise is also bounded by the candidate's exact (Clopper-Pearson) upper bound
         # at the same level, less the baseline's rate, and the wider of the two is kept.
@@ -182,6 +185,14 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
     conversations = sum(len([r for r in held.held if r < repetitions])
                         for held in sofar.repetitions_held.values())
     return Look(k, repetitions, conversations, share, total, tuple(bounds), decision, result)
+
+
+def _se_at_rise(result: GateResult, cls: str, rise: float) -> float:
+    """`se_at_rise` over the cells both runs of the look scored for the class."""
+    pairs = [(result.baseline.cells[c][cls], result.candidate.cells[c][cls]) for c in result.sharing.gated]
+    pairs = [(b, k) for b, k in pairs if b.scored and k.scored]
+    return float(se_at_rise([b.fired for b, _ in pairs], [b.scored for b, _ in pairs],
+                            [k.scored for _, k in pairs], rise))
 
 
 def _exact_upper(fired: int, scored: int, a: float) -> float:
