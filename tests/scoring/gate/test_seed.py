@@ -85,15 +85,15 @@ def exact_rate(rng, cell, fired, scored, draws: int) -> callable:
 
 
 def test_a_p_value_from_few_draws_holds_its_exact_rate_in_every_set_of_conversations():
-    """Four sets of conversations, 100 A/A assignments of each: at 4 draws and alpha 0.25 the
+    """Three sets of conversations, 100 A/A assignments of each: at 4 draws and alpha 0.25 the
     gate alarms when no draw reaches the observed largest statistic. Each set's alarms must
-    match its exact rate; the spread over the sets is a chi-square with 4 degrees of freedom
-    (above 13.3 by chance 1%). Draws shared by every assignment of a set (one fixed seed) make each
+    match its exact rate; the spread over the sets is a chi-square with 3 degrees of freedom
+    (above 11.3 by chance 1%). Draws shared by every assignment of a set (one fixed seed) make each
     set's rate that of one draw: a spread many times larger."""
     draws, alpha, pairs = 4, 0.25, 100
     rng = np.random.default_rng(20)
     spread, total_alarms, total_expected = 0.0, 0, 0.0
-    for _ in range(4):
+    for _ in range(3):
         cell, fired, scored = conversations(rng)
         rate = exact_rate(rng, cell, fired, scored, draws)
         alarms, expected = 0, 0.0
@@ -104,5 +104,5 @@ def test_a_p_value_from_few_draws_holds_its_exact_rate_in_every_set_of_conversat
         spread += (alarms - expected) ** 2 / max(expected * (1 - expected / pairs), 1.0)
         total_alarms, total_expected = total_alarms + alarms, total_expected + expected
         print(f"alarms {alarms} of {pairs}, exact {expected:.1f}")
-    assert total_expected >= 50                   # room to fail on either side
-    assert spread <= 13.3, spread
+    assert total_expected >= 40                   # room to fail on either side
+    assert spread <= 11.3, spread
