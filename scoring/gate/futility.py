@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-_POINTS = 400               # grid points for the score's density between a look's boundary and +8 sd
+_POINTS = 200               # grid points for the score's density between a look's boundary and +8 sd
 _WIDTH = 8.0                # the grid reaches this many standard deviations above the boundary and 0
 
 
