@@ -26,7 +26,7 @@ first only lowers the chance of a wrong pass.
 is the null's (conversations reassigned between the runs, so both runs' rates pooled). Against
 a large baseline and a candidate of a few repetitions the pooled rate is the baseline's, lower
 than the candidate's under a rise, so that standard error is too small exactly when a rise is
-there, and a bound built on it passed a rise of the minimum effect in 15% of simulated cases at
+there, and a bound built on it passed a rise of the minimum effect in 14% of simulated cases at
 beta 0.10 (tests/scoring/gate/test_futility.py). The pass side uses the larger of the two: the
 null's, and the one the estimate has when every cell's rate rose by `min_effect` from the
 baseline's.

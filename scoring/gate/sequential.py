@@ -20,8 +20,9 @@ and decides one of three things:
   rose by `min_effect` is a type II error, not a false alarm, so the pass side is held at the
   design's beta (`beta`, spent as `beta * (k / max_rounds) ** beta_spending`) per class, by a
   non-binding futility boundary (`scoring.gate.futility`: Jennison and Turnbull 2000, ch. 7):
-  a class's bound at look k is the rise plus c_k standard errors (the gate's own, under
-  reassignment), with c_k from the recursive integration over the looks so far, and at least
+  a class's bound at look k is the rise plus c_k standard errors (the larger of the gate's own,
+  under reassignment, and the one under a rise of min_effect), with c_k from the recursive
+  integration over the looks so far, and at least
   the candidate's exact upper bound at the same level less the baseline's rate where little
   fired. The running minimum over the looks is kept: a class that crossed stays passed. No union
   over classes is needed: a rise sits in one class, and the gate passes only when that class

@@ -38,9 +38,9 @@ runs always get the same verdict, and two different comparisons get draws of the
 Monte Carlo p-value, (1 + count) / (1 + draws), holds its level averaged over the draws; one
 seed fixed for every comparison would give every comparison of the same cells the same draws,
 so whatever error those draws make (a threshold a little low, or high) would be made by every
-gate of a pipeline at once, rather than averaging out. At 19 draws, one set of cells judged
-with the old fixed seed alarmed in 0.3-2% of its A/A assignments where its exact rate is
-about 5% (tests/scoring/gate/test_seed.py).
+gate of a pipeline at once, rather than averaging out. At 4 draws, three sets of cells judged
+with one fixed seed alarmed in 1, 4 and 30 of 100 A/A assignments each, where their exact
+rates gave 17 to 19 (tests/scoring/gate/test_seed.py).
 """
 
 from __future__ import annotations
