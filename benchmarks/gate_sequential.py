@@ -158,6 +158,20 @@ def screened(base, cand, settings, seq):
     return quick if lowest >= SCREEN_P else sequential_gate(base, cand, settings, seq)
 
 
+def rules_fired(result) -> list[str]:
+    """Which rule failed a gate: a guarantee broken (the zero rule, no test), a class over all
+    cells, or a class in one goal or persona (both by the max-T permutation test)."""
+    out = []
+    for c in result.failures:
+        if c.verdict == "violated":
+            out.append(f"guarantee {c.cls}")
+        if c.regressed_overall:
+            out.append(f"overall {c.cls} (corrected p {c.p_adjusted:.4f})")
+        out += [f"slice {c.cls} in {s.dimension} {s.name}: {s.baseline} -> {s.candidate} (corrected p "
+                f"{s.p_adjusted:.4f})" for s in c.slice_failures]
+    return out
+
+
 def _lowest(result) -> float:
     """The smallest corrected p-value of a gate result, over every class and slice."""
     return min((p for c in result.classes for p in [c.p_adjusted, *(s.p_adjusted for s in c.slices)]
@@ -181,8 +195,9 @@ def pair_job(args) -> dict:
         # 0.15 over 500 reassignments cannot fail at 0.05 (chance below 1e-6 that its true p is below).
         quick = gate_verdict(base, cand, SimpleNamespace(**{**fixed.model_dump(), "permutations": 500}))
         if _lowest(quick) >= 0.15:
-            return {"failed": False}
-        return {"failed": not gate_verdict(base, cand, fixed).passed}
+            return {"failed": False, "rules": []}
+        result = gate_verdict(base, cand, fixed)
+        return {"failed": not result.passed, "rules": rules_fired(result)}
     goals = sorted({g for _, g in pools["normal"]})
     goal = goals[i % len(goals)] if part == "local" else None
     changed = {"aa": None, "local": "local", "broad": "broad"}[part]
@@ -212,9 +227,13 @@ def tally(part: str, results: list[dict], seq: SequentialSettings, cells: int, a
     n = len(results)
     if part == "fixed-aa":
         alarms = sum(r["failed"] for r in results)
+        rules = [rule for r in results for rule in r["rules"]]
+        kinds = {kind: sum(rule.startswith(kind) for rule in rules) for kind in ("guarantee", "overall", "slice")}
         return [f"fixed-aa: the fixed gate (5 repetitions each, slices on) failed {alarms}/{n} A/A pairs = "
                 f"{alarms / n:.1%} (95% {wilson(alarms, n)}); required <= {alpha:.0%}: "
-                + ("OK" if alarms / n <= alpha else "NOT MET")]
+                + ("OK" if alarms / n <= alpha else "NOT MET"),
+                "    the rules that fired: " + ", ".join(f"{k} {v}" for k, v in kinds.items()),
+                *(f"      {rule}" for rule in rules)]
     counts = {d: sum(r["decision"] == d for r in results) for d in ("failed", "passed", "inconclusive")}
     mean_conv = float(np.mean([r["conversations"] for r in results]))
     lines = [f"{part}: {n} pairs; failed {counts['failed']} ({counts['failed'] / n:.1%}, 95% "
@@ -241,7 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--baseline-reps", type=int, default=30)
     parser.add_argument("--max-rounds", type=int, default=SequentialSettings.max_rounds)
-    parser.add_argument("--spending", type=float, default=SequentialSettings.spending)
+    parser.add_argument("--spending", type=float, default=None, help="alpha spending's rho (budgets.toml's)")
+    parser.add_argument("--beta", type=float, default=None, help="the pass side's beta (budgets.toml's)")
+    parser.add_argument("--beta-spending", type=float, default=None, help="beta spending's rho (budgets.toml's)")
     parser.add_argument("--permutations", type=int, default=2_000, help="the sequential looks' (the fixed A/A "
                         "uses budgets.toml's)")
     parser.add_argument("--pool-normal", type=int, default=60)
@@ -273,10 +294,13 @@ def main(argv: list[str] | None = None) -> int:
               for name, v in pools["faults"].items()), flush=True)
     fixed = load_budgets(ROOT / "budgets.toml").gate
     seq_gate = GateSection(**{**fixed.model_dump(), "permutations": args.permutations})
-    seq = SequentialSettings(max_rounds=args.max_rounds, spending=args.spending)
+    given = {"max_rounds": args.max_rounds, "spending": args.spending, "beta": args.beta,
+             "beta_spending": args.beta_spending}
+    seq = SequentialSettings(**{**fixed.sequential.model_dump(), **{k: v for k, v in given.items() if v is not None}})
     cells = len(pools["normal"])
     print(f"sequential: baseline {args.baseline_reps} repetitions per cell, rounds of 1, cap {seq.max_rounds}, "
-          f"spending alpha * t^{seq.spending}, {args.permutations} permutations per look; alpha {fixed.alpha}, "
+          f"spending alpha * t^{seq.spending}, pass side beta {seq.beta} spent as beta * t^{seq.beta_spending}, "
+          f"{args.permutations} permutations per look; alpha {fixed.alpha}, "
           f"min effect {fixed.min_effect}", flush=True)
     unmet = []
     for part in parts:

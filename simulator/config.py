@@ -67,6 +67,10 @@ class SequentialSection(_Model):
     per_round: int = Field(1, ge=1, le=100, description="Repetitions of every cell per round.")
     spending: float = Field(2.0, gt=0, le=10, description=(
         "rho of the alpha-spending function alpha * (round / max_rounds) ** rho: larger spends less early."))
+    beta: float = Field(0.10, gt=0, lt=0.5, description=(
+        "The pass side's error: the chance of passing a class whose rate rose by gate.min_effect."))
+    beta_spending: float = Field(0.5, gt=0, le=10, description=(
+        "rho of the beta-spending function beta * (round / max_rounds) ** rho: smaller lets a clean run pass sooner."))
 
 
 class GateSection(_Model):

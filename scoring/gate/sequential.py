@@ -16,13 +16,20 @@ and decides one of three things:
   looks (an exact group-sequential boundary would), so it is conservative; it needs no
   assumption beyond the permutation test's own (the conversations of a cell are exchangeable
   when nothing changed), and it stays valid with a last, partial round (a budget cut).
-- **pass**: every class's confidence sequence rules out a rise of `min_effect`. A class's
-  bound at look k is the rise plus z(1 - a_k) standard errors (the gate's own, under
-  reassignment), with a_k the same share of alpha as the fail side's; the running minimum over
-  the looks is the confidence sequence's upper end (by the union bound again, it holds at every
-  look at once with probability 1 - alpha). A class no cell could test is left out of the pass
-  (the gate lists it as untested). Slices are tested on the fail side at every look; the pass
-  asks about classes over all cells, as the fixed gate's minimum effect does.
+- **pass**: every class's upper bound has come below `min_effect`. Passing a class that truly
+  rose by `min_effect` is a type II error, not a false alarm, so the pass side is held at the
+  design's beta (`beta`, spent as `beta * (k / max_rounds) ** beta_spending`) per class, by a
+  non-binding futility boundary (`scoring.gate.futility`: Jennison and Turnbull 2000, ch. 7):
+  a class's bound at look k is the rise plus c_k standard errors (the larger of the gate's own,
+  under reassignment, and the one under a rise of min_effect), with c_k from the recursive
+  integration over the looks so far, and at least
+  the candidate's exact upper bound at the same level less the baseline's rate where little
+  fired. The running minimum over the looks is kept: a class that crossed stays passed. No union
+  over classes is needed: a rise sits in one class, and the gate passes only when that class
+  does too. A class no cell could test is left out of the pass (the gate lists it as
+  untested). Slices are tested on the fail side at every look; the pass asks about classes over
+  all cells, as the fixed gate's minimum effect does. The lower bound shown beside it is the
+  fail side's (alpha spent so far).
 - **continue**: neither yet. At the round cap (`max_rounds`), or when the budget stops the
   run, the verdict is **inconclusive**: exit status 3, never a pass.
 
@@ -32,10 +39,11 @@ assumes the candidate's repetitions per cell do not depend on its outcomes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scoring.errors import GateError
 from scoring.gate.compare import GateSettings, gate_verdict
+from scoring.gate.futility import Futility, beta_spent, se_at_rise
 from scoring.gate.summary import RunSummary, TESTED, first_repetitions
 from scoring.gate.verdict import GateResult
 
@@ -47,6 +55,8 @@ class SequentialSettings:
     max_rounds: int = 20            # the round cap: undecided there is inconclusive
     per_round: int = 1              # repetitions of every cell per round
     spending: float = 2.0           # rho of alpha * t ** rho: larger spends less early
+    beta: float = 0.10              # the pass side's error at a rise of min_effect, per class
+    beta_spending: float = 0.5      # rho of beta * t ** rho: smaller lets a clean run pass sooner
 
 
 def spent(alpha: float, k: float, settings: SequentialSettings) -> float:
@@ -68,12 +78,15 @@ class _AtLook:
 
 @dataclass(frozen=True)
 class Bound:
-    """A class's confidence sequence at one look: the rise and its running bounds."""
+    """A class at one look: the rise, the fail side's running lower bound (alpha spent so far)
+    and the pass side's running upper bound (beta spent so far): the class passes once `high`
+    is below min_effect."""
 
     cls: str
     delta: float | None
     low: float | None
     high: float | None
+    futility: Futility = field(default_factory=Futility, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -134,6 +147,9 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
     sofar = first_repetitions(candidate, repetitions)
     result = gate_verdict(baseline, sofar, at)
     z = _z(1 - share)
+    beta_by_now = beta_spent(seq.beta, k / seq.max_rounds, seq.beta_spending)
+    beta_share = beta_by_now - (beta_spent(seq.beta, before.round / seq.max_rounds, seq.beta_spending)
+                                if before else 0.0)
     bounds = []
     for verdict in result.classes:
         if verdict.cls not in TESTED:
@@ -142,15 +158,25 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
         if verdict.delta is None or verdict.se is None:
             bounds.append(old or Bound(verdict.cls, None, None, None))
             continue
-        low, high = verdict.delta - z * verdict.se, verdict.delta + z * verdict.se
+        futility = old.futility if old else Futility()
+        # The pass side's standard error: the null's, or the one under a rise of min_effect if
+        # larger (scoring.gate.futility: the null's is too small when a rise is there).
+        se = max(verdict.se, _se_at_rise(result, verdict.cls, settings.min_effect))
+        if verdict.se > 0:
+            c, futility = futility.next(1 / se ** 2, beta_by_now)
+        else:
+            # Nothing varied (a standard error of 0): the boundary cannot be integrated, and the
+            # exact bound below decides alone, at the look's share of beta (the union bound).
+            c = _z(1 - beta_share) if beta_share > 0 else float("inf")
+        low, high = verdict.delta - z * verdict.se, verdict.delta + (c * se if verdict.se > 0 else 0.0)
         # The normal bound claims too much where little fired (nothing fired: a standard error
         # of 0): the rise is also bounded by the candidate's exact (Clopper-Pearson) upper bound
-        # less the baseline's rate, and the wider of the two is kept.
-        high = max(high, _exact_upper(verdict.candidate.fired, verdict.candidate.scored, share)
+        # at the same level, less the baseline's rate, and the wider of the two is kept.
+        high = max(high, _exact_upper(verdict.candidate.fired, verdict.candidate.scored, _sf(c))
                    - (verdict.baseline.rate or 0.0))
         if old is not None and old.high is not None:
             low, high = max(low, old.low), min(high, old.high)
-        bounds.append(Bound(verdict.cls, verdict.delta, low, high))
+        bounds.append(Bound(verdict.cls, verdict.delta, low, high, futility))
     if not result.passed:
         decision = "failed"
     elif all(b.high is None or b.high < settings.min_effect for b in bounds):
@@ -162,11 +188,19 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
     return Look(k, repetitions, conversations, share, total, tuple(bounds), decision, result)
 
 
+def _se_at_rise(result: GateResult, cls: str, rise: float) -> float:
+    """`se_at_rise` over the cells both runs of the look scored for the class."""
+    pairs = [(result.baseline.cells[c][cls], result.candidate.cells[c][cls]) for c in result.sharing.gated]
+    pairs = [(b, k) for b, k in pairs if b.scored and k.scored]
+    return float(se_at_rise([b.fired for b, _ in pairs], [b.scored for b, _ in pairs],
+                            [k.scored for _, k in pairs], rise))
+
+
 def _exact_upper(fired: int, scored: int, a: float) -> float:
     """One-sided (1 - a) Clopper-Pearson upper bound of a rate: fired of scored."""
     from scipy.special import betaincinv
 
-    if scored == 0 or fired >= scored:
+    if scored == 0 or fired >= scored or a <= 0:
         return 1.0
     return float(betaincinv(fired + 1, scored - fired, 1 - a))
 
@@ -175,6 +209,12 @@ def _z(q: float) -> float:
     from scipy.special import ndtri
 
     return float(ndtri(q))
+
+
+def _sf(x: float) -> float:
+    from scipy.special import ndtr
+
+    return float(ndtr(-x))
 
 
 def sequential_gate(baseline: RunSummary, candidate: RunSummary, settings: GateSettings,
@@ -204,7 +244,7 @@ def sequential_gate(baseline: RunSummary, candidate: RunSummary, settings: GateS
     if decision == "failed":
         reason = "a regression is established: " + "; ".join(last.gate.regressions()[:3] or [last.gate.headline()])
     elif decision == "passed":
-        reason = (f"every class's confidence sequence rules out a rise of {100 * settings.min_effect:.0f} pts "
+        reason = (f"every class's upper bound rules out a rise of {100 * settings.min_effect:.0f} pts "
                   f"(highest upper bound {_pts(max((b.high for b in last.bounds if b.high is not None), default=0))})")
     else:
         open_ = [b for b in last.bounds if b.high is not None and b.high >= settings.min_effect]

@@ -41,17 +41,19 @@ def round_line(look: Look, settings: SequentialSettings) -> str:
 
 
 def rounds_markdown(rounds: Sequential) -> list[str]:
-    """The rounds, the decision's spend and every class's confidence sequence at the last look."""
+    """The rounds, the decision's spend and every class's running bounds at the last look."""
     s = rounds.settings
     lines = [f"### Sequential gate: {rounds.decision} after {rounds.looks[-1].round:g} of {s.max_rounds} rounds",
              "", f"{rounds.line()}", "",
              f"Rounds of {s.per_round} repetition(s) per cell; alpha spent as alpha x (round / {s.max_rounds})^"
-             f"{s.spending:g}, each look's share tested by the max-T permutation gate (see docs/sequential-gate.md).",
+             f"{s.spending:g}, each look's share tested by the max-T permutation gate; a class passes once its upper "
+             f"bound (beta {s.beta:g} spent as beta x (round / {s.max_rounds})^{s.beta_spending:g}) is below the minimum "
+             "effect (see docs/sequential-gate.md).",
              "", "| round | candidate conversations | alpha at the look | spent | decision |",
              "| ---: | ---: | ---: | ---: | --- |"]
     lines += [f"| {k.round:g} | {k.conversations} | {k.alpha:.2g} | {k.alpha_spent:.3g} | {k.decision} |"
               for k in rounds.looks]
-    lines += ["", "| class | rise (pts) | confidence sequence (pts) |", "| --- | ---: | --- |"]
+    lines += ["", "| class | rise (pts) | bounds: fail side's lower, pass side's upper (pts) |", "| --- | ---: | --- |"]
     lines += [f"| {b.cls} | {_pts(b.delta)} | {_pts(b.low)} to {_pts(b.high)} |" for b in rounds.looks[-1].bounds]
     return lines + [""]
 
