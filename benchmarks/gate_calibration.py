@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scoring.gate import stats  # noqa: E402
+from scoring.gate.critical import critical_value  # noqa: E402
 from scoring.dataset.files import Dataset, load_dataset  # noqa: E402
 from scoring.gate.compare import gate_verdict  # noqa: E402
 from scoring.gate.summary import TESTED, Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
@@ -341,7 +342,7 @@ def advice_table(settings: GateSection, out: Report) -> None:
         row = []
         for p in rates:
             base = np.full((len(cells), len(TESTED)), p)
-            critical = stats.critical_value(base, reps, slices, alpha=settings.alpha, correction=settings.correction)
+            critical = critical_value(base, reps, slices, alpha=settings.alpha, correction=settings.correction)
             row.append(stats.detectable_rise(base[:, 0], reps, critical=critical, alpha=settings.alpha,
                                              min_effect=settings.min_effect))
         out.say(f"    {reps:11d} " + "".join(f"  {'–' if m is None else f'{100 * m:5.1f} pts':>10s}" for m in row))
@@ -349,7 +350,7 @@ def advice_table(settings: GateSection, out: Report) -> None:
     for p in rates:
         base = np.full((len(cells), len(TESTED)), p)
         needed.append(stats.repetitions_for(
-            BROAD_RISE, base[:, 0], lambda n: stats.critical_value(base, n, slices, alpha=settings.alpha,
+            BROAD_RISE, base[:, 0], lambda n: critical_value(base, n, slices, alpha=settings.alpha,
                                                                  correction=settings.correction),
             alpha=settings.alpha, min_effect=settings.min_effect))
     out.say(f"    for +{100 * BROAD_RISE:.0f} pts" + "".join(f"  {str(n) + ' reps':>10s}" for n in needed))

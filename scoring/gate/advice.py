@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scoring.gate import stats
+from scoring.gate import critical, stats
 from scoring.gate.summary import TESTED
 
 
@@ -42,7 +42,7 @@ class Advice:
         values = []
         for n in {below, above}:
             if (safe, n) not in self._critical:
-                self._critical[(safe, n)] = stats.critical_value(
+                self._critical[(safe, n)] = critical.critical_value(
                     self.safe_rates if safe else self.base_rates, n, self.slices, alpha=self.alpha,
                     correction=self.correction)
             values.append(self._critical[(safe, n)])
