@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spending", type=float, default=None, help="alpha spending's rho (budgets.toml's)")
     parser.add_argument("--beta", type=float, default=None, help="the pass side's beta (budgets.toml's)")
     parser.add_argument("--beta-spending", type=float, default=None, help="beta spending's rho (budgets.toml's)")
+    parser.add_argument("--union", action="store_true", help="the fail side by the union bound, not the exact levels")
     parser.add_argument("--permutations", type=int, default=2_000, help="the sequential looks' (the fixed A/A "
                         "uses budgets.toml's)")
     parser.add_argument("--pool-normal", type=int, default=60)
@@ -295,11 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     fixed = load_budgets(ROOT / "budgets.toml").gate
     seq_gate = GateSection(**{**fixed.model_dump(), "permutations": args.permutations})
     given = {"max_rounds": args.max_rounds, "spending": args.spending, "beta": args.beta,
-             "beta_spending": args.beta_spending}
+             "beta_spending": args.beta_spending, "exact": False if args.union else None}
     seq = SequentialSettings(**{**fixed.sequential.model_dump(), **{k: v for k, v in given.items() if v is not None}})
     cells = len(pools["normal"])
     print(f"sequential: baseline {args.baseline_reps} repetitions per cell, rounds of 1, cap {seq.max_rounds}, "
-          f"spending alpha * t^{seq.spending}, pass side beta {seq.beta} spent as beta * t^{seq.beta_spending}, "
+          f"spending alpha * t^{seq.spending} ({'exact levels' if seq.exact else 'union bound'}), pass side beta {seq.beta} spent as beta * t^{seq.beta_spending}, "
           f"{args.permutations} permutations per look; alpha {fixed.alpha}, "
           f"min effect {fixed.min_effect}", flush=True)
     unmet = []

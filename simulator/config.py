@@ -71,6 +71,9 @@ class SequentialSection(_Model):
         "The pass side's error: the chance of passing a class whose rate rose by gate.min_effect."))
     beta_spending: float = Field(0.5, gt=0, le=10, description=(
         "rho of the beta-spending function beta * (round / max_rounds) ** rho: smaller lets a clean run pass sooner."))
+    exact: bool = Field(True, description=(
+        "The fail side's level at each look from the looks' joint law, by reassigning the rounds too "
+        "(false: each look tests at its increment of alpha, the union bound)."))
 
 
 class GateSection(_Model):

@@ -65,7 +65,7 @@ def check_comparable(baseline: RunSummary, candidate: RunSummary) -> Sharing:
     return sharing(baseline, candidate)
 
 
-def _slices(cells: list[Cell]) -> list[tuple[str, str, np.ndarray]]:
+def slice_masks(cells: list[Cell]) -> list[tuple[str, str, np.ndarray]]:
     """All cells, then each goal and each persona; a slice that repeats an earlier one is dropped."""
     out = [("all", "", np.ones(len(cells), bool))]
     for dimension, index in (("goal", 1), ("persona", 0)):
@@ -80,7 +80,7 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSett
     """The gate's decision. Raises GateError when the two runs must not be compared."""
     shares = check_comparable(baseline, candidate)
     shared = list(shares.gated)
-    slices = _slices(shared)
+    slices = slice_masks(shared)
     mask = np.array([m for _, _, m in slices])
 
     def counts(summary: RunSummary, what: str) -> np.ndarray:

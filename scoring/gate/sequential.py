@@ -6,16 +6,15 @@ and decides one of three things:
 
 - **fail**: a regression is established. The look runs the fixed gate itself
   (`scoring.gate.compare.gate_verdict`: the max-T permutation test over every class, goal and
-  persona, reassigning whole conversations) at the look's share of alpha, `spent(k) -
-  spent(k - 1)`, where `spent(k) = alpha * (k / max_rounds) ** spending` (the power family of
-  alpha-spending functions, Kim and DeMets 1987; Lan and DeMets 1983 for spending functions).
-  Each look's test keeps its own level over the whole family of classes and slices (that is
-  what max-T does within a look), and the looks' levels add up to at most alpha, so by the union
-  bound the chance of any false alarm, over every class, slice and look, is at most alpha
-  however the looks fall and whenever the run stops. This does not use the correlation between
-  looks (an exact group-sequential boundary would), so it is conservative; it needs no
-  assumption beyond the permutation test's own (the conversations of a cell are exchangeable
-  when nothing changed), and it stays valid with a last, partial round (a budget cut).
+  persona, reassigning whole conversations) at the look's level. Alpha is spent as
+  `spent(k) = alpha * (k / max_rounds) ** spending` (the power family of alpha-spending
+  functions, Kim and DeMets 1987; Lan and DeMets 1983 for spending functions), and the look's
+  level is the one at which the chance of a false alarm at some look up to k is `spent(k)`,
+  from the looks' joint law under reassignment of the rounds too (`scoring.gate.looks`): the
+  looks share most of their conversations, so this level is well above the increment
+  `spent(k) - spent(k - 1)` that the union bound would allow (`exact = false` tests at that
+  increment: conservative, and valid whatever the looks' law). Within a look max-T holds the
+  level over the whole family of classes and slices.
 - **pass**: every class's upper bound has come below `min_effect`. Passing a class that truly
   rose by `min_effect` is a type II error, not a false alarm, so the pass side is held at the
   design's beta (`beta`, spent as `beta * (k / max_rounds) ** beta_spending`) per class, by a
@@ -29,7 +28,7 @@ and decides one of three things:
   does too. A class no cell could test is left out of the pass (the gate lists it as
   untested). Slices are tested on the fail side at every look; the pass asks about classes over
   all cells, as the fixed gate's minimum effect does. The lower bound shown beside it is the
-  fail side's (alpha spent so far).
+  fail side's (at the look's level).
 - **continue**: neither yet. At the round cap (`max_rounds`), or when the budget stops the
   run, the verdict is **inconclusive**: exit status 3, never a pass.
 
@@ -42,7 +41,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scoring.errors import GateError
-from scoring.gate.compare import GateSettings, gate_verdict
+import numpy as np
+
+from scoring.gate.compare import GateSettings, check_comparable, gate_verdict, slice_masks
+from scoring.gate.looks import look_level
 from scoring.gate.futility import Futility, beta_spent, se_at_rise
 from scoring.gate.summary import RunSummary, TESTED, first_repetitions
 from scoring.gate.verdict import GateResult
@@ -57,6 +59,7 @@ class SequentialSettings:
     spending: float = 2.0           # rho of alpha * t ** rho: larger spends less early
     beta: float = 0.10              # the pass side's error at a rise of min_effect, per class
     beta_spending: float = 0.5      # rho of beta * t ** rho: smaller lets a clean run pass sooner
+    exact: bool = True              # the fail side's levels from the looks' joint law (else the union bound)
 
 
 def spent(alpha: float, k: float, settings: SequentialSettings) -> float:
@@ -94,7 +97,7 @@ class Look:
     round: float                    # the rounds run so far (fractional: a partial round)
     repetitions: int                # the candidate's repetitions per cell so far
     conversations: int              # the candidate's conversations so far
-    alpha: float                    # this look's share of alpha
+    alpha: float                    # the level this look tested at (scoring.gate.looks)
     alpha_spent: float              # spent by this look, in all
     bounds: tuple[Bound, ...]
     decision: str                   # failed | passed | continue
@@ -138,15 +141,17 @@ def _rounds(k: float) -> str:
 
 
 def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, seq: SequentialSettings,
-          k: float, repetitions: int, before: Look | None) -> Look:
+          k: float, repetitions: int, earlier: list[Look]) -> Look:
+    before = earlier[-1] if earlier else None
     total = spent(settings.alpha, k, seq)
     share = total - (before.alpha_spent if before else 0.0)
     if share <= 0:
         raise GateError("the sequential gate spent its alpha before this look; looks must move forward")
-    at = _AtLook(share, settings.min_effect, settings.min_effect_slice, settings.correction, settings.permutations)
     sofar = first_repetitions(candidate, repetitions)
+    level = _level(baseline, sofar, settings, [*earlier], repetitions, total) if seq.exact else share
+    at = _AtLook(level, settings.min_effect, settings.min_effect_slice, settings.correction, settings.permutations)
     result = gate_verdict(baseline, sofar, at)
-    z = _z(1 - share)
+    z = _z(1 - level)
     beta_by_now = beta_spent(seq.beta, k / seq.max_rounds, seq.beta_spending)
     beta_share = beta_by_now - (beta_spent(seq.beta, before.round / seq.max_rounds, seq.beta_spending)
                                 if before else 0.0)
@@ -185,7 +190,22 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
         decision = "continue"
     conversations = sum(len([r for r in held.held if r < repetitions])
                         for held in sofar.repetitions_held.values())
-    return Look(k, repetitions, conversations, share, total, tuple(bounds), decision, result)
+    return Look(k, repetitions, conversations, level, total, tuple(bounds), decision, result)
+
+
+def _level(baseline: RunSummary, sofar: RunSummary, settings: GateSettings, earlier: list[Look],
+           repetitions: int, total: float) -> float:
+    """This look's level from the looks' joint law (`scoring.gate.looks`), on the cells and
+    slices the gate compares; the union bound's share where the runs do not say which
+    repetition fired what."""
+    share = total - (earlier[-1].alpha_spent if earlier else 0.0)
+    if baseline.repetitions_held is None or sofar.repetitions_held is None:
+        return share
+    cells = list(check_comparable(baseline, sofar).gated)
+    slices = np.array([mask for _, _, mask in slice_masks(cells)])
+    marks = [look.repetitions for look in earlier] + [repetitions]
+    spent_by = [look.alpha_spent for look in earlier] + [total]
+    return look_level(baseline, sofar, cells, slices, marks, spent_by, settings.permutations)
 
 
 def _se_at_rise(result: GateResult, cls: str, rise: float) -> float:
@@ -236,7 +256,7 @@ def sequential_gate(baseline: RunSummary, candidate: RunSummary, settings: GateS
     for n in marks:
         if looks and (looks[-1].repetitions >= n or looks[-1].decision != "continue"):
             continue
-        looks.append(_look(baseline, candidate, settings, seq, n / seq.per_round, n, looks[-1] if looks else None))
+        looks.append(_look(baseline, candidate, settings, seq, n / seq.per_round, n, looks))
     if not looks:
         raise GateError(f"{candidate.source}: no conversation to judge yet; run a round first")
     last = looks[-1]

@@ -163,6 +163,20 @@ def _hypotheses(family: Family):
     return members, cells, base, cand, delta, se, t, testable, total_var
 
 
+def _testable_somehow(family: Family) -> np.ndarray:
+    """Classes x slices: some reassignment of the conversations could test the hypothesis (a cell
+    of the slice where both runs hold a conversation, with two or more scored and some but not
+    all of them fired, so that each run can get a scored one and the rates can differ)."""
+    conv = family.conversations
+    cells = family.fired_base.shape[0]
+    held_cand = np.bincount(conv.cell[conv.candidate], minlength=cells) > 0
+    held_base = np.bincount(conv.cell[~conv.candidate], minlength=cells) > 0
+    scored = np.asarray(family.scored_base) + np.asarray(family.scored_cand)
+    fired = np.asarray(family.fired_base) + np.asarray(family.fired_cand)
+    can = (scored >= 2) & (fired > 0) & (fired < scored) & (held_cand & held_base)[:, None]   # cells x classes
+    return np.einsum("gc,ck->kg", family.slices.astype(int), can.astype(int)) > 0
+
+
 def seed_of(family: Family) -> int:
     """The comparison's own seed: a hash of everything it compares (both runs' counts, and which
     conversation fired what in which run, when known), mixed with SEED."""
@@ -190,12 +204,20 @@ def compare(family: Family, *, alpha: float, correction: str = "max-t", permutat
     varies = (nb > 0) & (na > 0) & (fired > 0) & (fired < total)
     where = np.argwhere(varies)                                          # (cell, class) pairs
     cell_of, class_of = where[:, 0], where[:, 1]
-    hyp = np.argwhere(testable)                                          # (class, slice) pairs
+    # The family must not depend on which run each conversation came from, or the test is not
+    # exact: when conversations move whole, a cell's scored count in each run moves with them,
+    # so whether a hypothesis can be tested at all changes between reassignments. The family is
+    # every hypothesis that some reassignment could test; one the observed runs cannot test
+    # takes part with the lowest statistic (it can never be the largest, and it still raises
+    # the reassignments' largest where it can be tested there).
+    in_family = testable if family.conversations is None else testable | _testable_somehow(family)
+    hyp = np.argwhere(in_family)                                         # (class, slice) pairs
     weights = np.zeros((len(where), len(hyp)))
     for h, (k, g) in enumerate(hyp):
-        rows = (class_of == k) & members[k, g, cell_of]
-        weights[rows, h] = 1.0 / math.sqrt(total_var[k, g])
-    observed = t[testable]
+        if testable[k, g]:                                               # (used by the per-class draw only)
+            rows = (class_of == k) & members[k, g, cell_of]
+            weights[rows, h] = 1.0 / math.sqrt(total_var[k, g])
+    observed = np.where(testable, t, -np.inf)[in_family]
     raw_hits = np.zeros(len(hyp))
     step_hits = np.zeros(len(hyp))
     order = np.argsort(-observed, kind="stable")
@@ -231,7 +253,8 @@ def compare(family: Family, *, alpha: float, correction: str = "max-t", permutat
         adjusted = np.array([corrected[n] for n in names])
     p = np.full(testable.shape, np.nan)
     p_adjusted = np.full(testable.shape, np.nan)
-    p[testable], p_adjusted[testable] = raw, adjusted
+    shown = testable[in_family]                                          # the others have no p-value to show
+    p[testable], p_adjusted[testable] = raw[shown], adjusted[shown]
     return Tested(cells, base, cand, delta, se, t, p, p_adjusted, int(len(hyp)), critical)
 
 

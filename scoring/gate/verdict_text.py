@@ -35,8 +35,8 @@ def _pts(x: float | None) -> str:
 def round_line(look: Look, settings: SequentialSettings) -> str:
     """One look of the sequential gate, as the command line prints it."""
     widest = sorted((b for b in look.bounds if b.high is not None), key=lambda b: -b.high)[:3]
-    return (f"{look.round:g}/{settings.max_rounds}: {look.conversations} candidate conversations; alpha "
-            f"{look.alpha:.2g} at this look ({look.alpha_spent:.3g} spent); {look.decision}; highest upper bounds: "
+    return (f"{look.round:g}/{settings.max_rounds}: {look.conversations} candidate conversations; tested at "
+            f"{look.alpha:.2g} ({look.alpha_spent:.3g} of alpha spent); {look.decision}; highest upper bounds: "
             + ", ".join(f"{b.cls} {_pts(b.high)} pts" for b in widest))
 
 
@@ -46,10 +46,11 @@ def rounds_markdown(rounds: Sequential) -> list[str]:
     lines = [f"### Sequential gate: {rounds.decision} after {rounds.looks[-1].round:g} of {s.max_rounds} rounds",
              "", f"{rounds.line()}", "",
              f"Rounds of {s.per_round} repetition(s) per cell; alpha spent as alpha x (round / {s.max_rounds})^"
-             f"{s.spending:g}, each look's share tested by the max-T permutation gate; a class passes once its upper "
+             f"{s.spending:g}, each look tested by the max-T permutation gate at the level that spends it "
+             f"({'from the looks’ joint law' if s.exact else 'the union bound: its increment'}); a class passes once its upper "
              f"bound (beta {s.beta:g} spent as beta x (round / {s.max_rounds})^{s.beta_spending:g}) is below the minimum "
              "effect (see docs/sequential-gate.md).",
-             "", "| round | candidate conversations | alpha at the look | spent | decision |",
+             "", "| round | candidate conversations | level of the look | alpha spent | decision |",
              "| ---: | ---: | ---: | ---: | --- |"]
     lines += [f"| {k.round:g} | {k.conversations} | {k.alpha:.2g} | {k.alpha_spent:.3g} | {k.decision} |"
               for k in rounds.looks]

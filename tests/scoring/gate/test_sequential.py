@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scoring.gate.looks import _largest_level
 from scoring.gate.run_verdict import run_verdict
 from scoring.gate.sequential import SequentialSettings, sequential_gate, spent
 from scoring.gate.summary import GATE_CLASSES, Counts, summary_from_counts
@@ -42,22 +43,54 @@ def test_the_spending_adds_up_to_alpha_at_the_cap_and_spends_less_early_with_a_l
 
 def test_looking_every_round_without_the_spending_exceeds_alpha_and_the_sequential_gate_does_not():
     """The 'broken' sequential test: the fixed gate's own level at every look. With the minimum
-    effect at 0 nothing passes, so every pair is looked at every round to the cap."""
+    effect at 0 nothing passes, so every pair is looked at every round to the cap. The
+    sequential gate's exact levels (scoring.gate.looks) stay near alpha; the same pairs judged
+    at alpha at every look alarm about three times as often. (600 such pairs at 1,000
+    reassignments: exact levels 2.7%; benchmarks/gate_sequential.py measures the real matrix.)"""
     settings = GateSection(min_effect=0.0, min_effect_slice=0.0, permutations=1_000)
-    seq = SequentialSettings(max_rounds=6)
+    seq = SequentialSettings(max_rounds=5)
     rng = np.random.default_rng(2026)
     naive = sequential = 0
-    pairs = 30
+    pairs = 60
     for i in range(pairs):
-        outcome = sequential_gate(run(rng, "base", 6), run(rng, "cand", 6), settings, seq)
+        outcome = sequential_gate(run(rng, "base", 6), run(rng, "cand", 5), settings, seq)
         sequential += outcome.decision == "failed"
         naive += any(np.nanmin([c.p_adjusted for c in look.gate.classes if c.p_adjusted is not None]
                                + [s.p_adjusted for c in look.gate.classes for s in c.slices]) < settings.alpha
                      for look in outcome.looks)
         assert outcome.decision == "failed" or len(outcome.looks) == seq.max_rounds
     print(f"A/A pairs alarmed: sequential {sequential}, every look at alpha {naive} of {pairs}")
-    assert sequential <= 2, sequential          # at most ~alpha of 30 (2 is 6.7%)
-    assert naive >= 4, naive                    # uncorrected looks: well above alpha
+    assert sequential <= 6, sequential          # about alpha of 60 (3), 6 is alpha + 2 sd
+    assert naive >= 2 * max(sequential, 3), naive   # uncorrected looks: well above alpha
+
+
+def test_each_look_tests_between_the_union_bound_s_share_and_the_alpha_spent_and_well_above_the_share_late():
+    """The looks share most of their conversations, so by the cap the exact level is well above
+    the union bound's increment (1.9 times here, with 6 looks; about 6 times at the 20th of 20);
+    never below it, never above what is spent by then."""
+    settings = GateSection(min_effect=0.0, min_effect_slice=0.0, permutations=1_000)
+    seq = SequentialSettings(max_rounds=6)
+    rng = np.random.default_rng(11)
+    outcome = sequential_gate(run(rng, "base", 10), run(rng, "cand", 6), settings, seq)
+    assert len(outcome.looks) == 6, outcome.line()
+    for k, look in enumerate(outcome.looks, start=1):
+        share = spent(settings.alpha, k, seq) - spent(settings.alpha, k - 1, seq)
+        assert share - 1e-12 <= look.alpha <= spent(settings.alpha, k, seq) + 1e-12
+    assert outcome.looks[0].alpha == pytest.approx(spent(settings.alpha, 1, seq))
+    last_share = spent(settings.alpha, 6, seq) - spent(settings.alpha, 5, seq)
+    assert outcome.looks[-1].alpha > 1.5 * last_share, (outcome.looks[-1].alpha, last_share)
+    union = sequential_gate(run(np.random.default_rng(11), "base", 10), run(np.random.default_rng(11), "cand", 6),
+                            settings, SequentialSettings(max_rounds=6, exact=False))
+    assert [look.alpha for look in union.looks] == pytest.approx(
+        [spent(settings.alpha, k, seq) - spent(settings.alpha, k - 1, seq) for k in range(1, 7)])
+
+
+def test_a_level_never_splits_tied_p_values():
+    assert _largest_level(np.array([0.1, 0.1, 0.2, 0.3]), 1) == 0.0
+    assert _largest_level(np.array([0.1, 0.1, 0.2, 0.3]), 2.5) == 0.1
+    assert _largest_level(np.array([0.1, 0.1, 0.2, 0.3]), 3) == 0.2
+    assert _largest_level(np.array([0.1, 0.1, 0.2, 0.3]), 9) == 0.3
+    assert _largest_level(np.array([0.1]), 0.4) == 0.0
 
 
 def test_a_broken_goal_fails_early_and_names_the_goal():
