@@ -150,11 +150,14 @@ class _Pool:
         keys = np.where(self.real[None], rng.random((size, cells, width)), 2.0)     # padding sorts last
         most = int(self.at_look[-1].max())
         order = np.argsort(keys, axis=2)[:, :, :most]                               # the candidate's places
-        index = np.arange(cells)[None, :, None]
-        fired, scored = self.fired[index, order], self.scored[index, order]       # draws x cells x most x classes
-        zero = np.zeros((size, cells, 1, self.fired.shape[2]), np.float32)
-        fired_sum = np.concatenate([zero, np.cumsum(fired, axis=2)], axis=2)
-        scored_sum = np.concatenate([zero, np.cumsum(scored, axis=2)], axis=2)
+        # One gather of both counts, by flat row index (far cheaper than indexing on two axes).
+        rows = np.concatenate([self.fired, self.scored], axis=2).reshape(cells * width, -1)
+        picked = np.take(rows, (order + (np.arange(cells) * width)[None, :, None]).ravel(), axis=0)
+        picked = picked.reshape(size, cells, most, rows.shape[1])                   # draws x cells x most x 2 classes
+        sums = np.concatenate([np.zeros((size, cells, 1, rows.shape[1]), np.float32), np.cumsum(picked, axis=2)],
+                              axis=2)
+        classes = self.fired.shape[2]
+        fired_sum, scored_sum = sums[..., :classes], sums[..., classes:]
         every = np.arange(cells)
         n_all, f_all = self.scored.sum(1), self.fired.sum(1)                       # cells x classes
         last = self.at_look[-1]

@@ -14,7 +14,9 @@ and decides one of three things:
   looks share most of their conversations, so this level is well above the increment
   `spent(k) - spent(k - 1)` that the union bound would allow (`exact = false` tests at that
   increment: conservative, and valid whatever the looks' law). Within a look max-T holds the
-  level over the whole family of classes and slices.
+  level over the whole family of classes and slices. The joint law is worked out only at a
+  look where some corrected p-value came below `spent(k)`: elsewhere no level the look may
+  take fails it, and the look shows (and tests at) the increment, which decides the same.
 - **pass**: every class's upper bound has come below `min_effect`. Passing a class that truly
   rose by `min_effect` is a type II error, not a false alarm, so the pass side is held at the
   design's beta (`beta`, spent as `beta * (k / max_rounds) ** beta_spending`) per class, by a
@@ -148,9 +150,14 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
     if share <= 0:
         raise GateError("the sequential gate spent its alpha before this look; looks must move forward")
     sofar = first_repetitions(candidate, repetitions)
-    level = _level(baseline, sofar, settings, [*earlier], repetitions, total) if seq.exact else share
-    at = _AtLook(level, settings.min_effect, settings.min_effect_slice, settings.correction, settings.permutations)
-    result = gate_verdict(baseline, sofar, at)
+    result = gate_verdict(baseline, sofar, _at(share, settings))
+    level = share
+    # No p-value below the alpha spent by now: no level this look may take (at most that) can
+    # fail it, so the looks' joint law is worked out only where it can change the verdict.
+    if seq.exact and result.lowest_p() < total:
+        level = _level(baseline, sofar, settings, earlier, repetitions, total)
+        if level != share:
+            result = gate_verdict(baseline, sofar, _at(level, settings))
     z = _z(1 - level)
     beta_by_now = beta_spent(seq.beta, k / seq.max_rounds, seq.beta_spending)
     beta_share = beta_by_now - (beta_spent(seq.beta, before.round / seq.max_rounds, seq.beta_spending)
@@ -191,6 +198,10 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
     conversations = sum(len([r for r in held.held if r < repetitions])
                         for held in sofar.repetitions_held.values())
     return Look(k, repetitions, conversations, level, total, tuple(bounds), decision, result)
+
+
+def _at(level: float, settings: GateSettings) -> _AtLook:
+    return _AtLook(level, settings.min_effect, settings.min_effect_slice, settings.correction, settings.permutations)
 
 
 def _level(baseline: RunSummary, sofar: RunSummary, settings: GateSettings, earlier: list[Look],

@@ -136,6 +136,11 @@ class GateResult:
     def exit_code(self) -> int:
         return 0 if self.passed else 1
 
+    def lowest_p(self) -> float:
+        """The smallest corrected p-value over every class and slice tested (1 where none was)."""
+        return min((p for c in self.classes for p in [c.p_adjusted, *(s.p_adjusted for s in c.slices)]
+                    if p is not None), default=1.0)
+
     def regressions(self, slices_shown: int = SLICES_SHOWN) -> list[str]:
         """One line per regression, naming the slice: 'dead_end rose in goal renew-loan: 0/8 → 8/8'."""
         lines = []
