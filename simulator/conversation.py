@@ -70,7 +70,9 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     try:
         session = await runtime.start({"seed": cell.seed, "persona": persona.id, "goal": goal.id,
                                        "setup": as_json_setup(goal)})
-        initial = final = await runtime.state(session)
+        # The store as the session starts: sent with the start reply by a runtime that can.
+        sent = runtime.first_state(session) if hasattr(runtime, "first_state") else None
+        initial = final = sent if sent is not None else await runtime.state(session)
         talker = user.session(persona, goal, cell.seed, cell.repetition)
         for index in range(1, goal.max_turns + 1):
             try:
