@@ -165,22 +165,14 @@ def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
     return _loads(text, raw, what, **evidence)
 
 
-# Numbers are checked as they are read (`_bounded_int`, `_finite_float`), which calls back into
-# Python for every number of an answer: a third of the reading of a typical turn result. Only a
-# text with a run of BIG_RUN digits, or an exponent of three digits, can hold a number either
-# check refuses (fewer digits and an exponent under 100 stay under 10^299, finite, and far under
-# MAX_INT_DIGITS); any other text is read with the C parser's own numbers. A match inside a
-# string only sends the text the careful way.
-BIG_RUN = 200
-_MAYBE_BIG_NUMBER = re.compile(r"[0-9]{%d}|[eE][+-]?[0-9]{3}" % BIG_RUN)
-_CAREFUL = json.JSONDecoder(parse_constant=_not_a_constant, parse_int=_bounded_int, parse_float=_finite_float)
-_QUICK = json.JSONDecoder(parse_constant=_not_a_constant)
+# Every answer is read with these hooks: one decoder for all, not one built per answer.
+_DECODER = json.JSONDecoder(parse_constant=_not_a_constant, parse_int=_bounded_int, parse_float=_finite_float)
 
 
 def _loads(text: str, raw: bytes | str, what: str, **evidence: Any) -> Any:
     """JSON text as a value the store can hold (`unstorable`), or a RuntimeFault that says why."""
     try:
-        value = (_CAREFUL if _MAYBE_BIG_NUMBER.search(text) else _QUICK).decode(text)
+        value = _DECODER.decode(text)
     except _Unstorable as exc:
         raise RuntimeFault("malformed", f"{what}: the answer holds {exc}, which simrun cannot store",
                            body=excerpt(raw), **evidence) from None
