@@ -110,14 +110,31 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
     for pattern in ROLE_LEAKS:
         if pattern.search(text):
             return UserFault("role_leak", f"role leakage: {pattern.search(text).group(0)!r}")
-    brief, said = _words(goal.instructions), " ".join(_words(text))
-    window = min(INSTRUCTION_WINDOW, len(brief))   # a short brief repeated whole is a leak too
-    for i in range(len(brief) - window + 1 if window >= MIN_BRIEF_WORDS else 0):
-        if f" {' '.join(brief[i:i + window])} " in f" {said} ":
-            return UserFault("leaked_instructions", "leaked instructions: repeats the goal's brief word for word")
+    said = f" {' '.join(_words(text))} "
+    if any(run in said for run in _brief_runs(goal)):
+        return UserFault("leaked_instructions", "leaked instructions: repeats the goal's brief word for word")
     if _repeats(turn, earlier, goal, persona):
         return UserFault("repeated", f"the same message {REPEATS} times in a row: {text[:120]!r}")
     return None
+
+
+_BRIEF_RUNS: dict[int, tuple[Goal, tuple[str, ...]]] = {}
+
+
+def _brief_runs(goal: Goal) -> tuple[str, ...]:
+    """Every INSTRUCTION_WINDOW words in a row of the goal's brief, spaced as `user_turn_fault`
+    compares them; worked out once per goal object (kept with it, as in `_goal_dates`), not on
+    every user turn of every conversation."""
+    cached = _BRIEF_RUNS.get(id(goal))
+    if cached is None or cached[0] is not goal:
+        brief = _words(goal.instructions)
+        window = min(INSTRUCTION_WINDOW, len(brief))   # a short brief repeated whole is a leak too
+        runs = tuple(f" {' '.join(brief[i:i + window])} "
+                     for i in range(len(brief) - window + 1 if window >= MIN_BRIEF_WORDS else 0))
+        if len(_BRIEF_RUNS) > 4096:
+            _BRIEF_RUNS.clear()
+        cached = _BRIEF_RUNS[id(goal)] = (goal, runs)
+    return cached[1]
 
 
 def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...], goal: Goal, persona: Persona) -> bool:
