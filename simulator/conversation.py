@@ -23,6 +23,7 @@ from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simulator.adapters.base import RuntimeAdapter
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
+from scoring.dataset.per_goal import per_goal
 from scoring.errors import BudgetCut, ProviderFailure, RuntimeFault
 from scoring.protocol import split_snapshot
 from simulator.users.base import UserBackend
@@ -182,7 +183,9 @@ GONE = ("timeout", "connection", "exited", "closed")
 
 
 def as_json_setup(goal: Goal) -> dict:
-    return json.loads(canonical_json(goal.setup))
+    """The goal's setup as the runtime is sent it: a fresh object each time (a runtime may keep
+    or change it), from JSON text made once per goal."""
+    return json.loads(per_goal(goal, "setup JSON", lambda g: canonical_json(g.setup)))
 
 
 OFF_LOOP_ITEMS = 5_000
