@@ -135,6 +135,10 @@ def main() -> None:
     parser.add_argument("--waves", type=int, default=20,
                         help="conversations per slot: enough that ramp-up and tail are a small part")
     args = parser.parse_args()
+    # The store's first write imports pandas: half a second of CPU once per run, on the writer
+    # thread and holding the GIL, which the first figure would otherwise charge to its model
+    # calls (and its event loop would wait through). call_cpu.py and harness.py do the same.
+    import pandas  # noqa: F401
     fake, base_url = start_fake_api(args.latency)
     try:
         print(f"model latency {args.latency} s per call; reference runtime over HTTP; "

@@ -38,7 +38,7 @@ class LibDesk:
     def __init__(self, faults: dict[str, float] | str | None = None, fault_seed: int = 0,
                  snapshot: bool = True) -> None:
         self.rates = parse(faults)
-        self.snapshot = snapshot      # send the store with each turn (protocol 1's optional `state`)
+        self.snapshot = snapshot      # send the store with the start reply and each turn (protocol 1's optional `state`)
         try:
             self.fault_seed = int(fault_seed)
         except (TypeError, ValueError):
@@ -58,7 +58,8 @@ class LibDesk:
             raise ValueError(f"libdesk cannot open this library: {exc}") from None
         sid = f"lib-{next(self._ids):05d}"
         self._patrons[sid] = Patron(catalogue, SessionFaults(self.rates, self.fault_seed, who, self.truth))
-        return {"session": sid}
+        # The store as it starts, with the reply (protocol 1's optional `state`): one request less.
+        return {"session": sid, "state": await self.state(sid)} if self.snapshot else {"session": sid}
 
     async def turn(self, session: str, request: dict[str, Any]) -> dict[str, Any]:
         result = take(self._patron(session), request)

@@ -119,6 +119,9 @@ class Health(TypedDict, total=False):
 class Started(TypedDict, total=False):
     __pydantic_config__ = _WIRE  # type: ignore[misc]
     session: Required[str]
+    # Optional (additive): the store as the session starts, as `state` would answer. A runtime that
+    # sends it saves simrun the state request before the first turn (docs/protocol.md).
+    state: State | None
 
 
 SNAPSHOT = "state"    # the turn result's field that carries the store after the turn, if the runtime sends it

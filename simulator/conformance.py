@@ -159,7 +159,18 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
         report.violations.append(Violation("start", f"{fault.kind}: {fault}", _excerpt(fault)))
         return report
     report.operations["start"] = "supplied"
-    note("start", Started, {"session": session})
+    first = runtime.first_state(session) if hasattr(runtime, "first_state") and state_model is not None else None
+    note("start", Started, {"session": session, **({SNAPSHOT: first} if first is not None else {})})
+    if first is not None:
+        # As for a turn's: the store sent with the start reply must be what `state` answers then.
+        # (The state operation itself is judged after each turn, where a failure of it is reported.)
+        try:
+            state = await runtime.state(session)
+        except RuntimeFault:
+            state = None
+        if state is not None and first != state:
+            report.violations.append(Violation("start", "state: the store sent with the start reply is not what "
+                                               "the state operation answers right after it", _json(first)))
     results: list[Any] = []
     for choose in _probe_turns(goal):
         user = choose(results)

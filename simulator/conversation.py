@@ -23,6 +23,7 @@ from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simulator.adapters.base import RuntimeAdapter
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
+from scoring.dataset.per_goal import per_goal
 from scoring.errors import BudgetCut, ProviderFailure, RuntimeFault
 from scoring.protocol import split_snapshot
 from simulator.users.base import UserBackend
@@ -66,11 +67,13 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     faults: list = []          # user_turn_fault of each turn as it was sent, for the scorer
     end, error, stop = "turn_cap", None, None
     initial = final = audit = None
-    session = talker = None
+    session = talker = goal_seen = None
     try:
         session = await runtime.start({"seed": cell.seed, "persona": persona.id, "goal": goal.id,
                                        "setup": as_json_setup(goal)})
-        initial = final = await runtime.state(session)
+        # The store as the session starts: sent with the start reply by a runtime that can.
+        sent = runtime.first_state(session) if hasattr(runtime, "first_state") else None
+        initial = final = sent if sent is not None else await runtime.state(session)
         talker = user.session(persona, goal, cell.seed, cell.repetition)
         for index in range(1, goal.max_turns + 1):
             try:
@@ -113,8 +116,9 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end, error = "runtime_error", {**_evidence_of(exc), "turn": index}
                 break
             turns.append(TurnRecord(index, user_turn, result, final, latency))
-            reached = await _reached(goal, _partial(cell, turns, initial), final)
-            if reached:
+            status = await _reached(goal, _partial(cell, turns, initial), final)
+            goal_seen = (len(turns), final, status)   # the scorer's answer too, if nothing follows
+            if status[0]:
                 end = "goal_reached"
                 break
         if end == "runtime_error":
@@ -140,9 +144,9 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     # off the event loop, so that it does not hold up every other conversation in flight; an
     # ordinary one is scored here, where the hop to a thread would cost more than the scoring.
     if _weight(transcript) > OFF_LOOP_ITEMS:
-        scorecard = await asyncio.to_thread(score, transcript, goal, persona, faults)
+        scorecard = await asyncio.to_thread(score, transcript, goal, persona, faults, goal_seen)
     else:
-        scorecard = score(transcript, goal, persona, faults)
+        scorecard = score(transcript, goal, persona, faults, goal_seen)
     return Conversation(cell, transcript, scorecard, started,
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
 
@@ -179,7 +183,9 @@ GONE = ("timeout", "connection", "exited", "closed")
 
 
 def as_json_setup(goal: Goal) -> dict:
-    return json.loads(canonical_json(goal.setup))
+    """The goal's setup as the runtime is sent it: a fresh object each time (a runtime may keep
+    or change it), from JSON text made once per goal."""
+    return json.loads(per_goal(goal, "setup JSON", lambda g: canonical_json(g.setup)))
 
 
 OFF_LOOP_ITEMS = 5_000
@@ -195,12 +201,13 @@ def _weight(transcript: Transcript) -> int:
     return items
 
 
-async def _reached(goal: Goal, transcript: Transcript, state) -> bool | None:
-    """Whether the goal is reached now. A goal with SQL is checked off the event loop: its
-    query may run up to its time limit (scoring/dataset/goal_sql.py) while other conversations go on."""
+async def _reached(goal: Goal, transcript: Transcript, state) -> tuple[bool | None, str]:
+    """Whether the goal is reached now, and why (`goal_status`). A goal with SQL is checked off
+    the event loop: its query may run up to its time limit (scoring/dataset/goal_sql.py) while
+    other conversations go on."""
     if goal.success.sql:
-        return (await asyncio.to_thread(goal_status, goal, transcript, state))[0]
-    return goal_status(goal, transcript, state)[0]
+        return await asyncio.to_thread(goal_status, goal, transcript, state)
+    return goal_status(goal, transcript, state)
 
 
 def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state) -> str:

@@ -37,7 +37,7 @@ class TripDesk:
     def __init__(self, faults: dict[str, float] | str | None = None, fault_seed: int = 0,
                  snapshot: bool = True) -> None:
         self.faults = parse_faults(faults)
-        # Each turn's result carries the store after it (protocol 1's optional `state` field), so
+        # The start reply and each turn's result carry the store (protocol 1's optional `state` field), so
         # that simrun need not ask for it; snapshot=False answers as a runtime without it does.
         self.snapshot = snapshot
         try:
@@ -57,7 +57,8 @@ class TripDesk:
         faults = SessionFaults(self.faults, self.fault_seed, seed, str(request.get("persona")),
                                str(request.get("goal")), self.fault_log)
         self._sessions[sid] = Session(sid, Store.from_setup(request.get("setup")), faults)
-        return {"session": sid}
+        # The store as it starts, with the reply (protocol 1's optional `state`): one request less.
+        return {"session": sid, "state": self.state(sid)} if self.snapshot else {"session": sid}
 
     def turn(self, session: str, request: dict[str, Any]) -> dict[str, Any]:
         result = self._get(session).handle(request)

@@ -19,6 +19,7 @@ record of the goal step the user's turn is tagged with; else the goal's declared
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,8 +61,24 @@ class Takes:
         return showings[-1] if showings else None
 
 
+_followed = threading.local()
+
+
 def follow(transcript: Transcript) -> Takes:
-    """Every take of an offer in the conversation, and every offer shown."""
+    """Every take of an offer in the conversation, and every offer shown.
+
+    Three of the scorer's checks ask this of the same transcript, one after another: the last
+    answer is kept (per thread, with the transcript itself, so that another transcript given
+    the same id is never taken for it; a transcript is never changed once built)."""
+    kept = getattr(_followed, "last", None)
+    if kept is not None and kept[0] is transcript:
+        return kept[1]
+    takes = _follow(transcript)
+    _followed.last = (transcript, takes)
+    return takes
+
+
+def _follow(transcript: Transcript) -> Takes:
     by_turn: dict[int, Take] = {}
     unknown: set[int] = set()
     showings: dict[str, list[tuple[int, dict[str, Any]]]] = {}

@@ -24,9 +24,16 @@ ALL_CLASSES = (*PROGRESS_CLASSES, *GUARANTEES)
 
 
 def score(transcript: Transcript, goal: Goal, persona: Persona,
-          user_faults: Sequence[UserFault | None] | None = None) -> Scorecard:
-    """`user_faults`: the conversation loop's `user_turn_fault` of each turn, not worked out again."""
-    reached, why = goal_status(goal, transcript, transcript.final_state)
+          user_faults: Sequence[UserFault | None] | None = None,
+          goal_seen: tuple[int, dict | None, tuple[bool | None, str]] | None = None) -> Scorecard:
+    """`user_faults`: the conversation loop's `user_turn_fault` of each turn, not worked out again.
+    `goal_seen`: the loop's last `goal_status` (how many turns, the store it read, its answer),
+    used when it read this transcript's turns and final store, not worked out again."""
+    if goal_seen is not None and goal_seen[0] == len(transcript.turns) and goal_seen[1] is transcript.final_state:
+        # The same turns (the loop only appends) and the very same store: the same answer.
+        reached, why = goal_seen[2]
+    else:
+        reached, why = goal_status(goal, transcript, transcript.final_state)
     checks: dict[str, CheckResult] = {}
     failed: list[str] = []
     for name, check in {**PROGRESS_CHECKS, **GUARANTEE_CHECKS}.items():

@@ -21,6 +21,7 @@ from scoring.checks.progress import Tally, ask_key, dead_end, loop, not_understo
 from scoring.transcript import CheckResult, Transcript, TurnRecord, UserTurn
 from scoring.dataset.files import canonical_json
 from scoring.dataset.models import Goal, Persona
+from scoring.dataset.per_goal import per_goal
 from scoring.checks.evidence import get
 
 FAULT_KINDS = {
@@ -110,14 +111,25 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
     for pattern in ROLE_LEAKS:
         if pattern.search(text):
             return UserFault("role_leak", f"role leakage: {pattern.search(text).group(0)!r}")
-    brief, said = _words(goal.instructions), " ".join(_words(text))
-    window = min(INSTRUCTION_WINDOW, len(brief))   # a short brief repeated whole is a leak too
-    for i in range(len(brief) - window + 1 if window >= MIN_BRIEF_WORDS else 0):
-        if f" {' '.join(brief[i:i + window])} " in f" {said} ":
-            return UserFault("leaked_instructions", "leaked instructions: repeats the goal's brief word for word")
+    said = f" {' '.join(_words(text))} "
+    if any(run in said for run in _brief_runs(goal)):
+        return UserFault("leaked_instructions", "leaked instructions: repeats the goal's brief word for word")
     if _repeats(turn, earlier, goal, persona):
         return UserFault("repeated", f"the same message {REPEATS} times in a row: {text[:120]!r}")
     return None
+
+
+def _brief_runs(goal: Goal) -> tuple[str, ...]:
+    """Every INSTRUCTION_WINDOW words in a row of the goal's brief, spaced as `user_turn_fault`
+    compares them; worked out once per goal, not on every user turn of every conversation."""
+    return per_goal(goal, "brief runs", _runs_of_brief)
+
+
+def _runs_of_brief(goal: Goal) -> tuple[str, ...]:
+    brief = _words(goal.instructions)
+    window = min(INSTRUCTION_WINDOW, len(brief))   # a short brief repeated whole is a leak too
+    return tuple(f" {' '.join(brief[i:i + window])} "
+                 for i in range(len(brief) - window + 1 if window >= MIN_BRIEF_WORDS else 0))
 
 
 def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...], goal: Goal, persona: Persona) -> bool:
@@ -183,20 +195,11 @@ def _fact_dates(goal: Goal) -> set[dt.date]:
     return dates
 
 
-_GOAL_DATES: dict[int, tuple[Goal, frozenset[dt.date], frozenset[dt.date]]] = {}
-
-
 def _goal_dates(goal: Goal) -> tuple[frozenset[dt.date], frozenset[dt.date]]:
     """(`_fact_dates`, `_true_dates`) of a goal, worked out once per goal object: every
     conversation of a goal asks the same, and reading its setup's dates was a fifth of the
-    scoring at a fast model (benchmarks/README.md). The goal is kept with them, so that its id
-    cannot be another goal's while cached."""
-    cached = _GOAL_DATES.get(id(goal))
-    if cached is None or cached[0] is not goal:
-        if len(_GOAL_DATES) > 4096:
-            _GOAL_DATES.clear()
-        cached = _GOAL_DATES[id(goal)] = (goal, frozenset(_fact_dates(goal)), frozenset(_true_dates(goal)))
-    return cached[1], cached[2]
+    scoring at a fast model (benchmarks/README.md)."""
+    return per_goal(goal, "dates", lambda g: (frozenset(_fact_dates(g)), frozenset(_true_dates(g))))
 
 
 def _true_dates(goal: Goal) -> set[dt.date]:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from scoring import secrets
 from scoring.untrusted_text import one_line
-from scoring.protocol import Audit, Started, State, TurnResult, violations
+from scoring.protocol import SNAPSHOT, Audit, Started, State, TurnResult, violations
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 
 PROTOCOL_VERSION = 1
@@ -165,11 +165,14 @@ def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
     return _loads(text, raw, what, **evidence)
 
 
+# Every answer is read with these hooks: one decoder for all, not one built per answer.
+_DECODER = json.JSONDecoder(parse_constant=_not_a_constant, parse_int=_bounded_int, parse_float=_finite_float)
+
+
 def _loads(text: str, raw: bytes | str, what: str, **evidence: Any) -> Any:
     """JSON text as a value the store can hold (`unstorable`), or a RuntimeFault that says why."""
     try:
-        value = json.loads(text, parse_constant=_not_a_constant, parse_int=_bounded_int,
-                           parse_float=_finite_float)
+        value = _DECODER.decode(text)
     except _Unstorable as exc:
         raise RuntimeFault("malformed", f"{what}: the answer holds {exc}, which simrun cannot store",
                            body=excerpt(raw), **evidence) from None
@@ -265,10 +268,20 @@ class Checked:
 
     def _started(self, raw: Any) -> str:
         if self.strict:
-            return check_started(raw)
-        if not isinstance(raw, dict) or not isinstance(raw.get("session"), str):
+            session = check_started(raw)
+        elif not isinstance(raw, dict) or not isinstance(raw.get("session"), str):
             raise RuntimeFault("malformed", "start did not answer {\"session\": \"...\"}", body=json_excerpt(raw))
-        return raw["session"]
+        else:
+            session = raw["session"]
+        if raw.get(SNAPSHOT) is not None:
+            # Kept until the conversation loop takes it, right after start returns (`first_state`).
+            self.__dict__.setdefault("_first_states", {})[session] = raw[SNAPSHOT]
+        return session
+
+    def first_state(self, session: str) -> Any:
+        """The store the start reply carried (protocol 1's optional `state`, checked with the reply),
+        once; None when it carried none, and then the loop asks `state`."""
+        return self.__dict__.get("_first_states", {}).pop(session, None)
 
     def _state(self, raw: Any) -> Any:
         return check_state(raw) if self.strict else raw

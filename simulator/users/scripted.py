@@ -27,6 +27,7 @@ from typing import Any
 from scoring.checks.evidence import MISSING, get, relates, shown
 from scoring.transcript import TurnRecord, UserTurn
 from scoring.dataset.models import Goal, Persona, Step
+from scoring.dataset.per_goal import per_goal
 from scoring.errors import ConfigError
 from simulator.users import manners as m
 from simulator.users.asked import asked_by_name
@@ -314,7 +315,8 @@ class ScriptedSession:
         return UserTurn("message", text, meta=meta)
 
     def _facts(self) -> dict[str, Any]:
-        return {k: self.goal.resolve(v) for k, v in self.goal.facts.items()}
+        # A copy: the goal's facts filled in are worked out once per goal, and shared.
+        return dict(per_goal(self.goal, "facts", lambda g: {k: g.resolve(v) for k, v in g.facts.items()}))
 
 
 def _plain(value: Any) -> Any:

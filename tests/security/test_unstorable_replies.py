@@ -90,6 +90,8 @@ def test_each_unstorable_reply_costs_its_conversation_only(simrun, project):
                                  b'{"reply": "x", "k": -Infinity}', b'{"reply": "x", "k": 1e999}', b'{"reply": "x", "k": [-2E+400]}', b'{"\\udc00": 1, "reply": "x"}',
                                  b'{"reply": "x", "n": ' + b"9" * 1500 + b"}",
                                  b'{"reply": "x", "n": ' + b"9" * 5000 + b"}",
+                                 b'{"reply": "x", "k": ' + b"9" * 400 + b".0}", b'{"reply": "x", "k": 1' + b"0" * 320 + b"e-5}",
+                                 b'{"reply": "x", "n": -' + b"9" * 1001 + b"}",
                                  b'{"reply": "\\ud83d"}', b'{"reply": "\\ude00\\ud83d"}'])
 def test_an_answer_the_store_cannot_hold_is_a_fault(raw):
     with pytest.raises(RuntimeFault) as raised:
@@ -98,7 +100,8 @@ def test_an_answer_the_store_cannot_hold_is_a_fault(raw):
 
 
 @pytest.mark.parametrize("raw", [b'{"reply": "\\ud83d\\ude00 fine"}', b'{"reply": "a\\\\u0000b"}',
-                                 b'{"reply": "x", "n": ' + b"9" * 900 + b"}", b'{"reply": "\\u00e9t\\u00e9"}'])
+                                 b'{"reply": "x", "n": ' + b"9" * 900 + b"}", b'{"reply": "\\u00e9t\\u00e9"}',
+                                 b'{"reply": "x", "k": 1.5E+300, "n": [-1e-320, 0.1, -' + b"9" * 1000 + b"]}"])
 def test_what_the_store_can_hold_is_read_as_it_is(raw):
     assert parse_json(raw, "turn") == json.loads(raw)
 

@@ -113,6 +113,24 @@ class Stale(TripDesk):
 '''
 
 
+STARTS_STALE = '''
+from tripdesk import TripDesk
+
+class StartsStale(TripDesk):
+    def start(self, request):
+        reply = super().start(request)
+        # Well formed, but not its store: a record the store does not hold.
+        return {**reply, "state": {**reply["state"], "records": {**reply["state"]["records"], "trip:T-0": {}}}}
+'''
+
+
+def test_a_store_sent_with_the_start_reply_that_is_not_the_store_is_a_violation(cli, project):
+    use_runtime(project, STARTS_STALE, "StartsStale")
+    result = cli("check-runtime")
+    assert result.exit_code == 1
+    assert "the store sent with the start reply is not what the state operation answers" in result.output
+
+
 def test_a_store_sent_with_a_turn_that_is_not_the_store_after_it_is_a_violation(cli, project):
     use_runtime(project, STALE, "Stale")
     result = cli("check-runtime")

@@ -9,7 +9,7 @@ import pytest
 
 from scoring.checks.scorer import ALL_CLASSES
 from simulator.adapters.python import PythonRuntime, load_target
-from simulator.conversation import Cell, converse
+from simulator.conversation import Cell, as_json_setup, converse
 from simulator.runner import matrix
 from scoring.errors import RuntimeUnavailable
 from simulator.users.scripted import ScriptedUser
@@ -186,8 +186,8 @@ class Counted:
 
 @pytest.mark.parametrize("desk", [TripDesk, LibDesk])
 def test_the_store_sent_with_each_turn_gives_the_run_of_a_runtime_that_is_asked_for_it(demo, library, desk):
-    """A reference runtime sends the store with each turn (protocol 1's optional `state`): one
-    request a turn, not two, and the same seeds give the same transcripts, turn results (less
+    """A reference runtime sends the store with its start reply and each turn (protocol 1's
+    optional `state`): one request a turn, not two, none for the first store, and the same seeds give the same transcripts, turn results (less
     the snapshot), stores and findings as with a runtime that sends none and is asked."""
     dataset = demo if desk is TripDesk else library
     faults = {"loop": 0.2, "phantom_receipt": 0.2, "crash": 0.1} if desk is TripDesk else \
@@ -208,9 +208,10 @@ def test_the_store_sent_with_each_turn_gives_the_run_of_a_runtime_that_is_asked_
     answered = sum(t.result is not None for c in sent for t in c.transcript.turns)
     crashed = sum(c.transcript.end == "runtime_error" for c in sent)
     assert crashed and answered
-    # Asked for at the start (the store before the first turn) and after a crash: never after a turn answered.
-    assert sent_calls["state"] == sent_calls["start"] + crashed
-    assert asked_calls["state"] == sent_calls["state"] + answered and sent_calls["turn"] == asked_calls["turn"]
+    # Asked for only after a crash: never at the start (the start reply carried it), nor after a turn answered.
+    assert sent_calls["state"] == crashed
+    assert asked_calls["state"] == asked_calls["start"] + crashed + answered
+    assert sent_calls["turn"] == asked_calls["turn"] and sent_calls["start"] == asked_calls["start"]
 
 
 def untimed(transcript):
@@ -222,6 +223,9 @@ def untimed(transcript):
 
 
 class SendsNull(TripDesk):
+    def start(self, request):
+        return {**super().start(request), "state": None}
+
     def turn(self, session, request):
         return {**super().turn(session, request), "state": None}
 
@@ -231,3 +235,25 @@ def test_a_snapshot_of_null_is_no_snapshot_and_the_store_is_asked_for(demo):
     c = talk(demo, "plain-paula", "single-add-bag", runtime)
     assert c.transcript.end == "goal_reached" and runtime.calls["state"] == 2
     assert "state" not in c.transcript.turns[0].result
+
+
+class StartsWithABadStore(TripDesk):
+    def start(self, request):
+        return {**super().start(request), "state": {"records": [], "events": "none"}}
+
+
+def test_a_start_reply_whose_store_is_malformed_ends_its_conversation_as_runtime_error(demo):
+    """The store sent with the start reply is read like the reply itself: checked against
+    protocol 1's store shape, and a bad one is the runtime's fault, not the run's."""
+    c = talk(demo, "plain-paula", "single-add-bag", Counted(StartsWithABadStore()))
+    assert c.transcript.end == "runtime_error" and c.transcript.error["kind"] == "malformed"
+    assert "start reply" in c.transcript.error["message"] and not c.transcript.turns
+
+
+def test_the_store_sent_with_the_start_reply_is_the_first_store(demo):
+    runtime = Counted(TripDesk())
+    c = talk(demo, "plain-paula", "single-add-bag", runtime)
+    assert "state" not in runtime.calls and c.transcript.end == "goal_reached"
+    fresh = TripDesk(snapshot=False)
+    sid = fresh.start({"setup": as_json_setup(demo.goal("single-add-bag"))})["session"]
+    assert c.transcript.initial_state == fresh.state(sid)

@@ -1,0 +1,27 @@
+"""Answers kept per goal object: worked out once, and never another goal's, even a copy's."""
+
+from __future__ import annotations
+
+from scoring.dataset.per_goal import per_goal
+from simulator.conversation import as_json_setup
+
+
+def test_an_answer_is_worked_out_once_per_goal_and_a_changed_copy_gets_its_own(demo):
+    goal = demo.goal("single-add-bag")
+    calls = []
+
+    def work(g):
+        calls.append(g)
+        return g.instructions
+
+    assert per_goal(goal, "test: brief", work) == per_goal(goal, "test: brief", work) == goal.instructions
+    assert len(calls) == 1
+    changed = goal.model_copy(update={"instructions": "something else entirely"})
+    assert per_goal(changed, "test: brief", work) == "something else entirely" and len(calls) == 2
+
+
+def test_the_setup_sent_to_a_runtime_is_a_fresh_object_each_time(demo):
+    goal = demo.goal("single-add-bag")
+    first = as_json_setup(goal)
+    first.clear()                      # a runtime that changes what it was sent changes nothing else
+    assert as_json_setup(goal) and as_json_setup(goal) is not as_json_setup(goal)
