@@ -7,13 +7,13 @@ loader (`scoring.dataset.files`) can point at its line.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from scoring.dataset import patterns
 from scoring.dataset.facts import check_fields, check_fills, resolve
+from scoring.dataset.per_goal import per_goal
 
 MANNERS: dict[str, str] = {
     "terse": "share of messages written as short as possible, leaving arguments out for the runtime to ask",
@@ -194,15 +194,17 @@ class Goal(YamlModel):
         return self.steps[index].id or f"step-{index + 1}"
 
     def step_by_id(self, sid: str | None) -> "Step | None":
-        return self._steps_by_id.get(sid)
+        # The checks look a step up for every user turn: the index is kept per goal object
+        # (scoring.dataset.per_goal), not as a cached property, which model_copy would carry stale.
+        return per_goal(self, "steps by id", _steps_by_id).get(sid)
 
-    @functools.cached_property
-    def _steps_by_id(self) -> dict[str, "Step"]:
-        # The checks look a step up for every user turn; the first step of an id is the one.
-        found: dict[str, Step] = {}
-        for i, step in enumerate(self.steps):
-            found.setdefault(self.step_id(i), step)
-        return found
+
+def _steps_by_id(goal: Goal) -> dict[str, "Step"]:
+    """Each step id's first step (the first step of an id is the one)."""
+    found: dict[str, Step] = {}
+    for i, step in enumerate(goal.steps):
+        found.setdefault(goal.step_id(i), step)
+    return found
 
 
 def _compile(pattern: str, what: str) -> str:
