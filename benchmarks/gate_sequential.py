@@ -180,7 +180,7 @@ def _load_pools(path: str) -> None:
 
 
 def pair_job(args) -> dict:
-    i, part, fixed, seq_gate, seq, base_reps, seed = args
+    i, part, fixed, seq_gate, seq, base_reps, seed, sizes = args
     pools = _pools
     rng = np.random.default_rng([seed, i, PARTS.index(part)])
     cap = seq.max_rounds * seq.per_round
@@ -205,10 +205,10 @@ def pair_job(args) -> dict:
                     for c in last.classes if c.cls == PLANTED[1] for s in c.slices)
     out = {"decision": outcome.decision, "conversations": outcome.conversations,
            "rounds": outcome.looks[-1].round, "named": named, "fixed": {}}
-    if part in FIXED_SIZES:
+    if part in sizes:
         from scoring.gate.summary import first_repetitions
 
-        for n in FIXED_SIZES[part]:
+        for n in sizes[part]:
             result = gate_verdict(base, first_repetitions(cand, n), seq_gate)
             verdict = next(c for c in result.classes if c.cls == PLANTED[1])
             out["fixed"][n] = (any(s.dimension == "goal" and s.name == goal and s.failed for s in verdict.slices)
@@ -218,7 +218,8 @@ def pair_job(args) -> dict:
 
 # --- the figures ---------------------------------------------------------------------------------
 
-def tally(part: str, results: list[dict], seq: SequentialSettings, cells: int, alpha: float) -> list[str]:
+def tally(part: str, results: list[dict], seq: SequentialSettings, cells: int, alpha: float,
+          sizes: dict = FIXED_SIZES) -> list[str]:
     n = len(results)
     if part == "fixed-aa":
         alarms = sum(r["failed"] for r in results)
@@ -240,7 +241,7 @@ def tally(part: str, results: list[dict], seq: SequentialSettings, cells: int, a
     if part == "local":
         named = sum(bool(r["named"]) for r in results)
         lines.append(f"    the goal named in the deciding look: {named}/{n} = {named / n:.1%} (95% {wilson(named, n)})")
-    for size in FIXED_SIZES.get(part, ()):
+    for size in sizes.get(part, ()):
         caught = sum(r["fixed"][size] for r in results)
         lines.append(f"    the fixed gate at {size} candidate repetitions ({size * cells} conversations), same "
                      f"baseline: caught {caught}/{n} = {caught / n:.1%}")
@@ -258,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spending", type=float, default=None, help="alpha spending's rho (budgets.toml's)")
     parser.add_argument("--beta", type=float, default=None, help="the pass side's beta (budgets.toml's)")
     parser.add_argument("--beta-spending", type=float, default=None, help="beta spending's rho (budgets.toml's)")
+    parser.add_argument("--fixed-sizes", default="", help="the fixed gate's candidate repetitions to measure "
+                        "beside the broad part, e.g. 5,10,15,16,20 (default: " + ",".join(map(str, FIXED_SIZES["broad"])) + ")")
     parser.add_argument("--union", action="store_true", help="the fail side by the union bound, not the exact levels")
     parser.add_argument("--permutations", type=int, default=2_000, help="the sequential looks' (the fixed A/A "
                         "uses budgets.toml's)")
@@ -298,10 +301,11 @@ def main(argv: list[str] | None = None) -> int:
           f"spending alpha * t^{seq.spending} ({'exact levels' if seq.exact else 'union bound'}), pass side beta {seq.beta} spent as beta * t^{seq.beta_spending}, "
           f"{args.permutations} permutations per look; alpha {fixed.alpha}, "
           f"min effect {fixed.min_effect}", flush=True)
+    sizes = {**FIXED_SIZES, **({"broad": tuple(int(n) for n in args.fixed_sizes.split(","))} if args.fixed_sizes else {})}
     unmet = []
     for part in parts:
         n = args.pairs if part in ("fixed-aa", "aa") else args.power_pairs
-        jobs = [(i, part, fixed, seq_gate, seq, args.baseline_reps, args.seed) for i in range(n)]
+        jobs = [(i, part, fixed, seq_gate, seq, args.baseline_reps, args.seed, sizes) for i in range(n)]
         t = time.perf_counter()
         with ProcessPoolExecutor(args.workers, initializer=_load_pools, initargs=(str(cache),)) as pool:
             results = []
@@ -309,8 +313,8 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(result)
                 if len(results) % args.every == 0 and len(results) < n:     # a running tally: usable if stopped
                     print(f"    after {len(results)} pairs ({time.perf_counter() - t:.0f} s): "
-                          + tally(part, results, seq, cells, fixed.alpha)[0], flush=True)
-        for line in tally(part, results, seq, cells, fixed.alpha):
+                          + tally(part, results, seq, cells, fixed.alpha, sizes)[0], flush=True)
+        for line in tally(part, results, seq, cells, fixed.alpha, sizes):
             print(line, flush=True)
             unmet += [part] if "NOT MET" in line else []
         print(f"    ({time.perf_counter() - t:.0f} s)", flush=True)
