@@ -17,7 +17,7 @@ import aiohttp
 
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, KEEPALIVE_S, Checked, check_health, excerpt, exit_text,
-                                     read_answer, stderr_said, too_large)
+                                     never_again_after_an_error, read_answer, stderr_said, too_large)
 from simulator.adapters.process import ManagedProcess, SessionId, free_port
 
 READ_CHUNK = 1 << 16
@@ -100,6 +100,7 @@ class HttpRuntime(Checked):
             async with self._http().request(method, self.url + path, json=body,
                                             allow_redirects=False) as response:
                 status, raw = response.status, await self._read(op, response)
+                never_again_after_an_error(response)
         except TimeoutError:
             raise RuntimeFault("timeout", f"{op}: no answer within {self.timeout_s}s",
                                **self._evidence(mark, request=f"{method} {path}", elapsed_ms=elapsed())) from None

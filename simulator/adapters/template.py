@@ -27,7 +27,8 @@ from typing import Any
 import aiohttp
 
 from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.base import KEEPALIVE_S, excerpt, exit_text, parse_json, stderr_said, too_large
+from simulator.adapters.base import (KEEPALIVE_S, excerpt, exit_text, never_again_after_an_error, parse_json, stderr_said,
+                                     too_large)
 from simulator.adapters.foreign import ForeignRuntime
 from simulator.adapters.process import ManagedProcess, free_port
 
@@ -169,6 +170,7 @@ class TemplateRuntime(ForeignRuntime):
             async with self._http().request(method, url, json=body, headers=headers,
                                             allow_redirects=False) as response:
                 status, raw = response.status, await self._read(what, response)
+                never_again_after_an_error(response)
         except TimeoutError:
             raise RuntimeFault("timeout", f"{what}: no answer within {self.timeout_s}s", **evidence()) from None
         except aiohttp.ClientError as exc:

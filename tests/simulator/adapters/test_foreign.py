@@ -273,3 +273,48 @@ def test_a_connection_the_server_may_have_closed_as_idle_is_never_used_again():
 
     first, second = asyncio.run(go())
     assert (first["reply"], second["reply"]) == ("got one", "got two") and not dropped, dropped
+
+
+def test_a_connection_that_carried_an_error_answer_is_never_used_again():
+    """A server that fails inside a request may close the connection right after its 500, without
+    a `Connection: close` (Starlette's error middleware under uvicorn does); a request sent on it
+    next is dropped unanswered, and would read as another conversation's runtime fault. The
+    server here makes that certain: any request after a 500 on the same connection is dropped."""
+    dropped: list[str] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        failed = False
+        while head := await reader.readuntil(b"\r\n\r\n"):
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            said = json.loads(await reader.readexactly(length))["messages"][-1]["content"]
+            if failed:
+                dropped.append(said)
+                writer.close()
+                return
+            if said == "boom":
+                failed = True
+                text, status = "Internal Server Error", b"500 Internal Server Error"
+            else:
+                text, status = json.dumps({"choices": [{"message": {"role": "assistant", "content": f"got {said}"}}]}), b"200 OK"
+            writer.write(b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                         % (status, len(text), text.encode()))
+            await writer.drain()
+
+    async def go():
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        runtime = ChatRuntime(url=f"http://127.0.0.1:{port}/v1", model="m")
+        try:
+            broken = await runtime.start({"seed": 1, "persona": "p", "goal": "broken", "setup": {}})
+            other = await runtime.start({"seed": 2, "persona": "p", "goal": "other", "setup": {}})
+            with pytest.raises(RuntimeFault) as fault:
+                await runtime.turn(broken, {"message": "boom"})
+            return fault.value, await runtime.turn(other, {"message": "fine"})
+        finally:
+            await runtime.aclose()
+            server.close()
+
+    fault, reply = asyncio.run(go())
+    assert fault.kind == "http_status" and fault.evidence["status"] == 500
+    assert reply["reply"] == "got fine" and not dropped, dropped
