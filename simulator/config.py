@@ -65,7 +65,7 @@ class SequentialSection(_Model):
     max_rounds: int = Field(20, ge=1, le=1_000, description=(
         "The sequential gate's round cap: undecided there is inconclusive (exit 3)."))
     per_round: int = Field(1, ge=1, le=100, description="Repetitions of every cell per round.")
-    spending: float = Field(2.0, gt=0, le=10, description=(
+    spending: float = Field(1.0, gt=0, le=10, description=(
         "rho of the alpha-spending function alpha * (round / max_rounds) ** rho: larger spends less early."))
     beta: float = Field(0.10, gt=0, lt=0.5, description=(
         "The pass side's error: the chance of passing a class whose rate rose by gate.min_effect."))

@@ -58,7 +58,7 @@ DECISIONS = ("failed", "passed", "continue", "inconclusive")
 class SequentialSettings:
     max_rounds: int = 20            # the round cap: undecided there is inconclusive
     per_round: int = 1              # repetitions of every cell per round
-    spending: float = 2.0           # rho of alpha * t ** rho: larger spends less early
+    spending: float = 1.0           # rho of alpha * t ** rho: larger spends less early
     beta: float = 0.10              # the pass side's error at a rise of min_effect, per class
     beta_spending: float = 0.5      # rho of beta * t ** rho: smaller lets a clean run pass sooner
     exact: bool = True              # the fail side's levels from the looks' joint law (else the union bound)
