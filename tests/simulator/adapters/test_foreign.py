@@ -229,6 +229,17 @@ def test_check_runtime_says_when_an_assistant_sends_no_span():
     assert report.level() == 0 and "wrong_record" in report.unverifiable()    # no span: no events
 
 
+async def against_raw_server(handle, scenario):
+    """`scenario(runtime)` with a ChatRuntime pointed at a bare asyncio server running `handle`."""
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    runtime = ChatRuntime(url=f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", model="m")
+    try:
+        return await scenario(runtime)
+    finally:
+        await runtime.aclose()
+        server.close()
+
+
 def test_a_connection_the_server_may_have_closed_as_idle_is_never_used_again():
     """A server closes a kept-alive connection when its idle timeout ends; a request sent on it
     at that moment is dropped unanswered, and would read as the runtime's fault. The server here
@@ -257,21 +268,13 @@ def test_a_connection_the_server_may_have_closed_as_idle_is_never_used_again():
             await writer.drain()
             last = asyncio.get_running_loop().time()
 
-    async def go():
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        runtime = ChatRuntime(url=f"http://127.0.0.1:{port}/v1", model="m")
-        try:
-            session = await runtime.start({"seed": 1, "persona": "p", "goal": "g", "setup": {}})
-            first = await runtime.turn(session, {"message": "one"})
-            await asyncio.sleep(idle_s + 0.1)     # the user thinks: the connection sits idle
-            second = await runtime.turn(session, {"message": "two"})
-            return first, second
-        finally:
-            await runtime.aclose()
-            server.close()
+    async def go(runtime: ChatRuntime):
+        session = await runtime.start({"seed": 1, "persona": "p", "goal": "g", "setup": {}})
+        first = await runtime.turn(session, {"message": "one"})
+        await asyncio.sleep(idle_s + 0.1)     # the user thinks: the connection sits idle
+        return first, await runtime.turn(session, {"message": "two"})
 
-    first, second = asyncio.run(go())
+    first, second = asyncio.run(against_raw_server(handle, go))
     assert (first["reply"], second["reply"]) == ("got one", "got two") and not dropped, dropped
 
 
@@ -296,25 +299,19 @@ def test_a_connection_that_carried_an_error_answer_is_never_used_again():
                 failed = True
                 text, status = "Internal Server Error", b"500 Internal Server Error"
             else:
-                text, status = json.dumps({"choices": [{"message": {"role": "assistant", "content": f"got {said}"}}]}), b"200 OK"
+                reply = {"choices": [{"message": {"role": "assistant", "content": f"got {said}"}}]}
+                text, status = json.dumps(reply), b"200 OK"
             writer.write(b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                          % (status, len(text), text.encode()))
             await writer.drain()
 
-    async def go():
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        runtime = ChatRuntime(url=f"http://127.0.0.1:{port}/v1", model="m")
-        try:
-            broken = await runtime.start({"seed": 1, "persona": "p", "goal": "broken", "setup": {}})
-            other = await runtime.start({"seed": 2, "persona": "p", "goal": "other", "setup": {}})
-            with pytest.raises(RuntimeFault) as fault:
-                await runtime.turn(broken, {"message": "boom"})
-            return fault.value, await runtime.turn(other, {"message": "fine"})
-        finally:
-            await runtime.aclose()
-            server.close()
+    async def go(runtime: ChatRuntime):
+        broken = await runtime.start({"seed": 1, "persona": "p", "goal": "broken", "setup": {}})
+        other = await runtime.start({"seed": 2, "persona": "p", "goal": "other", "setup": {}})
+        with pytest.raises(RuntimeFault) as fault:
+            await runtime.turn(broken, {"message": "boom"})
+        return fault.value, await runtime.turn(other, {"message": "fine"})
 
-    fault, reply = asyncio.run(go())
+    fault, reply = asyncio.run(against_raw_server(handle, go))
     assert fault.kind == "http_status" and fault.evidence["status"] == 500
     assert reply["reply"] == "got fine" and not dropped, dropped
