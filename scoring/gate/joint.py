@@ -52,6 +52,29 @@ def conversations_of(baseline_held: Mapping, candidate_held: Mapping, cells: Seq
     return Conversations(np.array(cell), np.array(candidate), np.array(fired, bool) & scored_arr, scored_arr)
 
 
+def cell_terms(fa, na, fb, nb):
+    """Per cell and class, from the candidate's and the baseline's fired and scored counts (any
+    leading axes): scored in both runs, the rate difference (candidate minus baseline), and its
+    variance under reassignment, F (N - F) / (n_a n_b (N - 1)); 0 where a run scored none. The
+    one definition of a cell's part in the gate's statistic (`scoring.gate.stats`), here and in
+    the sequential gate's looks (`scoring.gate.looks`)."""
+    both = (na > 0) & (nb > 0)
+    sa, sb = np.where(both, na, 1.0), np.where(both, nb, 1.0)
+    n, f = na + nb, fa + fb
+    diff = np.where(both, fa / sa - fb / sb, 0.0)
+    var = np.where(both, f * (n - f) / (sa * sb * np.maximum(n - 1, 1.0)), 0.0)
+    return both, diff, var
+
+
+def could_vary(scored, fired, held_base, held_cand) -> np.ndarray:
+    """Cells x classes: some reassignment could make the cell's rates differ (both runs hold a
+    conversation in the cell, two or more were scored, some but not all of them fired), from
+    both runs' scored and fired counts together, and whether each run holds the cell at all.
+    Which hypotheses the gate tests follows from this alone, so never from which run each
+    conversation came from."""
+    return (scored >= 2) & (fired > 0) & (fired < scored) & (np.asarray(held_base) & np.asarray(held_cand))[:, None]
+
+
 class Reassignment:
     """Draws reassignments of whole conversations and the statistics of every hypothesis.
 
@@ -109,12 +132,7 @@ class Reassignment:
     def statistics(self, na: np.ndarray, fa: np.ndarray) -> np.ndarray:
         """The candidate's scored and fired counts (reassignments x active columns) ->
         reassignments x hypotheses."""
-        n, f = self.total[None], self.fired_total[None]
-        nb, fb = n - na, f - fa
-        both = (na > 0) & (nb > 0)
-        sa, sb = np.where(both, na, 1.0), np.where(both, nb, 1.0)
-        diff = np.where(both, fa / sa - fb / sb, 0.0)
-        var = np.where(both, f * (n - f) / (sa * sb * np.maximum(n - 1, 1.0)), 0.0)
+        _, diff, var = cell_terms(fa, na, self.fired_total[None] - fa, self.total[None] - na)
         sums = np.asarray(diff @ self.membership)
         spread = np.asarray(var @ self.membership)
         with np.errstate(invalid="ignore", divide="ignore"):

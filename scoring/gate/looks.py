@@ -43,7 +43,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scoring.gate.joint import conversations_of
+from scoring.gate.joint import cell_terms, conversations_of, could_vary
 from scoring.gate.summary import TESTED, RunSummary, first_repetitions
 
 _CHUNK = 250            # draws at once: arrays of draws x cells x conversations x classes
@@ -117,8 +117,7 @@ class _Pool:
         self._arrays = (conv.cell, conv.candidate, conv.fired, conv.scored, np.asarray(marks))
         # The family as the gate's (`scoring.gate.stats`): what some reassignment could test.
         scored, fired = self.scored.sum(1), self.fired.sum(1)                       # cells x classes
-        both = self.candidate.any(1) & (self.real & ~self.candidate).any(1)
-        can = (scored >= 2) & (fired > 0) & (fired < scored) & both[:, None]
+        can = could_vary(scored, fired, (self.real & ~self.candidate).any(1), self.candidate.any(1))
         # A class no cell can vary in adds nothing to any statistic: left out of the draws.
         keep = can.any(0)
         self.fired, self.scored = self.fired[..., keep], self.scored[..., keep]
@@ -133,12 +132,8 @@ class _Pool:
 
     def _statistics(self, na, fa, nb, fb) -> np.ndarray:
         """Counts (... x cells x classes) -> the standardised rise of every (slice, class), as the
-        gate computes it (`scoring.gate.joint.Reassignment.statistics`); -inf where nothing varied."""
-        both = (na > 0) & (nb > 0)
-        sa, sb = np.where(both, na, 1.0), np.where(both, nb, 1.0)
-        n, f = na + nb, fa + fb
-        diff = np.where(both, fa / sa - fb / sb, 0.0)
-        var = np.where(both, f * (n - f) / (sa * sb * np.maximum(n - 1, 1.0)), 0.0)
+        gate computes it (`scoring.gate.joint.cell_terms`); -inf where nothing varied."""
+        _, diff, var = cell_terms(fa, na, fb, nb)
         sums = np.einsum("gc,...ck->...gk", self.slices, diff)
         spread = np.einsum("gc,...ck->...gk", self.slices, var)
         with np.errstate(invalid="ignore", divide="ignore"):

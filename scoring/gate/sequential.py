@@ -42,10 +42,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scoring.errors import GateError
 import numpy as np
 
-from scoring.gate.compare import GateSettings, check_comparable, gate_verdict, slice_masks
+from scoring.errors import GateError
+from scoring.gate.compare import GateSettings, gate_verdict, slice_masks
 from scoring.gate.looks import look_level
 from scoring.gate.futility import Futility, beta_spent, se_at_rise
 from scoring.gate.summary import RunSummary, TESTED, first_repetitions
@@ -155,7 +155,7 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
     # No p-value below the alpha spent by now: no level this look may take (at most that) can
     # fail it, so the looks' joint law is worked out only where it can change the verdict.
     if seq.exact and result.lowest_p() < total:
-        level = _level(baseline, sofar, settings, earlier, repetitions, total)
+        level = _level(baseline, sofar, result, settings, earlier, repetitions, share, total)
         if level != share:
             result = gate_verdict(baseline, sofar, _at(level, settings))
     z = _z(1 - level)
@@ -204,15 +204,14 @@ def _at(level: float, settings: GateSettings) -> _AtLook:
     return _AtLook(level, settings.min_effect, settings.min_effect_slice, settings.correction, settings.permutations)
 
 
-def _level(baseline: RunSummary, sofar: RunSummary, settings: GateSettings, earlier: list[Look],
-           repetitions: int, total: float) -> float:
+def _level(baseline: RunSummary, sofar: RunSummary, result: GateResult, settings: GateSettings,
+           earlier: list[Look], repetitions: int, share: float, total: float) -> float:
     """This look's level from the looks' joint law (`scoring.gate.looks`), on the cells and
-    slices the gate compares; the union bound's share where the runs do not say which
-    repetition fired what."""
-    share = total - (earlier[-1].alpha_spent if earlier else 0.0)
+    slices the look's gate (`result`) compared; the union bound's `share` where the runs do not
+    say which repetition fired what."""
     if baseline.repetitions_held is None or sofar.repetitions_held is None:
         return share
-    cells = list(check_comparable(baseline, sofar).gated)
+    cells = list(result.sharing.gated)
     slices = np.array([mask for _, _, mask in slice_masks(cells)])
     marks = [look.repetitions for look in earlier] + [repetitions]
     spent_by = [look.alpha_spent for look in earlier] + [total]

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scoring.gate.joint import Conversations, reassignments
+from scoring.gate.joint import Conversations, cell_terms, could_vary, reassignments
 
 CONFIDENCE = 0.95
 POWER = 0.80
@@ -137,11 +137,9 @@ class Tested:
 def _cell_terms(fb, nb, fa, na):
     """Per cell and class: scored in both runs, rate difference, and its variance under reassignment."""
     fb, nb, fa, na = (np.asarray(a, float) for a in (fb, nb, fa, na))
-    both = (nb > 0) & (na > 0)
-    safe_b, safe_a = np.where(both, nb, 1.0), np.where(both, na, 1.0)
-    rate_b, rate_a = np.where(both, fb / safe_b, 0.0), np.where(both, fa / safe_a, 0.0)
-    total, fired = safe_a + safe_b, fa + fb
-    var = np.where(both, fired * (total - fired) / (safe_a * safe_b * np.maximum(total - 1, 1.0)), 0.0)
+    both, _, var = cell_terms(fa, na, fb, nb)
+    rate_b = np.where(both, fb / np.where(both, nb, 1.0), 0.0)
+    rate_a = np.where(both, fa / np.where(both, na, 1.0), 0.0)
     return both, rate_b, rate_a, var
 
 
@@ -171,9 +169,8 @@ def _testable_somehow(family: Family) -> np.ndarray:
     cells = family.fired_base.shape[0]
     held_cand = np.bincount(conv.cell[conv.candidate], minlength=cells) > 0
     held_base = np.bincount(conv.cell[~conv.candidate], minlength=cells) > 0
-    scored = np.asarray(family.scored_base) + np.asarray(family.scored_cand)
-    fired = np.asarray(family.fired_base) + np.asarray(family.fired_cand)
-    can = (scored >= 2) & (fired > 0) & (fired < scored) & (held_cand & held_base)[:, None]   # cells x classes
+    can = could_vary(np.asarray(family.scored_base) + np.asarray(family.scored_cand),
+                     np.asarray(family.fired_base) + np.asarray(family.fired_cand), held_base, held_cand)
     return np.einsum("gc,ck->kg", family.slices.astype(int), can.astype(int)) > 0
 
 
