@@ -1,4 +1,4 @@
-"""The http transport: protocol 1 over HTTP, with aiohttp (async, keep-alive sized to concurrency).
+"""The http transport: protocol 1 over HTTP, on simrun's lean client (keep-alive sized to concurrency).
 
 Either simrun starts the runtime itself from a command (with `{port}` replaced by a free port),
 waits for `/v1/health`, and stops it at the end, or it talks to a URL that is already running.
@@ -9,18 +9,17 @@ timing, the managed server's stderr tail), which the loop records as `runtime_er
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
-
 from scoring.errors import RuntimeFault, RuntimeUnavailable
 from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, KEEPALIVE_S, Checked, check_health, excerpt, exit_text,
-                                     never_again_after_an_error, read_answer, stderr_said, too_large)
+                                     read_answer, stderr_said, too_large)
 from simulator.adapters.process import ManagedProcess, SessionId, free_port
+from simulator.http1 import ConnectFailed, HttpError, Pool, TooLarge
 
-READ_CHUNK = 1 << 16
 PORTLESS_WAIT_S = 3.0           # how long a command without {port} may take to exit with its own error
 
 
@@ -53,7 +52,8 @@ class HttpRuntime(Checked):
         self.headers = dict(headers or {})
         self.concurrency = concurrency
         self.max_result_bytes = max_result_bytes
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: Pool | None = None
+        self._http()          # a header that cannot be sent, or a URL that is not http(s), is said now
         self._server_up = False
         self.restarts = 0
         self._restarting: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
@@ -62,19 +62,17 @@ class HttpRuntime(Checked):
     def identity(self) -> str:
         return self._identity
 
-    def _http(self) -> aiohttp.ClientSession:
-        """One session whose keep-alive pool is sized to the concurrency.
-
-        aiohttp rather than httpx here: at hundreds of requests in flight, httpcore's pool
-        scans every connection per request and costs more CPU than the runtime's own work
-        (benchmarks/README.md); aiohttp's connector hands out idle connections from a queue.
-        """
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                connector=aiohttp.TCPConnector(limit=max(self.concurrency, 1), limit_per_host=0,
-                                               keepalive_timeout=KEEPALIVE_S))
-        return self._session
+    def _http(self) -> Pool:
+        """One pool of keep-alive connections, sized to the concurrency: simrun's lean client
+        (simulator/http1.py) rather than aiohttp or httpx, whose general request path cost more
+        CPU per request than the runtime's own work at a fast model (benchmarks/README.md)."""
+        if self._pool is None or self._pool.closed:
+            try:
+                self._pool = Pool(self.url, timeout_s=self.timeout_s, keepalive_s=KEEPALIVE_S,
+                                  connections=max(self.concurrency, 1), headers=self.headers)
+            except ValueError as exc:
+                raise RuntimeUnavailable(f"runtime.url or runtime.headers: {exc}") from None
+        return self._pool
 
     def _evidence(self, mark: int | None = None, **more: Any) -> dict[str, Any]:
         """The server's stderr: what it wrote during this request (since `mark`), else its tail."""
@@ -97,21 +95,21 @@ class HttpRuntime(Checked):
         try:
             # No redirects: a runtime that answers 3xx is misconfigured, and following one would
             # send the configured headers (often a key) and the body to wherever it points.
-            async with self._http().request(method, self.url + path, json=body,
-                                            allow_redirects=False) as response:
-                status, raw = response.status, await self._read(op, response)
-                never_again_after_an_error(response)
+            answer = await self._http().request(method, path, None if body is None else json.dumps(body).encode(),
+                                                limit=self.max_result_bytes)
+            status, raw = answer.status, answer.body
         except TimeoutError:
             raise RuntimeFault("timeout", f"{op}: no answer within {self.timeout_s}s",
                                **self._evidence(mark, request=f"{method} {path}", elapsed_ms=elapsed())) from None
-        except aiohttp.ClientError as exc:
+        except TooLarge as cut:
+            fault = too_large(op, cut.seen, self.max_result_bytes, cut.head)
+            fault.evidence.update(self._evidence(mark, request=f"{method} {path}", elapsed_ms=elapsed()))
+            raise fault from None
+        except HttpError as exc:
             died = await self._died(started, generation)
             kind, message = self._lost(op, exc, died, mark)
             raise RuntimeFault(kind, message, **died,
                                **self._evidence(mark, request=f"{method} {path}", elapsed_ms=elapsed())) from None
-        except RuntimeFault as fault:      # cut at the limit
-            fault.evidence.update(self._evidence(mark, request=f"{method} {path}", elapsed_ms=elapsed()))
-            raise
         if optional and status == 404:
             raise _NotSupported
         if not 200 <= status < 300:
@@ -125,7 +123,7 @@ class HttpRuntime(Checked):
         """The last line the server simrun started wrote to stderr during this request, if any."""
         return stderr_said(self.process.stderr_since(mark)) if self.process is not None else ""
 
-    def _lost(self, op: str, exc: aiohttp.ClientError, died: dict[str, Any], mark: int) -> tuple[str, str]:
+    def _lost(self, op: str, exc: HttpError, died: dict[str, Any], mark: int) -> tuple[str, str]:
         """(kind, message) of a request that got no answer, saying what happened: a server that
         cannot be reached, one that exited, and one that closed the connection but stayed up
         (the request failed inside it: it may still answer for the store and audit) differ."""
@@ -133,11 +131,11 @@ class HttpRuntime(Checked):
         if died.get("collateral"):
             return "connection", f"{op}: the server had exited ({exit_text(self.process.returncode)}) during " \
                                  f"another conversation{self._said(mark)}"
-        if died and isinstance(exc, aiohttp.ClientConnectorError):
+        if died and isinstance(exc, ConnectFailed):
             # Refused: the request never reached the server, which had ended before it.
             return "connection", f"{op}: the server had exited ({exit_text(self.process.returncode)}) before " \
                                  f"this request{self._said(mark)}"
-        if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc, ConnectFailed):
             return "connection", f"{op}: cannot connect to {self.url} ({what}): the runtime no longer answers"
         if died:
             return "connection", f"{op}: the server exited ({exit_text(self.process.returncode)}) while " \
@@ -147,23 +145,6 @@ class HttpRuntime(Checked):
                                     f"running: the request failed inside it{self._said(mark)} ({what})")
         return "disconnected", (f"{op}: the server closed the connection without answering ({what}); its own "
                                 "log says why")
-
-    async def _read(self, op: str, response: aiohttp.ClientResponse) -> bytes:
-        """The body, but never more than max_result_bytes of it, counted as it arrives after
-        decoding: a runtime that answers 50 MB, or 0.2 MB of gzip that inflates to 200 MB, costs
-        this conversation, not the run's memory. Content-Length says the size on the wire, so it
-        is trusted as the body's size only when the body is not encoded."""
-        limit = self.max_result_bytes
-        encoded = response.headers.get("Content-Encoding", "identity").strip().lower() not in ("", "identity")
-        if not encoded and response.content_length is not None and response.content_length <= limit:
-            return await response.read()
-        chunks, size = [], 0
-        async for chunk in response.content.iter_chunked(READ_CHUNK):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise too_large(op, max(size, 0 if encoded else response.content_length or 0), limit, chunks[0])
-        return b"".join(chunks)
 
     async def _died(self, sent_at: float, generation: int | None) -> dict[str, Any]:
         """For a request the server simrun started failed to answer: whether it has died, and
@@ -198,11 +179,10 @@ class HttpRuntime(Checked):
                 await self.aclose()
                 raise RuntimeUnavailable(why)
             try:
-                async with self._http().get(self.url + "/v1/health",
-                                            timeout=aiohttp.ClientTimeout(total=1.0)) as response:
-                    if 200 <= response.status < 300:
-                        return
-            except (aiohttp.ClientError, TimeoutError):
+                answer = await self._http().request("GET", "/v1/health", limit=self.max_result_bytes, timeout_s=1.0)
+                if 200 <= answer.status < 300:
+                    return
+            except (HttpError, TimeoutError):
                 pass
             await asyncio.sleep(0.05)
         await self.aclose()
@@ -273,9 +253,9 @@ class HttpRuntime(Checked):
         await self._request("close", "DELETE", f"/v1/sessions/{session}", session=session)
 
     async def aclose(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
         if self.process is not None:
             await self.process.stop()
             self._server_up = False

@@ -5,31 +5,37 @@ request path was most of simrun's CPU per call (benchmarks/README.md, "A fast mo
 validates options through pydantic, builds httpx requests and headers, draws an idempotency key,
 and hands the request to aiohttp through an httpx shim and the answer back. simrun sends a body it
 has already serialised (for its worst case and its cache key) and reads the answer as JSON, so
-none of that is needed: this client posts the bytes on one aiohttp session whose pool is sized to
-the calls in flight.
+none of that is needed: this client posts the bytes on simrun's lean HTTP/1.1 client
+(simulator/http1.py), one pool sized to the calls in flight, and reads an answer of at most
+`MAX_ANSWER_BYTES` (a chat completion is kilobytes; a server that sends more is broken or hostile).
 
 Failures are raised as the openai SDK's own exceptions (`openai.RateLimitError`,
 `openai.InternalServerError`, `openai.APITimeoutError`, ...), with the response, its headers and
 its body, so that `simulator.retry` treats them exactly as the SDK's: Retry-After honoured, 5xx
 retried unless the message blames the request, other 4xx never retried. The API key goes in the
-Authorization header only. An `httpx.AsyncClient` can be given instead of the aiohttp session
-(tests answer through `httpx.MockTransport`): the same path, the same errors.
+Authorization header only. An `httpx.AsyncClient` can be given instead of the pool (tests answer
+through `httpx.MockTransport`): the same path, the same errors.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from typing import Any
 
-import aiohttp
 import httpx
+
+from scoring.errors import UserModelUnavailable
+from simulator.http1 import HttpError, Pool
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # The variables the SDK reads for these headers, read the same way: a team that scopes its key
 # to an organisation or project keeps doing so.
 SCOPE_HEADERS = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+# A model server is asked again within seconds while a run lasts; a runtime's connections follow
+# a shorter rule (simulator/adapters/base.py, KEEPALIVE_S). As aiohttp's pool kept them before.
+KEEPALIVE_S = 30.0
 
 
 class LightClient:
@@ -38,27 +44,26 @@ class LightClient:
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.timeout_s = timeout_s
         self.connections = connections     # 0: as many as there are calls in flight
-        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
-                        "Accept": "application/json",
+        self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json",
                         **{header: os.environ[name] for name, header in SCOPE_HEADERS.items() if os.environ.get(name)}}
         self.http_client = http_client
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: Pool | None = None
         self._closed = False
-
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                connector=aiohttp.TCPConnector(limit=self.connections, keepalive_timeout=30))
-        return self._session
+        if http_client is None:
+            try:        # an address that is not http(s), or a header that cannot be sent, is said now
+                self._pool = Pool(self.base_url, timeout_s=self.timeout_s, keepalive_s=KEEPALIVE_S,
+                                  connections=self.connections, headers=self.headers)
+            except ValueError as exc:
+                raise UserModelUnavailable(f"the model's base URL (base_url or OPENAI_BASE_URL) or a header "
+                                           f"from OPENAI_ORG_ID / OPENAI_PROJECT_ID: {exc}") from None
 
     async def post(self, path: str, body: str) -> bytes:
         """POST `body` (JSON text) to `path`; the answer's bytes, or the SDK's exception for it."""
         url = self.base_url + path
         if self.http_client is not None:
             try:
-                response = await self.http_client.post(url, content=body.encode(), headers=self.headers,
-                                                       timeout=self.timeout_s)
+                response = await self.http_client.post(url, content=body.encode(), timeout=self.timeout_s,
+                                                   headers={**self.headers, "Content-Type": "application/json"})
             except httpx.TimeoutException:
                 raise _timeout(url) from None
             except httpx.TransportError as exc:
@@ -66,13 +71,12 @@ class LightClient:
             status, headers, raw = response.status_code, response.headers, response.content
         else:
             try:
-                async with self._http().post(url, data=body.encode(), headers=self.headers,
-                                             allow_redirects=False) as response:
-                    status, headers, raw = response.status, response.headers, await response.read()
-            except (asyncio.TimeoutError, TimeoutError):
+                answer = await self._pool.request("POST", path, body.encode(), limit=MAX_ANSWER_BYTES)
+            except TimeoutError:
                 raise _timeout(url) from None
-            except aiohttp.ClientError as exc:
+            except HttpError as exc:
                 raise _connection(url, exc) from None
+            status, headers, raw = answer.status, answer.headers, answer.body
         if not 200 <= status < 300:
             raise _status_error(url, status, dict(headers), raw)
         return raw
@@ -82,8 +86,8 @@ class LightClient:
 
     async def close(self) -> None:
         self._closed = True
-        if self._session is not None:
-            await self._session.close()
+        if self._pool is not None:
+            await self._pool.close()
         if self.http_client is not None:
             await self.http_client.aclose()
 
@@ -101,7 +105,7 @@ def _timeout(url: str):
 def _connection(url: str, exc: BaseException):
     import openai
 
-    return openai.APIConnectionError(message=f"Connection error: {type(exc).__name__}", request=_request(url))
+    return openai.APIConnectionError(message=f"Connection error: {type(exc).__name__}: {exc}", request=_request(url))
 
 
 def _status_error(url: str, status: int, headers: dict[str, str], raw: bytes):

@@ -136,16 +136,11 @@ def test_without_a_client_given_the_sdks_use_their_aiohttp_transport(kind):
 
     provider_cls, _ = PROVIDERS[kind]
     if kind == "openai":
-        # OpenAI-compatible calls go through simrun's light client, on an aiohttp session of its
-        # own (simulator/users/wire.py); the SDK's client, kept for comparison, still uses aiohttp.
-        async def session():
-            client = provider_cls("m").client
-            try:
-                return type(client._http())
-            finally:
-                await client.close()
+        # OpenAI-compatible calls go through simrun's light client, on simrun's lean HTTP/1.1
+        # pool (simulator/http1.py); the SDK's client, kept for comparison, still uses aiohttp.
+        from simulator.http1 import Pool
 
-        assert asyncio.run(session()) is aiohttp.ClientSession
+        assert isinstance(provider_cls("m").client._pool, Pool)
         assert isinstance(provider_cls("m", client="sdk").client._client, openai.DefaultAioHttpClient)
     else:
         assert isinstance(provider_cls("m").client._client, anthropic.DefaultAioHttpClient)

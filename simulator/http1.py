@@ -1,0 +1,286 @@
+"""A lean HTTP/1.1 keep-alive client: asyncio's transports and httptools' parser, nothing more.
+
+simrun's requests are few kinds, all alike: a JSON body it has already serialised, sent to one
+server (the runtime's, or an OpenAI-compatible model server), an answer read whole into bytes. At
+a fast model the general clients cost more CPU than everything else per request: aiohttp spends
+125-155 µs of this process's CPU on a POST and its answer, this client 60-75 (benchmarks/README.md,
+issue 28). What they do that simrun needs is done here, and bounded for a server that may be
+hostile:
+
+- one pool per server, its size a limit (the calls in flight), idle connections reused newest
+  first and dropped once idle longer than `keepalive_s` (shorter than the server's own keep-alive,
+  so that simrun never sends on a connection the server is closing);
+- a connection that carried a 5xx answer is never reused: a server that fails inside a request
+  often closes the connection right after its error answer without saying so (Starlette under
+  uvicorn does), and the next request on it would be lost;
+- the answer's body counted as it arrives, after decoding gzip or deflate, and cut at `limit`
+  (`TooLarge`, with its first bytes); headers held to `MAX_HEADER_BYTES`;
+- one deadline for the whole request (waiting for a connection, connecting, sending, reading);
+- errors that say what happened: the server could not be reached (`ConnectFailed`: the request
+  never left), it closed the connection without a whole answer (`Disconnected`), or what it said
+  is not HTTP (`NotHttp`). No redirects are followed, no cookies kept, no proxy taken from the
+  environment, as simrun's aiohttp sessions did before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import ssl
+import zlib
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httptools
+
+MAX_HEADER_BYTES = 64 * 1024       # aiohttp allows 8,190 per line and 32,768 for all: a little more room
+# What a path may hold as it is; anything else is percent-encoded (a session id is the runtime's text).
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9/:@!$&'()*+,;=._~%?-]*")
+
+
+class HttpError(Exception):
+    """A request that got no usable answer: the adapters turn each kind into their own fault."""
+
+
+class ConnectFailed(HttpError):
+    """The server could not be reached (refused, unknown host, TLS refused): nothing was sent."""
+
+
+class Disconnected(HttpError):
+    """The server closed the connection before its whole answer arrived."""
+
+
+class NotHttp(HttpError):
+    """What the server sent is not an HTTP/1.x answer (or its headers are beyond the bound)."""
+
+
+class TooLarge(HttpError):
+    """The body, decoded, went past the limit: `seen` bytes or more, `head` its first ones."""
+
+    def __init__(self, seen: int, head: bytes) -> None:
+        super().__init__(f"the answer is {seen:,} bytes or more")
+        self.seen, self.head = seen, head
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    headers: dict[str, str]      # names in lower case; a repeated header's values joined by ", "
+    body: bytes
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection, reading one answer at a time into `waiter`."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.waiter: asyncio.Future | None = None
+        self.closed = False
+        self.idle_since = 0.0
+
+    def expect(self, waiter: asyncio.Future, limit: int) -> None:
+        self.waiter, self.limit = waiter, limit
+        self.headers: dict[str, str] = {}
+        self.chunks: list[bytes] = []
+        self.size = self.header_bytes = 0
+        self.headers_done = False
+        self.decoder: Any = None
+        self.until_eof = False
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport   # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self.waiter is None or self.waiter.done():
+            self.abort()             # nothing was asked: a server that talks out of turn is not reused
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:    # a callback's _Stop comes wrapped in one, its answer failed
+            self._fail(NotHttp(f"not an HTTP answer ({type(exc).__name__}: {exc})"))
+            return
+        if not self.headers_done:       # counted after parsing: a chunk may hold the headers and a body
+            self.header_bytes += len(data)
+            if self.header_bytes > MAX_HEADER_BYTES:
+                self._fail(NotHttp(f"the answer's headers run past {MAX_HEADER_BYTES:,} bytes"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.waiter is None or self.waiter.done():
+            return
+        if self.headers_done and self.until_eof:   # a body without a length ends with the connection
+            self.on_message_complete()
+        else:
+            said = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+            self.waiter.set_exception(Disconnected(
+                "the server closed the connection " + ("in the middle of its answer" if self.headers_done
+                                                        else "without answering") + said))
+
+    # httptools' callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        self.headers[key] = f"{self.headers[key]}, {text}" if key in self.headers else text
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+        encoding = self.headers.get("content-encoding", "").strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            # wbits 47: a gzip or a zlib header, told apart by the decoder itself.
+            self.decoder = zlib.decompressobj(47)
+        self.until_eof = "content-length" not in self.headers and "chunked" not in \
+            self.headers.get("transfer-encoding", "").lower()
+
+    def on_body(self, body: bytes) -> None:
+        if self.decoder is not None:
+            try:
+                # At most one byte past the limit is ever inflated: a bomb costs the limit, no more.
+                body = self.decoder.decompress(body, self.limit + 1 - self.size)
+            except zlib.error as exc:
+                self._fail(NotHttp(f"the body does not decode as {self.headers['content-encoding']} ({exc})"))
+                raise _Stop from None
+        self.chunks.append(body)
+        self.size += len(body)
+        if self.size > self.limit:
+            declared = 0 if self.decoder is not None else _int(self.headers.get("content-length"))
+            self._fail(TooLarge(max(self.size, declared), b"".join(self.chunks)[:4096]))
+            raise _Stop
+
+    def on_message_complete(self) -> None:
+        if self.waiter is None or self.waiter.done():
+            return
+        status = self.parser.get_status_code()
+        if 100 <= status < 200 and status != 101:    # an interim answer: the real one follows
+            self.expect(self.waiter, self.limit)
+            return
+        body = b"".join(self.chunks)
+        if self.decoder is not None:
+            body += self.decoder.flush()
+        if status >= 500 or not self.parser.should_keep_alive():
+            self.abort()
+        self.waiter.set_result(Answer(status, self.headers, body))
+
+    def _fail(self, error: HttpError) -> None:
+        self.abort()
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(error)
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class _Stop(Exception):
+    """Raised from a parser callback to stop reading: the answer has already failed."""
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(text) if text is not None else 0
+    except ValueError:
+        return 0
+
+
+def _plain(name: str, value: str) -> str:
+    if any(c in name + value for c in "\r\n\0") or not name or ":" in name:
+        raise ValueError(f"the header {name!r} holds a line break, a NUL or a colon: it cannot be sent")
+    return f"{name}: {value}\r\n"
+
+
+class Pool:
+    """Requests to one server (`base_url`: scheme, host, port and a path prefix) over at most
+    `connections` connections (0: no limit), each request within `timeout_s`."""
+
+    def __init__(self, base_url: str, *, timeout_s: float, keepalive_s: float, connections: int = 0,
+                 headers: dict[str, str] | None = None) -> None:
+        url = urlsplit(base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"{base_url!r} is not an http:// or https:// address")
+        self.host, self.tls = url.hostname, url.scheme == "https"
+        self.port = url.port or (443 if self.tls else 80)
+        self.prefix = url.path.rstrip("/")
+        self.timeout_s, self.keepalive_s, self.connections = timeout_s, keepalive_s, connections
+        authority = url.netloc.rsplit("@", 1)[-1]
+        self._head = "".join(_plain(name, value) for name, value in
+                             {"Host": authority, **(headers or {})}.items())
+        self._idle: list[_Connection] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._ssl: ssl.SSLContext | None = None
+        self.closed = False
+
+    async def request(self, method: str, path: str, body: bytes | None = None, *, limit: int,
+                      content_type: str = "application/json", timeout_s: float | None = None) -> Answer:
+        """The answer to `method path` (the pool's prefix before it), whatever its status."""
+        if self.closed:
+            raise ConnectFailed("the client is closed")
+        if not _PLAIN_PATH.fullmatch(path):
+            path = quote(path, safe="/:@!$&'()*+,;=._~%?-")
+        head = f"{method} {self.prefix}{path} HTTP/1.1\r\n{self._head}"
+        if body is not None:
+            head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+        message = (head + "\r\n").encode("utf-8") + (body or b"")
+        async with asyncio.timeout(self.timeout_s if timeout_s is None else timeout_s):
+            async with self._slot():
+                connection = await self._connection()
+                waiter = asyncio.get_running_loop().create_future()
+                connection.expect(waiter, limit)
+                try:
+                    connection.transport.write(message)
+                    answer = await waiter
+                except BaseException:
+                    connection.abort()     # cancelled or timed out mid-answer: the rest is never read
+                    raise
+                finally:
+                    connection.waiter = None
+                if not connection.closed:
+                    connection.idle_since = asyncio.get_running_loop().time()
+                    self._idle.append(connection)
+                return answer
+
+    def _slot(self) -> asyncio.Semaphore | _Unlimited:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:       # a client may serve several event loops, one after another
+            for connection in self._idle:
+                connection.abort()
+            self._idle.clear()
+            self._loop = loop
+            self._slots = asyncio.Semaphore(self.connections) if self.connections > 0 else None
+        return self._slots if self._slots is not None else _UNLIMITED
+
+    async def _connection(self) -> _Connection:
+        now = self._loop.time()
+        while self._idle:
+            connection = self._idle.pop()
+            if not connection.closed and now - connection.idle_since < self.keepalive_s:
+                return connection
+            connection.abort()
+        if self.tls and self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        try:
+            _, connection = await self._loop.create_connection(
+                _Connection, self.host, self.port, ssl=self._ssl if self.tls else None,
+                server_hostname=self.host if self.tls else None)
+        except OSError as exc:      # refused, unreachable, unknown host, a certificate refused
+            raise ConnectFailed(f"cannot connect to {self.host}:{self.port} ({type(exc).__name__}: {exc})") from None
+        return connection
+
+    async def close(self) -> None:
+        self.closed = True
+        for connection in self._idle:
+            connection.abort()
+        self._idle.clear()
+
+
+class _Unlimited:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: Any) -> None:
+        return None
+
+
+_UNLIMITED = _Unlimited()
