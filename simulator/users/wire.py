@@ -33,9 +33,11 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # to an organisation or project keeps doing so.
 SCOPE_HEADERS = {"OPENAI_ORG_ID": "OpenAI-Organization", "OPENAI_PROJECT_ID": "OpenAI-Project"}
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
-# A model server is asked again within seconds while a run lasts; a runtime's connections follow
-# a shorter rule (simulator/adapters/base.py, KEEPALIVE_S). As aiohttp's pool kept them before.
-KEEPALIVE_S = 30.0
+# An idle connection is dropped after 4 s: the servers people run for a fast model (vLLM,
+# llama-cpp-python, most OpenAI-compatible proxies) sit on uvicorn, which closes a connection idle
+# for 5 s, and a request sent just as it does is lost (and retried, at the cost of a call). At 64
+# calls in flight the pool's oldest connections do sit idle that long in a run's ramps.
+KEEPALIVE_S = 4.0
 
 
 class LightClient:
