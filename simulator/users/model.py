@@ -255,6 +255,7 @@ class ModelSession:
     def __init__(self, backend: ModelUser, persona: Persona, goal: Goal, seed: int, repetition: int) -> None:
         self.backend = backend
         self.identity = {"persona": persona.id, "goal": goal.id, "seed": seed, "repetition": repetition}
+        self.key_around = key_around(self.identity)
         self.tab = Tab(f"{persona.id}/{goal.id}/{repetition}")
         self.prefix = stable_prefix(persona, goal)
         self.schema = action_schema(goal)
@@ -296,7 +297,7 @@ class ModelSession:
         b = self.backend
         request = b.provider.request(self.prefix, self.messages, b.max_tokens, self.schema)
         body = canonical_json(request)      # serialised once: for its key, the call, and the store
-        key = request_key(body, self.identity)
+        key = request_key(body, self.key_around)
         if b.replay is not None and key in b.replay.answers:
             b.replay.hits += 1
             answer, cut = b.replay.answers[key]
@@ -313,13 +314,21 @@ class ModelSession:
         return completion.answer, completion.cut_off
 
 
-def request_key(body: str, identity: dict[str, Any]) -> str:
-    """A request's key in the replay cache: the hash of canonical_json({"request": request,
-    **identity}), composed from the request's JSON already made (canonical JSON is the JSON of
-    each value in turn, keys sorted), so the text, and the key, are those of earlier runs."""
-    fields = {**{name: canonical_json(value) for name, value in identity.items()}, "request": body}
+def key_around(identity: dict[str, Any]) -> tuple[str, str]:
+    """The text of canonical_json({"request": ..., **identity}) before and after the request's
+    JSON: a conversation's identity is the same for each of its calls, so it is written once.
+    (Canonical JSON is the JSON of each value in turn, keys sorted.)"""
+    fields = {**{name: canonical_json(value) for name, value in identity.items()}, "request": "\0"}
     text = "{" + ",".join(f"{json.dumps(name)}:{fields[name]}" for name in sorted(fields)) + "}"
-    return hashlib.sha256(text.encode()).hexdigest()
+    before, after = text.split(":\0", 1)
+    return before + ":", after
+
+
+def request_key(body: str, around: tuple[str, str]) -> str:
+    """A request's key in the replay cache: the hash of canonical_json({"request": request,
+    **identity}), composed from the request's JSON already made and the identity's text around it
+    (`key_around`), so the text, and the key, are those of earlier runs."""
+    return hashlib.sha256((around[0] + body + around[1]).encode()).hexdigest()
 
 
 def _text(answer: Any) -> str:

@@ -376,8 +376,9 @@ def test_a_request_s_key_is_the_hash_of_earlier_runs_though_its_json_is_made_onc
     same text, so the same key, as hashing the whole again (a run stored before still replays)."""
     import hashlib
 
-    from simulator.users.model import request_key
+    from simulator.users.model import key_around, request_key
 
-    identity = {"persona": "plain-paula", "goal": "cancel-trip", "seed": 1714395345, "repetition": 2}
-    whole = hashlib.sha256(canonical_json({"request": request_, **identity}).encode()).hexdigest()
-    assert request_key(canonical_json(request_), identity) == whole
+    for identity in ({"persona": "plain-paula", "goal": "cancel-trip", "seed": 1714395345, "repetition": 2},
+                     {"persona": "a\u0000b", "goal": "r", "seed": 0, "repetition": 0, "zz": [None]}):
+        whole = hashlib.sha256(canonical_json({"request": request_, **identity}).encode()).hexdigest()
+        assert request_key(canonical_json(request_), key_around(identity)) == whole
