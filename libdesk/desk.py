@@ -38,7 +38,9 @@ class LibDesk:
     def __init__(self, faults: dict[str, float] | str | None = None, fault_seed: int = 0,
                  snapshot: bool = True) -> None:
         self.rates = parse(faults)
-        self.snapshot = snapshot      # send the store with the start reply and each turn (protocol 1's optional `state`)
+        # Send the store with the start reply and each turn (protocol 1's optional `state`), and the
+        # audit with the close answer (its optional `audit`).
+        self.snapshot = snapshot
         try:
             self.fault_seed = int(fault_seed)
         except (TypeError, ValueError):
@@ -72,8 +74,10 @@ class LibDesk:
         return {"turns": [dict(entry) for entry in self._patron(session).audit]}
 
     async def close(self, session: str) -> dict[str, Any]:
+        # The audit with the close answer (protocol 1's optional `audit`): one request less.
+        audit = await self.audit(session) if self.snapshot and session in self._patrons else None
         self._patrons.pop(session, None)
-        return {}
+        return {"audit": audit} if audit is not None else {}
 
     def _patron(self, session: str) -> Patron:
         if session not in self._patrons:

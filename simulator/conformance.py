@@ -212,10 +212,16 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
             if t.result is not None and t.index not in logged:
                 report.violations.append(Violation("audit", f"no turn event for turn {t.index}", _json(audit)))
     try:
-        await runtime.close(session)
+        sent = await runtime.close(session)
         report.operations["close"] = "supplied"
     except RuntimeFault as fault:
         report.operations["close"] = f"failed: {fault}"
+        return report
+    if isinstance(sent, list) and audit is not None and sent != audit:
+        # As for the stores sent with start and turn: the audit sent with the close answer must be
+        # what `audit` answered right before it, since simrun reads it there instead.
+        report.violations.append(Violation("close", "audit: the audit sent with the close answer is not what "
+                                           "the audit operation answered right before it", _json(sent)))
     return report
 
 

@@ -37,8 +37,9 @@ class TripDesk:
     def __init__(self, faults: dict[str, float] | str | None = None, fault_seed: int = 0,
                  snapshot: bool = True) -> None:
         self.faults = parse_faults(faults)
-        # The start reply and each turn's result carry the store (protocol 1's optional `state` field), so
-        # that simrun need not ask for it; snapshot=False answers as a runtime without it does.
+        # The start reply and each turn's result carry the store (protocol 1's optional `state` field),
+        # and the close answer the audit, so that simrun need not ask for them; snapshot=False
+        # answers as a runtime without them does.
         self.snapshot = snapshot
         try:
             self.fault_seed = int(fault_seed)
@@ -71,8 +72,11 @@ class TripDesk:
         return {"turns": [dict(event) for event in self._get(session).audit]}
 
     def close(self, session: str) -> dict[str, Any]:
+        # The audit with the close answer (protocol 1's optional `audit`): simrun, once it has seen
+        # one, reads the audit by closing, one request less per conversation.
+        audit = self.audit(session) if self.snapshot and session in self._sessions else None
         self._sessions.pop(session, None)
-        return {}
+        return {"audit": audit} if audit is not None else {}
 
     def _get(self, session: str) -> Session:
         try:

@@ -43,5 +43,6 @@ def arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--faults", default=None, help="named faults, e.g. loop=0.2,crash=0.05")
     parser.add_argument("--fault-seed", type=int, default=0)
     parser.add_argument("--no-snapshot", dest="snapshot", action="store_false",
-                        help="answer start and each turn without the store (simrun then asks for it)")
+                        help="answer start and each turn without the store, and close without the audit "
+                             "(simrun then asks for them)")
     return parser

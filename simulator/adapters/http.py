@@ -53,6 +53,10 @@ class HttpRuntime(Checked):
         self.concurrency = concurrency
         self.max_result_bytes = max_result_bytes
         self._pool: Pool | None = None
+        # Learned from a close answer that carried the audit ("The audit with the close",
+        # docs/protocol.md): from then on a conversation's audit is read by closing its session.
+        self._audit_with_close = False
+        self._closed_by_audit: set[str] = set()
         self._http()          # a header that cannot be sent, or a URL that is not http(s), is said now
         self._server_up = False
         self.restarts = 0
@@ -243,14 +247,33 @@ class HttpRuntime(Checked):
             return None
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
+        if self._audit_with_close:
+            # The audit is the last thing the loop reads of a session: closing it answers it.
+            audit = await self._close(session)
+            self._closed_by_audit.add(session)     # (a close that failed is tried again by close)
+            return audit
         try:
             return await self._request("audit", "GET", f"/v1/sessions/{session}/audit", optional=True,
                                        session=session, check=self._audit)
         except _NotSupported:
             return None
 
-    async def close(self, session: str) -> None:
-        await self._request("close", "DELETE", f"/v1/sessions/{session}", session=session)
+    async def close(self, session: str) -> list[dict[str, Any]] | None:
+        """Close the session; the audit its answer carried, if any (check-runtime compares it)."""
+        if session in self._closed_by_audit:
+            self._closed_by_audit.discard(session)
+            return None
+        return await self._close(session)
+
+    async def _close(self, session: str) -> list[dict[str, Any]] | None:
+        reply = await self._request("close", "DELETE", f"/v1/sessions/{session}", session=session)
+        if not isinstance(reply, dict) or reply.get("audit") is None:
+            # A runtime that stops sending it is asked again, as one that never sent it is.
+            self._audit_with_close = False
+            return None
+        audit = self._audit(reply["audit"])
+        self._audit_with_close = True
+        return audit
 
     async def aclose(self) -> None:
         pool, self._pool = self._pool, None

@@ -175,3 +175,33 @@ def test_after_a_server_dies_no_route_is_called_not_supported(cli, project):
     for op in ("state", "audit"):
         assert re.search(rf"{op}\s+│ not called: the runtime was gone after turn 1", result.output), op
     assert "not supported" not in result.output
+
+
+CLOSES_STALE = '''
+import sys
+import uvicorn
+from tripdesk import TripDesk
+from tripdesk.server import create_app
+
+class ClosesStale(TripDesk):
+    def close(self, session):
+        reply = super().close(session)
+        # Well formed, but not its audit: the last turn event dropped.
+        return {"audit": {"turns": reply["audit"]["turns"][:-1]}} if "audit" in reply else reply
+
+uvicorn.run(create_app(ClosesStale()), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+'''
+
+
+def test_an_audit_sent_with_the_close_answer_that_is_not_the_audit_is_a_violation(tmp_path):
+    from simulator.adapters.http import HttpRuntime
+
+    server = tmp_path / "closes_stale.py"
+    server.write_text(CLOSES_STALE)
+    honest = asyncio.run(check_runtime(HttpRuntime(command=[sys.executable, "-m", "tripdesk.server", "--port", "{port}"],
+                                                   cwd=str(ROOT))))
+    stale = asyncio.run(check_runtime(HttpRuntime(command=[sys.executable, str(server), "{port}"], cwd=str(ROOT),
+                                                  env={"PYTHONPATH": str(ROOT)})))
+    said = "the audit sent with the close answer is not what the audit operation answered right before it"
+    assert honest.ok and not any(said in v.problem for v in honest.violations)
+    assert [v.where for v in stale.violations if said in v.problem] == ["close"]

@@ -272,7 +272,9 @@ def test_start_rejects_an_invalid_setup(setup):
 def test_unknown_and_closed_sessions_are_refused():
     desk = TripDesk()
     sid = desk.start({"seed": 1, "setup": LISBON})["session"]
-    assert desk.close(sid) == {}
+    assert desk.close(sid) == {"audit": {"turns": []}}     # its audit with it (protocol 1's optional field)
+    assert desk.close(sid) == {}                            # closed already: nothing to send
+    assert TripDesk(snapshot=False).close("s-1") == {}
     for call in (lambda: desk.turn(sid, {"message": "hi"}), lambda: desk.state(sid),
                  lambda: desk.audit(sid), lambda: desk.state("s-404")):
         with pytest.raises(KeyError):

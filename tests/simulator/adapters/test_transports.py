@@ -397,3 +397,45 @@ def test_conversations_that_find_the_server_dead_together_start_it_once_and_all_
     assert crash["kind"] == "connection" and "exited (status" in crash["message"]
     assert runtime.restarts == 1 and all("reply" in r for r in replies)
     assert not leftovers(ODD)
+
+
+def test_once_a_close_answer_has_carried_the_audit_the_audit_is_read_by_closing_and_asked_again_if_it_stops():
+    """The audit with the close (docs/protocol.md): the first conversation reads the audit and
+    closes, and learns the close answer carries it; later ones close to read it, one request less;
+    a close answer without it gives that conversation no audit (UNVERIFIABLE, never a pass) and
+    the next one asks again. A close that failed is tried again by the loop's own close."""
+    desk = TripDesk()
+    sid = desk.start({"seed": 1, "setup": {}})["session"]
+    desk.turn(sid, {"message": "hello"})
+    events = desk.audit(sid)
+
+    class Answered(HttpRuntime):
+        def __init__(self, closes):
+            super().__init__(url="http://127.0.0.1:1")
+            self.closes, self.ops = iter(closes), []
+
+        async def _request(self, op, method, path, body=None, optional=False, session=None, check=None):
+            self.ops.append(op)
+            reply = events if op == "audit" else next(self.closes)
+            if isinstance(reply, Exception):
+                raise reply
+            return check(reply) if check else reply
+
+    async def conversation(runtime, session):
+        audit = await runtime.audit(session)
+        await runtime.close(session)
+        return audit
+
+    async def go():
+        runtime = Answered([{"audit": events}, {"audit": events}, {}, {"audit": events},
+                            RuntimeFault("timeout", "no answer"), {"audit": events}])
+        audits = [await conversation(runtime, f"s-{n}") for n in range(4)]
+        with pytest.raises(RuntimeFault):
+            await runtime.audit("s-4")        # learned again by s-3's close; this close times out
+        await runtime.close("s-4")            # so the loop's close sends it again
+        return audits, runtime.ops
+
+    audits, ops = asyncio.run(go())
+    expected = events["turns"]
+    assert audits == [expected, expected, None, expected]
+    assert ops == ["audit", "close", "close", "close", "audit", "close", "close", "close"]
