@@ -58,9 +58,15 @@ def load_attribute(target: str, form: str = "module:name") -> Any:
     return found
 
 
+# What a sync method returns, JSON's own types: none is awaitable, and telling so by its type
+# costs a tenth of `inspect.isawaitable`, which tries the Awaitable ABC. Anything else (a subclass
+# too) is asked the long way.
+_PLAIN = frozenset((dict, list, str, int, float, bool, type(None)))
+
+
 async def _call(fn, *args):
     value = fn(*args)
-    if inspect.isawaitable(value):
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
         value = await value
     return value
 
