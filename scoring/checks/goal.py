@@ -17,6 +17,8 @@ A goal's success is three kinds of check, all of which must hold:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from scoring.checks.answers import carries
 from scoring.checks.evidence import MISSING, lookup
 from scoring.dataset.goal_sql import QueryFailed, sql_holds
@@ -68,8 +70,11 @@ def _blind(query: str, state: dict) -> list[str]:
                    and e.get("record") is None and e["operation"] in query})
 
 
-def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple[bool | None, str]:
-    """(reached, why). reached is None when the store gives no state to check."""
+def goal_status(goal: Goal, transcript: Transcript, state: dict | None,
+                holds: Callable[[str, dict], bool] | None = None) -> tuple[bool | None, str]:
+    """(reached, why). reached is None when the store gives no state to check. `holds` answers a
+    success query (`sql_holds`, which may run it; the loop passes `known_answer`, which never does)."""
+    holds = holds or sql_holds
     if state is None or not (isinstance(state.get("records"), dict) or isinstance(state.get("events"), list)):
         return None, "UNVERIFIABLE: the runtime exposes no store state"
     records = state.get("records")
@@ -88,7 +93,7 @@ def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple
             return False, f"question {qid!r} was not answered from the store: {why}"
     for i, query in enumerate(goal.success.sql):
         try:
-            if not sql_holds(query, state):
+            if not holds(query, state):
                 blind = _blind(query, state)
                 if blind:
                     return None, (f"UNVERIFIABLE: success.sql[{i}] is false, and the {', '.join(blind)} events it "
