@@ -1,7 +1,8 @@
 """The python transport's fast paths give exactly what the paths they replace gave.
 
-`as_json` encodes with one module-level encoder (not `json.dumps`, which builds one per call), and
-`_loads` searches a text's escapes without encoding it first; `_call` tells a plain value from an
+`as_json` encodes with one module-level encoder (not `json.dumps`, which builds one per call) and
+reads its own text back with the scanner alone (`_read_own`, not `decode`), and `_loads` searches
+a text's escapes without encoding it first; `_call` tells a plain value from an
 awaitable by its type first. Each is compared here with the old code, kept verbatim below, on
 arbitrary values: JSON's own and what JSON cannot hold (NaN, infinities, huge integers, deep
 nesting, keys that are not strings, tuples, sets, NUL characters and lone surrogates, cycles).
