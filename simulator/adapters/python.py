@@ -90,6 +90,9 @@ async def guarded(what: str, fn, *args) -> Any:
                            elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
 
+_ABSENT = object()
+
+
 class PythonRuntime(Checked):
     def __init__(self, runtime: Any, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.runtime = runtime
@@ -116,19 +119,24 @@ class PythonRuntime(Checked):
         return self._turn(self._answer(await guarded("turn", self.runtime.turn, session, payload),
                                        "turn result"))
 
+    # Each optional method is looked up once, not asked for with hasattr and then again: a
+    # runtime's attribute may be computed on every access (a proxy's __getattr__ builds one).
     async def state(self, session: str) -> dict[str, Any] | None:
-        if not hasattr(self.runtime, "state"):
+        method = getattr(self.runtime, "state", _ABSENT)
+        if method is _ABSENT:
             return None
-        return self._state(self._answer(await guarded("state", self.runtime.state, session), "state"))
+        return self._state(self._answer(await guarded("state", method, session), "state"))
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
-        if not hasattr(self.runtime, "audit"):
+        method = getattr(self.runtime, "audit", _ABSENT)
+        if method is _ABSENT:
             return None
-        return self._audit(self._answer(await guarded("audit", self.runtime.audit, session), "audit"))
+        return self._audit(self._answer(await guarded("audit", method, session), "audit"))
 
     async def close(self, session: str) -> None:
-        if hasattr(self.runtime, "close"):
-            await guarded("close", self.runtime.close, session)
+        method = getattr(self.runtime, "close", _ABSENT)
+        if method is not _ABSENT:
+            await guarded("close", method, session)
 
     async def aclose(self) -> None:
         return None

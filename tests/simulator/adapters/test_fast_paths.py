@@ -145,3 +145,31 @@ def test_call_awaits_what_the_old_one_awaited():
     for answer in answers:
         assert repr(asyncio.run(_call(lambda: answer))) == repr(asyncio.run(_old_call(lambda: answer)))
     assert asyncio.run(_call(_coroutine)) == asyncio.run(_old_call(_coroutine)) == {"reply": "async"}
+
+
+class _Counting:
+    """A proxy that builds each attribute on access (as benchmarks/harness.py's Metered does)."""
+
+    def __init__(self, runtime, lacks=()):
+        self.runtime, self.lacks, self.looked_up = runtime, lacks, []
+
+    def __getattr__(self, name):
+        if name in self.lacks:
+            raise AttributeError(name)
+        self.looked_up.append(name)
+        return getattr(self.runtime, name)
+
+
+def test_optional_methods_are_looked_up_once_with_the_same_answers():
+    from simulator.adapters.python import PythonRuntime
+    from tripdesk import TripDesk
+
+    async def use(runtime):
+        session = await runtime.start({"seed": 1, "persona": "p", "goal": "g", "setup": {"records": {}}})
+        return await runtime.state(session), await runtime.audit(session), await runtime.close(session)
+
+    proxy = _Counting(TripDesk())
+    assert asyncio.run(use(PythonRuntime(proxy))) == asyncio.run(use(PythonRuntime(TripDesk())))
+    assert proxy.looked_up == ["start", "state", "audit", "close"]
+    lacking = _Counting(TripDesk(), lacks=("state", "audit", "close"))
+    assert asyncio.run(use(PythonRuntime(lacking))) == (None, None, None)
