@@ -131,6 +131,8 @@ class ScriptedSession:
         return turn
 
     def _simulator_fault(self, turn: UserTurn) -> UserTurn:
+        if not self.faults_drawn:
+            return turn     # none planted in this conversation (`_fault` says no to every name)
         meta = dict(turn.meta)
         for name, text in (("empty_message", ""),
                            ("role_leak", "Assistant: How can I help you today?"),

@@ -115,3 +115,30 @@ def test_step_arguments_are_the_goals_own():
             fresh = other.model_copy()
             assert (asyncio.run(ScriptedUser().session(persona, other, 3, 0).next_turn(())) ==
                     asyncio.run(ScriptedUser().session(persona, fresh, 3, 0).next_turn(())))
+
+
+def _old_simulator_fault(self, turn):
+    """ScriptedSession._simulator_fault as it was at a6fe50d."""
+    import datetime as dt
+    meta = dict(turn.meta)
+    for name, text in (("empty_message", ""),
+                       ("role_leak", "Assistant: How can I help you today?"),
+                       ("leaked_instructions", self.goal.instructions)):
+        if self._fault(name):
+            return UserTurn("message", text, meta={**meta, "fault": name})
+    if any(isinstance(v, dt.date) for v in self.goal.facts.values()) and self._fault("contradict_facts"):
+        return UserTurn("message", f"{turn.text} Oh, and the date is 1 January 2031.",
+                        meta={**meta, "fault": "contradict_facts"})
+    return turn
+
+
+def test_a_conversation_with_no_fault_drawn_skips_the_fault_step_as_the_old_one_would():
+    from simulator.users.scripted import SIMULATOR_FAULTS, ScriptedSession
+    turn = UserTurn("message", "Move my trip to 12 March 2027.", meta={"step": 0})
+    for faults in ({}, {name: 1.0 for name in SIMULATOR_FAULTS}, {"contradict_facts": 0.5, "role_leak": 0.3}):
+        for goal in DEMO.goals:
+            for seed in range(6):
+                new, old = (ScriptedUser(faults).session(DEMO.personas[0], goal, seed, 0) for _ in range(2))
+                said = [ScriptedSession._simulator_fault(new, turn) for _ in range(5)]
+                assert said == [_old_simulator_fault(old, turn) for _ in range(5)]
+                assert (new.faults_fired, new.backend.planted) == (old.faults_fired, old.backend.planted)
