@@ -173,3 +173,32 @@ def test_optional_methods_are_looked_up_once_with_the_same_answers():
     assert proxy.looked_up == ["start", "state", "audit", "close"]
     lacking = _Counting(TripDesk(), lacks=("state", "audit", "close"))
     assert asyncio.run(use(PythonRuntime(lacking))) == (None, None, None)
+
+
+def test_guarded_answers_and_fails_as_it_did_through_call():
+    from simulator.adapters.python import guarded
+
+    async def old_guarded(what, fn, *args):       # at a6fe50d, less its traceback formatting
+        try:
+            return await _old_call(fn, *args)
+        except Exception as exc:
+            return ("crash", what, type(exc).__name__, str(exc))
+
+    async def new_guarded(what, fn, *args):
+        try:
+            return await guarded(what, fn, *args)
+        except RuntimeFault as fault:
+            assert fault.kind == "crash" and f"raised in {what}: " in str(fault)
+            name, message = str(fault).split(f"raised in {what}: ", 1)[1].split(": ", 1)
+            return ("crash", what, name, message)
+
+    def raises(*_):
+        raise KeyError("trip")
+
+    async def raises_later(*_):
+        raise ValueError("no such session")
+
+    for fn in (lambda *a: {"reply": "x", "args": list(a)}, lambda *a: None, lambda *a: _Dict(a=1), _coroutine,
+               raises, raises_later, lambda *a: _Awaitable()):
+        args = () if fn is _coroutine else ("s-1", {"message": "hi"})
+        assert repr(asyncio.run(new_guarded("turn", fn, *args))) == repr(asyncio.run(old_guarded("turn", fn, *args)))
