@@ -1,5 +1,6 @@
-"""`dates_in` returns at once for a text with no digit (every date pattern needs one): for any
-text, what it finds is what running the patterns found (the old code, kept verbatim below)."""
+"""`dates_in` returns at once for a text with no digit (every date pattern needs one), and keeps
+what it found for the last texts read: for any text, asked once or again, what it finds is what
+running the patterns found (the old code, kept verbatim below)."""
 
 from __future__ import annotations
 
@@ -41,4 +42,10 @@ texts = st.one_of(st.text(max_size=40), st.lists(pieces, max_size=12).map("".joi
 @settings(max_examples=1500, deadline=None)
 @given(texts, st.sampled_from([None, "day_first", "month_first"]))
 def test_dates_in_finds_what_the_patterns_found(text, date_order):
-    assert _outcome(dates_in, text, date_order) == _outcome(_old_dates_in, text, date_order)
+    old = _outcome(_old_dates_in, text, date_order)
+    assert _outcome(dates_in, text, date_order) == old
+    again = _outcome(dates_in, text, date_order)            # from what was kept
+    assert again == old
+    if isinstance(again, list):
+        again.append("changed by a caller")                 # a copy: what is kept stays as it was
+        assert _outcome(dates_in, text, date_order) == old
