@@ -228,8 +228,16 @@ def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state) -> 
 
 
 def _partial(cell: Cell, turns: list[TurnRecord], initial) -> Transcript:
+    """The conversation so far, for the goal check. Only a goal's answered questions read it
+    (`goal_status`): for any other goal the one empty transcript stands in, not one built anew
+    on every turn."""
+    if not cell.goal.success.answered:
+        return _NO_TURNS
     return Transcript(cell.persona.id, cell.goal.id, cell.seed, cell.repetition, tuple(turns),
                       "", initial_state=initial)
+
+
+_NO_TURNS = Transcript("", "", 0, 0, (), "")
 
 
 def _evidence_of(exc: BaseException) -> dict:

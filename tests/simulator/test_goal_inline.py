@@ -84,3 +84,33 @@ def test_a_query_not_yet_run_is_run_off_the_loop(checks, monkeypatch):
     assert hops == [goal_status]             # and its answer, known now, is read inline
     forget_answers()
     assert first == goal_status(goal, transcript, state)
+
+
+def test_the_empty_transcript_stands_in_only_where_it_changes_nothing(demo):
+    """For a goal without answered questions the loop checks the goal with one empty transcript:
+    on every store the demo reaches, the answer is the one the conversation so far gave."""
+    from scoring.transcript import Transcript
+
+    pairs = []
+    real = conversation._partial
+
+    def both(cell, turns, initial):
+        made = real(cell, turns, initial)
+        full = Transcript(cell.persona.id, cell.goal.id, cell.seed, cell.repetition, tuple(turns), "",
+                          initial_state=initial)
+        pairs.append((cell.goal, made, full, turns[-1].state))
+        return made
+
+    async def go():
+        for cell in matrix(demo, 1, seed=5):
+            await conversation.converse(cell, ScriptedUser(), PythonRuntime(TripDesk()))
+
+    conversation._partial = both
+    try:
+        asyncio.run(go())
+    finally:
+        conversation._partial = real
+    stood_in = [(g, m, f, s) for g, m, f, s in pairs if m is not f and not m.turns]
+    assert stood_in and any(m.turns for _, m, _, _ in pairs)       # both kinds of goal were seen
+    for goal, made, full, state in pairs:
+        assert goal_status(goal, made, state) == goal_status(goal, full, state)
