@@ -17,26 +17,33 @@ from simulator.users.scripted import ScriptedUser
 from tripdesk import TripDesk
 
 
+def _converse_with(name: str, replacement, cells) -> None:
+    """Run the cells' conversations with the loop's `name` replaced (by a wrapper of the real one)."""
+    real = getattr(conversation, name)
+
+    async def go():
+        for cell in cells:
+            await conversation.converse(cell, ScriptedUser(), PythonRuntime(TripDesk()))
+
+    setattr(conversation, name, replacement(real))
+    try:
+        asyncio.run(go())
+    finally:
+        setattr(conversation, name, real)
+
+
 @pytest.fixture(scope="module")
 def checks(demo):
     """Every (goal, transcript so far, store) the loop checked, over SQL goals of the demo."""
     seen = []
-    real = conversation._reached
 
-    async def recording(goal, transcript, state):
-        seen.append((goal, transcript, state))
-        return await real(goal, transcript, state)
+    def recording(real):
+        async def record(goal, transcript, state):
+            seen.append((goal, transcript, state))
+            return await real(goal, transcript, state)
+        return record
 
-    async def go():
-        cells = [c for c in matrix(demo, 2, seed=3) if c.goal.success.sql]
-        for cell in cells:
-            await conversation.converse(cell, ScriptedUser(), PythonRuntime(TripDesk()))
-
-    conversation._reached = recording
-    try:
-        asyncio.run(go())
-    finally:
-        conversation._reached = real
+    _converse_with("_reached", recording, [c for c in matrix(demo, 2, seed=3) if c.goal.success.sql])
     assert len(seen) > 20 and len({g.id for g, _, _ in seen}) >= 2
     return seen
 
@@ -92,24 +99,17 @@ def test_the_empty_transcript_stands_in_only_where_it_changes_nothing(demo):
     from scoring.transcript import Transcript
 
     pairs = []
-    real = conversation._partial
 
-    def both(cell, turns, initial):
-        made = real(cell, turns, initial)
-        full = Transcript(cell.persona.id, cell.goal.id, cell.seed, cell.repetition, tuple(turns), "",
-                          initial_state=initial)
-        pairs.append((cell.goal, made, full, turns[-1].state))
-        return made
+    def both(real):
+        def partial(cell, turns, initial):
+            made = real(cell, turns, initial)
+            full = Transcript(cell.persona.id, cell.goal.id, cell.seed, cell.repetition, tuple(turns), "",
+                              initial_state=initial)
+            pairs.append((cell.goal, made, full, turns[-1].state))
+            return made
+        return partial
 
-    async def go():
-        for cell in matrix(demo, 1, seed=5):
-            await conversation.converse(cell, ScriptedUser(), PythonRuntime(TripDesk()))
-
-    conversation._partial = both
-    try:
-        asyncio.run(go())
-    finally:
-        conversation._partial = real
+    _converse_with("_partial", both, matrix(demo, 1, seed=5))
     stood_in = [(g, m, f, s) for g, m, f, s in pairs if m is not f and not m.turns]
     assert stood_in and any(m.turns for _, m, _, _ in pairs)       # both kinds of goal were seen
     for goal, made, full, state in pairs:

@@ -117,28 +117,17 @@ def test_step_arguments_are_the_goals_own():
                     asyncio.run(ScriptedUser().session(persona, fresh, 3, 0).next_turn(())))
 
 
-def _old_simulator_fault(self, turn):
-    """ScriptedSession._simulator_fault as it was at a6fe50d."""
-    import datetime as dt
-    meta = dict(turn.meta)
-    for name, text in (("empty_message", ""),
-                       ("role_leak", "Assistant: How can I help you today?"),
-                       ("leaked_instructions", self.goal.instructions)):
-        if self._fault(name):
-            return UserTurn("message", text, meta={**meta, "fault": name})
-    if any(isinstance(v, dt.date) for v in self.goal.facts.values()) and self._fault("contradict_facts"):
-        return UserTurn("message", f"{turn.text} Oh, and the date is 1 January 2031.",
-                        meta={**meta, "fault": "contradict_facts"})
-    return turn
-
-
 def test_a_conversation_with_no_fault_drawn_skips_the_fault_step_as_the_old_one_would():
+    """The step returns the turn at once when no fault was drawn: what the old step did then too,
+    since each of its `_fault` calls said no and changed nothing."""
     from simulator.users.scripted import SIMULATOR_FAULTS, ScriptedSession
     turn = UserTurn("message", "Move my trip to 12 March 2027.", meta={"step": 0})
     for faults in ({}, {name: 1.0 for name in SIMULATOR_FAULTS}, {"contradict_facts": 0.5, "role_leak": 0.3}):
         for goal in DEMO.goals:
             for seed in range(6):
-                new, old = (ScriptedUser(faults).session(DEMO.personas[0], goal, seed, 0) for _ in range(2))
-                said = [ScriptedSession._simulator_fault(new, turn) for _ in range(5)]
-                assert said == [_old_simulator_fault(old, turn) for _ in range(5)]
-                assert (new.faults_fired, new.backend.planted) == (old.faults_fired, old.backend.planted)
+                session = ScriptedUser(faults).session(DEMO.personas[0], goal, seed, 0)
+                if session.faults_drawn:
+                    continue        # the step runs as before (tests/test_simulator_faults.py)
+                assert ScriptedSession._simulator_fault(session, turn) is turn
+                assert not any(session._fault(name) for name in SIMULATOR_FAULTS)
+                assert not session.faults_fired and not session.backend.planted
