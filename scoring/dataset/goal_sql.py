@@ -236,7 +236,7 @@ def _rows(query: str, state: dict) -> tuple[list[tuple], list[tuple], tuple[str,
     return records, events, key
 
 
-def _answered(key: tuple[str, str]) -> bool | None:
+def _kept_answer(key: tuple[str, str]) -> bool | None:
     with _answers_lock:
         if key in _answers:
             _answers.move_to_end(key)
@@ -252,7 +252,7 @@ def known_answer(query: str, state: dict) -> bool:
     """`sql_holds`'s answer when it is already known (the query ran over this very store), without
     running anything; NotAnswered otherwise. For a caller that must not block: the conversation
     loop, which checks a goal inline when it can and hops to a thread only to run a query."""
-    answer = _answered(_rows(query, state)[2])
+    answer = _kept_answer(_rows(query, state)[2])
     if answer is None:
         raise NotAnswered(query)
     return answer
@@ -261,7 +261,7 @@ def known_answer(query: str, state: dict) -> bool:
 def sql_holds(query: str, state: dict) -> bool:
     """Whether the query returns true over this store. QueryFailed when it cannot say."""
     records, events, key = _rows(query, state)
-    answer = _answered(key)
+    answer = _kept_answer(key)
     if answer is not None:
         return answer
     try:
