@@ -49,3 +49,11 @@ def test_dates_in_finds_what_the_patterns_found(text, date_order):
     if isinstance(again, list):
         again.append("changed by a caller")                 # a copy: what is kept stays as it was
         assert _outcome(dates_in, text, date_order) == old
+
+
+def test_a_long_text_is_read_and_not_kept():
+    from scoring.checks.answers import KEPT_CHARS, _dates_in
+    long = "Flying out 12 March 2027. " + "x" * KEPT_CHARS + " Back on 2027-03-19."
+    before = _dates_in.cache_info().currsize
+    assert dates_in(long) == _old_dates_in(long) == dates_in(long)
+    assert _dates_in.cache_info().currsize == before

@@ -53,3 +53,13 @@ def test_user_turn_fault_as_before_once_and_again(text, goal, persona):
     old = _old_user_turn_fault(turn, goal, persona)
     assert user_turn_fault(turn, goal, persona) == old
     assert user_turn_fault(UserTurn("message", text), goal, persona) == old    # now from what was kept
+
+
+def test_a_long_message_is_read_and_not_kept():
+    from scoring.checks.answers import KEPT_CHARS
+    persona = DEMO.personas[0].model_copy(update={"max_message_chars": 10 * KEPT_CHARS})
+    before = su._read.cache_info().currsize
+    for text in ("word " * KEPT_CHARS, "As an AI, " + "word " * KEPT_CHARS):
+        turn = UserTurn("message", text)
+        assert user_turn_fault(turn, DEMO.goals[0], persona) == _old_user_turn_fault(turn, DEMO.goals[0], persona)
+    assert su._read.cache_info().currsize == before
