@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import re
 import unicodedata
 from typing import Any, Literal
@@ -92,8 +93,30 @@ def carries(reply: str, value: Any, date_order: DateOrder | None = None) -> bool
 
 # --- dates -------------------------------------------------------------------------------------
 
+# Every date pattern above needs a digit (`\d`, as they read it: any decimal digit). Most texts
+# asked about (a user's messages, for the simulator_error check) have none, and three patterns
+# cost forty times a search for one.
+_DIGIT = re.compile(r"\d")
+# The longest text whose dates are kept: a runtime's reply may be a megabyte, and a thousand of
+# those would be a gigabyte kept (at this length, at most 8 MB: 1,024 texts of 2,000 characters,
+# four bytes each at worst).
+KEPT_CHARS = 2000
+
+
 def dates_in(text: str, date_order: DateOrder | None = None) -> list[tuple[int | None, int, int, int | None, int]]:
     """Every date written in `text`: (year or None, month, day, weekday or None, end offset)."""
+    if not _DIGIT.search(text):
+        return []
+    if len(text) > KEPT_CHARS:
+        return list(_dates_in.__wrapped__(text, date_order))
+    return list(_dates_in(text, date_order))
+
+
+# Kept for the last texts read: the scorer and the scripted user read the same few messages and
+# replies again and again (92 distinct texts with a digit among 388 in a demo run). Only short
+# ones (KEPT_CHARS).
+@functools.lru_cache(maxsize=1024)
+def _dates_in(text: str, date_order: DateOrder | None) -> tuple[tuple[int | None, int, int, int | None, int], ...]:
     found = []
     for pattern in _DATE_PATTERNS:
         for m in pattern.finditer(text):
@@ -105,7 +128,7 @@ def dates_in(text: str, date_order: DateOrder | None = None) -> list[tuple[int |
             first, second = int(m.group("first")), int(m.group("second"))
             day, month = (first, second) if date_order == "day_first" else (second, first)
             found.append((int(m.group("year")), month, day, _weekday(m), m.end()))
-    return [d for d in found if 1 <= d[1] <= 12 and 1 <= d[2] <= 31]
+    return tuple(d for d in found if 1 <= d[1] <= 12 and 1 <= d[2] <= 31)
 
 
 def carries_date(reply: str, value: dt.date, date_order: DateOrder | None = None) -> bool:

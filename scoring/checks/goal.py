@@ -17,16 +17,25 @@ A goal's success is three kinds of check, all of which must hold:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from scoring.checks.answers import carries
 from scoring.checks.evidence import MISSING, lookup
 from scoring.dataset.goal_sql import QueryFailed, sql_holds
 from scoring.checks.progress import asked_questions, resolve_question_record, same_value
 from scoring.transcript import Transcript
 from scoring.dataset.models import Goal
+from scoring.dataset.per_goal import per_goal
 
 
-def _record_holds(goal: Goal, check, records: dict) -> bool:
-    expected = {path: goal.resolve(value) for path, value in check.match.items()}
+def _expected(goal: Goal, i: int) -> dict:
+    """Record check `i`'s fields and values, filled in from the goal's facts: the same on every
+    turn of every conversation of the goal, so worked out once per goal (`per_goal`), and shared."""
+    return per_goal(goal, f"success.records[{i}]",
+                    lambda g: {path: g.resolve(value) for path, value in g.success.records[i].match.items()})
+
+
+def _record_holds(check, expected: dict, records: dict) -> bool:
     candidates = [records.get(check.id)] if check.id else list(records.values())
     return any(rec is not None and all(same_value(lookup(rec, p), v) for p, v in expected.items())
                for rec in candidates)
@@ -68,8 +77,11 @@ def _blind(query: str, state: dict) -> list[str]:
                    and e.get("record") is None and e["operation"] in query})
 
 
-def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple[bool | None, str]:
-    """(reached, why). reached is None when the store gives no state to check."""
+def goal_status(goal: Goal, transcript: Transcript, state: dict | None,
+                holds: Callable[[str, dict], bool] | None = None) -> tuple[bool | None, str]:
+    """(reached, why). reached is None when the store gives no state to check. `holds` answers a
+    success query (`sql_holds`, which may run it; the loop passes `known_answer`, which never does)."""
+    holds = holds or sql_holds
     if state is None or not (isinstance(state.get("records"), dict) or isinstance(state.get("events"), list)):
         return None, "UNVERIFIABLE: the runtime exposes no store state"
     records = state.get("records")
@@ -78,17 +90,18 @@ def goal_status(goal: Goal, transcript: Transcript, state: dict | None) -> tuple
         return None, ("UNVERIFIABLE: the goal checks records, and the runtime gives no records as data "
                       "(a state hook gives them: runtime.state)")
     for i, check in enumerate(goal.success.records):
-        if not _record_holds(goal, check, records):
-            expected = ", ".join(f"{k} = {goal.resolve(v)}" for k, v in check.match.items())
+        expected = _expected(goal, i)
+        if not _record_holds(check, expected, records):
+            said = ", ".join(f"{k} = {v}" for k, v in expected.items())
             where = f"record {check.id}" if check.id else "a record"
-            return False, f"success.records[{i}] does not hold: expected {where} with {expected}"
+            return False, f"success.records[{i}] does not hold: expected {where} with {said}"
     for qid in goal.success.answered:
         why = _answered(goal, qid, transcript)
         if why is not None:
             return False, f"question {qid!r} was not answered from the store: {why}"
     for i, query in enumerate(goal.success.sql):
         try:
-            if not sql_holds(query, state):
+            if not holds(query, state):
                 blind = _blind(query, state)
                 if blind:
                     return None, (f"UNVERIFIABLE: success.sql[{i}] is false, and the {', '.join(blind)} events it "

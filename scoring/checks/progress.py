@@ -6,7 +6,6 @@ checked when its evidence was there, and as unverifiable when it was not; never 
 
 from __future__ import annotations
 
-import collections
 from dataclasses import dataclass, field
 
 from scoring.dataset import patterns
@@ -30,14 +29,16 @@ class Tally:
     findings: list[Finding] = field(default_factory=list)
     checked: int = 0
     unverifiable: int = 0
-    reasons: collections.Counter = field(default_factory=collections.Counter)
+    # reason -> turns, in the order first met: a plain dict, since a Counter costs more to make
+    # than most checks cost to run, and thirteen are made for every conversation.
+    reasons: dict[str, int] = field(default_factory=dict)
 
     def ok(self) -> None:
         self.checked += 1
 
     def unknown(self, reason: str) -> None:
         self.unverifiable += 1
-        self.reasons[reason] += 1
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
 
     def found(self, turn: int | None, detail: str, **evidence: object) -> None:
         self.checked += 1
@@ -59,9 +60,11 @@ class Tally:
             self.ok()
 
     def result(self) -> CheckResult:
-        # The two commonest reasons, commonest first (ties in the order first met). Most checks
-        # of most conversations have none, and most_common's heap is then the result's main cost.
-        reason = "; ".join(r for r, _ in self.reasons.most_common(2)) or None if self.reasons else None
+        # The two commonest reasons, commonest first (ties in the order first met: the sort is
+        # stable, reversed too, as Counter.most_common is).
+        reason = None
+        if self.reasons:
+            reason = "; ".join(sorted(self.reasons, key=self.reasons.__getitem__, reverse=True)[:2]) or None
         return CheckResult(self.cls, tuple(self.findings), self.checked, self.unverifiable, reason)
 
 

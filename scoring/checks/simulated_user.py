@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scoring.checks.answers import carries_date, dates_in
+from scoring.checks.answers import KEPT_CHARS, carries_date, dates_in
 from scoring.checks.guarantees import card_not_actionable
 from scoring.checks.progress import Tally, ask_key, dead_end, loop, not_understood, unanswered, way_forward
 from scoring.transcript import CheckResult, Transcript, TurnRecord, UserTurn
@@ -108,15 +109,27 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
     if len(text) > persona.max_message_chars:
         return UserFault("too_long", f"message of {len(text)} characters, over the persona's "
                          f"{persona.max_message_chars}")
-    for pattern in ROLE_LEAKS:
-        if pattern.search(text):
-            return UserFault("role_leak", f"role leakage: {pattern.search(text).group(0)!r}")
-    said = f" {' '.join(_words(text))} "
+    leak, said = _read(text) if len(text) <= KEPT_CHARS else _read.__wrapped__(text)
+    if leak is not None:
+        return UserFault("role_leak", f"role leakage: {leak!r}")
     if any(run in said for run in _brief_runs(goal)):
         return UserFault("leaked_instructions", "leaked instructions: repeats the goal's brief word for word")
     if _repeats(turn, earlier, goal, persona):
         return UserFault("repeated", f"the same message {REPEATS} times in a row: {text[:120]!r}")
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _read(text: str) -> tuple[str | None, str]:
+    """(the words of the first ROLE_LEAKS pattern found in a message, or None; its words, spaced
+    as the brief's runs are). Kept for the last messages seen: a scripted user says the same
+    few hundred messages over a whole run, and the patterns cost ten microseconds a message.
+    Only short messages are kept (KEPT_CHARS): a persona may allow long ones."""
+    for pattern in ROLE_LEAKS:
+        found = pattern.search(text)
+        if found:
+            return found.group(0), ""
+    return None, f" {' '.join(_words(text))} "
 
 
 def _brief_runs(goal: Goal) -> tuple[str, ...]:

@@ -222,8 +222,8 @@ def check_goal_sql(query: str) -> str | None:
     return None
 
 
-def sql_holds(query: str, state: dict) -> bool:
-    """Whether the query returns true over this store. QueryFailed when it cannot say."""
+def _rows(query: str, state: dict) -> tuple[list[tuple], list[tuple], tuple[str, str]]:
+    """The store's two tables as rows, and the query's key in the cache of answers."""
     records = [(rid, _as_text(rec.get("type")), json.dumps(rec))
                for rid, rec in (state.get("records") or {}).items()]
     events = [(e.get("id"), e.get("turn"), e.get("operation"), e.get("record"), e.get("status"), e.get("offer"),
@@ -233,10 +233,37 @@ def sql_holds(query: str, state: dict) -> bool:
     # to the sandbox, a lookup here a hash of the rows. The key is a digest, so the cache's size
     # does not grow with the store's.
     key = (query, hashlib.sha256(json.dumps([records, events, "records" in state], default=str).encode()).hexdigest())
+    return records, events, key
+
+
+def _kept_answer(key: tuple[str, str]) -> bool | None:
     with _answers_lock:
         if key in _answers:
             _answers.move_to_end(key)
             return _answers[key]
+    return None
+
+
+class NotAnswered(Exception):
+    """The query's answer over this store is not known yet: asking would run it (`known_answer`)."""
+
+
+def known_answer(query: str, state: dict) -> bool:
+    """`sql_holds`'s answer when it is already known (the query ran over this very store), without
+    running anything; NotAnswered otherwise. For a caller that must not block: the conversation
+    loop, which checks a goal inline when it can and hops to a thread only to run a query."""
+    answer = _kept_answer(_rows(query, state)[2])
+    if answer is None:
+        raise NotAnswered(query)
+    return answer
+
+
+def sql_holds(query: str, state: dict) -> bool:
+    """Whether the query returns true over this store. QueryFailed when it cannot say."""
+    records, events, key = _rows(query, state)
+    answer = _kept_answer(key)
+    if answer is not None:
+        return answer
     try:
         select_sql = parse_select(query)
         if "records" not in state and "records" in duckdb.get_table_names(select_sql):

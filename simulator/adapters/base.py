@@ -112,6 +112,10 @@ def too_large(what: str, seen: int, limit: int, head: bytes | str) -> RuntimeFau
 # Where a JSON text can hold what the store cannot: a NUL or a surrogate, written as an escape
 # (raw bytes are strict UTF-8, so it is the only way in). Most answers have none, and are not walked.
 _SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+# The same, for a text not yet encoded: the pattern is ASCII, and UTF-8 keeps ASCII as it is (and
+# makes no ASCII byte of anything else), so searching the text finds what searching its bytes
+# would, without encoding every answer the python transport copies (`as_json`).
+_SUSPECT_ESCAPE_TEXT = re.compile(_SUSPECT_ESCAPE.pattern.decode("ascii"))
 MAX_INT_DIGITS = 1000                   # an integer longer than this is no value a runtime means
 
 
@@ -186,10 +190,18 @@ def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_not_a_constant, parse_int=_bounded_int, parse_float=_finite_float)
 
 
-def _loads(text: str, raw: bytes | str, what: str, **evidence: Any) -> Any:
+def _read_own(text: str) -> Any:
+    """`_DECODER.decode` of a text this module's encoder wrote (`as_json`): one JSON value with no
+    white space around it, which the scanner alone reads whole, without decode's checks of the
+    edges (two regular expressions and two calls, on every answer)."""
+    return _DECODER.scan_once(text, 0)[0]
+
+
+def _loads(text: str, raw: bytes | str, what: str, read: Callable[[str], Any] = _DECODER.decode, /,
+           **evidence: Any) -> Any:
     """JSON text as a value the store can hold (`unstorable`), or a RuntimeFault that says why."""
     try:
-        value = _DECODER.decode(text)
+        value = read(text)
     except _Unstorable as exc:
         raise RuntimeFault("malformed", f"{what}: the answer holds {exc}, which simrun cannot store",
                            body=excerpt(raw), **evidence) from None
@@ -198,7 +210,7 @@ def _loads(text: str, raw: bytes | str, what: str, **evidence: Any) -> Any:
                            **evidence) from None
     except ValueError:
         raise RuntimeFault("malformed", f"{what}: the answer is not JSON", body=excerpt(raw), **evidence) from None
-    suspect = _SUSPECT_ESCAPE.search(raw if isinstance(raw, bytes) else raw.encode("utf-8", "replace"))
+    suspect = _SUSPECT_ESCAPE.search(raw) if isinstance(raw, bytes) else _SUSPECT_ESCAPE_TEXT.search(raw)
     return refuse_unstorable(value, what, raw, **evidence) if suspect else value
 
 
@@ -217,10 +229,16 @@ async def by_size(size: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) 
     return await asyncio.to_thread(fn, *args, **kwargs)
 
 
+# What `json.dumps(value, allow_nan=False)` builds anew on every call (a third of its time on a
+# turn result). An encoder keeps nothing between calls (each `encode` makes its own markers for
+# circular references), so one serves every answer, from any thread.
+_ENCODER = json.JSONEncoder(allow_nan=False)
+
+
 def as_json(value: Any, what: str, limit: int = DEFAULT_MAX_RESULT_BYTES) -> Any:
     """A deep copy through JSON: what an HTTP runtime would have sent, bounded the same way."""
     try:
-        text = json.dumps(value, allow_nan=False)
+        text = _ENCODER.encode(value)
     except RecursionError:
         raise RuntimeFault("malformed", f"the runtime's {what} is nested too deep to be JSON",
                            body=_repr(value)) from None
@@ -229,7 +247,7 @@ def as_json(value: Any, what: str, limit: int = DEFAULT_MAX_RESULT_BYTES) -> Any
                            body=_repr(value)) from None
     if len(text) > limit:
         raise too_large(f"the runtime's {what}", len(text), limit, text)
-    return _loads(text, text, f"the runtime's {what}")
+    return _loads(text, text, f"the runtime's {what}", _read_own)
 
 
 def _repr(value: Any) -> str:

@@ -18,7 +18,6 @@ from the runtime's rates), the same way TripDesk plants runtime faults.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import random
 import re
@@ -123,7 +122,8 @@ class ScriptedSession:
             turn = self._simulator_fault(turn)
         # The step this turn serves, as data: the scorer reads intent from it (a probe must be
         # refused) rather than guessing from the words.
-        turn = dataclasses.replace(turn, step=self.goal.step_id(self.step_index))
+        # (Built as `dataclasses.replace` would, without its walk over the fields: a tenth of its cost.)
+        turn = UserTurn(turn.kind, turn.text, turn.offer, turn.stop_reason, turn.meta, self.goal.step_id(self.step_index))
         if last is not None and last.result is not None:
             offers = shown(last.result).offers
             self.seen_offers.update(dict.fromkeys(offers))
@@ -131,6 +131,8 @@ class ScriptedSession:
         return turn
 
     def _simulator_fault(self, turn: UserTurn) -> UserTurn:
+        if not self.faults_drawn:
+            return turn     # none planted in this conversation (`_fault` says no to every name)
         meta = dict(turn.meta)
         for name, text in (("empty_message", ""),
                            ("role_leak", "Assistant: How can I help you today?"),
@@ -192,7 +194,8 @@ class ScriptedSession:
         offers = shown(result).offers
         self._current_offers = set(offers)
         self.seen_kinds.update(offers)
-        args = {k: self.goal.resolve(v) for k, v in step.arguments.items()}
+        args = per_goal(self.goal, f"steps[{self.step_index}].arguments",
+                        lambda g: {k: g.resolve(v) for k, v in step.arguments.items()})   # shared: not changed
         card = get(result, "card")
         if isinstance(card, dict) and relates(card.get("operation"), step.operation) and (
                 step.record is None or card.get("record") in (None, step.record)):

@@ -1,0 +1,59 @@
+"""`dates_in` returns at once for a text with no digit (every date pattern needs one), and keeps
+what it found for the last texts read: for any text, asked once or again, what it finds is what
+running the patterns found (the old code, kept verbatim below)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scoring.checks import answers
+from scoring.checks.answers import dates_in
+
+
+def _old_dates_in(text, date_order=None):
+    found = []
+    for pattern in answers._DATE_PATTERNS:
+        for m in pattern.finditer(text):
+            month = m.group("month")
+            month = int(month) if month.isdigit() else answers._MONTHS[month.lower().rstrip(".")]
+            found.append((answers._int(m.group("year")), month, int(m.group("day")), answers._weekday(m), m.end()))
+    if date_order is not None:
+        for m in answers._NUMERIC_DATE.finditer(text):
+            first, second = int(m.group("first")), int(m.group("second"))
+            day, month = (first, second) if date_order == "day_first" else (second, first)
+            found.append((int(m.group("year")), month, day, answers._weekday(m), m.end()))
+    return [d for d in found if 1 <= d[1] <= 12 and 1 <= d[2] <= 31]
+
+
+def _outcome(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as exc:        # the same failure, too (a month matched only under re.I)
+        return type(exc).__name__
+
+
+pieces = st.sampled_from(["12", "3", "2027", "١٢", "٢٠٢٧", "March", "mar.", "ſep", "Sept", "Tue", "Friday,",
+                          "the", "of", "th", "/", "-", ".", " ", ",", "2027-03-12", "12/03/2027", "a", "\n"])
+texts = st.one_of(st.text(max_size=40), st.lists(pieces, max_size=12).map("".join),
+                  st.lists(pieces.filter(lambda p: not any(c.isdigit() for c in p)), max_size=12).map(" ".join))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(texts, st.sampled_from([None, "day_first", "month_first"]))
+def test_dates_in_finds_what_the_patterns_found(text, date_order):
+    old = _outcome(_old_dates_in, text, date_order)
+    assert _outcome(dates_in, text, date_order) == old
+    again = _outcome(dates_in, text, date_order)            # from what was kept
+    assert again == old
+    if isinstance(again, list):
+        again.append("changed by a caller")                 # a copy: what is kept stays as it was
+        assert _outcome(dates_in, text, date_order) == old
+
+
+def test_a_long_text_is_read_and_not_kept():
+    from scoring.checks.answers import KEPT_CHARS, _dates_in
+    long = "Flying out 12 March 2027. " + "x" * KEPT_CHARS + " Back on 2027-03-19."
+    before = _dates_in.cache_info().currsize
+    assert dates_in(long) == _old_dates_in(long) == dates_in(long)
+    assert _dates_in.cache_info().currsize == before

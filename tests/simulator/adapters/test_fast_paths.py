@@ -1,0 +1,204 @@
+"""The python transport's fast paths give exactly what the paths they replace gave.
+
+`as_json` encodes with one module-level encoder (not `json.dumps`, which builds one per call) and
+reads its own text back with the scanner alone (`_read_own`, not `decode`), and `_loads` searches
+a text's escapes without encoding it first; `_call` tells a plain value from an
+awaitable by its type first. Each is compared here with the old code, kept verbatim below, on
+arbitrary values: JSON's own and what JSON cannot hold (NaN, infinities, huge integers, deep
+nesting, keys that are not strings, tuples, sets, NUL characters and lone surrogates, cycles).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scoring.errors import RuntimeFault
+from simulator.adapters import base
+from simulator.adapters.python import _call
+
+EXAMPLES = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# --- the old code, as it was at a6fe50d ----------------------------------------------------------
+
+def _old_loads(text, raw, what, **evidence):
+    try:
+        value = base._DECODER.decode(text)
+    except base._Unstorable as exc:
+        raise RuntimeFault("malformed", f"{what}: the answer holds {exc}, which simrun cannot store",
+                           body=base.excerpt(raw), **evidence) from None
+    except RecursionError:
+        raise RuntimeFault("malformed", f"{what}: the answer is JSON nested too deep to read",
+                           body=base.excerpt(raw), **evidence) from None
+    except ValueError:
+        raise RuntimeFault("malformed", f"{what}: the answer is not JSON", body=base.excerpt(raw),
+                           **evidence) from None
+    suspect = base._SUSPECT_ESCAPE.search(raw if isinstance(raw, bytes) else raw.encode("utf-8", "replace"))
+    return base.refuse_unstorable(value, what, raw, **evidence) if suspect else value
+
+
+def _old_as_json(value, what, limit=base.DEFAULT_MAX_RESULT_BYTES):
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except RecursionError:
+        raise RuntimeFault("malformed", f"the runtime's {what} is nested too deep to be JSON",
+                           body=base._repr(value)) from None
+    except (TypeError, ValueError) as exc:
+        raise RuntimeFault("malformed", f"the runtime's {what} is not JSON: {base.excerpt(str(exc), 300)}",
+                           body=base._repr(value)) from None
+    if len(text) > limit:
+        raise base.too_large(f"the runtime's {what}", len(text), limit, text)
+    return _old_loads(text, text, f"the runtime's {what}")
+
+
+async def _old_call(fn, *args):
+    value = fn(*args)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+# --- what is compared ----------------------------------------------------------------------------
+
+def _outcome(fn, *args):
+    """A value as its exact shape (repr tells 1 from 1.0 from True, a list from a tuple), or the
+    fault it raised, with all its evidence."""
+    try:
+        return "value", repr(fn(*args))
+    except RuntimeFault as fault:
+        return "fault", fault.kind, str(fault), repr(sorted(fault.evidence.items()))
+
+
+texts = st.one_of(st.text(max_size=12), st.sampled_from(["\x00", "a\udc80b", "\ud83d", "\U0001f600", "\\u0000",
+                                                         "\\ud800", "1" * 1200, "\u202e"]))
+numbers = st.one_of(st.integers(), st.sampled_from([999, 1000, -1000, 5000]).map(lambda digits: 10 ** digits),
+                    st.floats(), st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 1e308, 5e-324]))
+scalars = st.one_of(st.none(), st.booleans(), numbers, texts)
+keys = st.one_of(texts, st.integers(), st.floats(), st.booleans(), st.none(), st.tuples(st.integers()))
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.tuples(inner, inner), st.frozensets(st.integers(), max_size=2),
+    st.sets(st.text(max_size=3), max_size=2), st.dictionaries(keys, inner, max_size=4)), max_leaves=25)
+
+
+@EXAMPLES
+@given(values, st.sampled_from([base.DEFAULT_MAX_RESULT_BYTES, 40, 2]))
+def test_as_json_answers_as_the_old_one_did(value, limit):
+    assert _outcome(base.as_json, value, "turn result", limit) == _outcome(_old_as_json, value, "turn result", limit)
+
+
+def _nested(depth, leaf):
+    for _ in range(depth):
+        leaf = [leaf] if depth % 2 else {"k": leaf}
+    return leaf
+
+
+def test_as_json_answers_as_the_old_one_did_at_the_edges():
+    cyclic = []
+    cyclic.append(cyclic)
+    for value in (_nested(50, 1), _nested(5000, 1), _nested(100_000, "x"), cyclic, {"a": object()},
+                  {(1, 2): 3}, [10 ** 1000], [10 ** 1001], {"s": "\x00"}, {"\udcff": 1}, float("nan")):
+        assert _outcome(base.as_json, value, "state") == _outcome(_old_as_json, value, "state")
+
+
+def test_a_failed_encoding_leaves_nothing_behind():
+    """The shared encoder keeps no state between calls: a value that failed half-way (its markers
+    of circular references left set) does not make the next value look circular."""
+    inner = {"x": 1}
+    with_set = {"a": inner, "b": {1, 2}}
+    assert _outcome(base.as_json, with_set, "state")[0] == "fault"
+    assert base.as_json({"a": inner}, "state") == {"a": {"x": 1}}
+
+
+@EXAMPLES
+@given(st.one_of(texts, st.binary(max_size=30)))
+def test_loads_finds_the_same_suspect_escapes(raw):
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    quoted = json.dumps(text, ensure_ascii=False)
+    for r in (quoted, quoted.encode("utf-8", "surrogatepass"), json.dumps(text)):
+        t = r.decode("utf-8", "replace") if isinstance(r, bytes) else r
+        assert _outcome(base._loads, t, r, "state") == _outcome(_old_loads, t, r, "state")
+
+
+class _Awaitable:
+    def __await__(self):
+        return iter(())
+
+
+class _Dict(dict):
+    def __await__(self):
+        yield from ()
+        return {"reply": "from a dict that is awaitable"}
+
+
+async def _coroutine():
+    return {"reply": "async"}
+
+
+def test_call_awaits_what_the_old_one_awaited():
+    answers = [{"reply": "x"}, [1], "s", 1, 1.5, True, None, _Awaitable(), _Dict(a=1), (1, 2)]
+    for answer in answers:
+        assert repr(asyncio.run(_call(lambda: answer))) == repr(asyncio.run(_old_call(lambda: answer)))
+    assert asyncio.run(_call(_coroutine)) == asyncio.run(_old_call(_coroutine)) == {"reply": "async"}
+
+
+class _Counting:
+    """A proxy that builds each attribute on access (as benchmarks/harness.py's Metered does)."""
+
+    def __init__(self, runtime, lacks=()):
+        self.runtime, self.lacks, self.looked_up = runtime, lacks, []
+
+    def __getattr__(self, name):
+        if name in self.lacks:
+            raise AttributeError(name)
+        self.looked_up.append(name)
+        return getattr(self.runtime, name)
+
+
+def test_optional_methods_are_looked_up_once_with_the_same_answers():
+    from simulator.adapters.python import PythonRuntime
+    from tripdesk import TripDesk
+
+    async def use(runtime):
+        session = await runtime.start({"seed": 1, "persona": "p", "goal": "g", "setup": {"records": {}}})
+        return await runtime.state(session), await runtime.audit(session), await runtime.close(session)
+
+    proxy = _Counting(TripDesk())
+    assert asyncio.run(use(PythonRuntime(proxy))) == asyncio.run(use(PythonRuntime(TripDesk())))
+    assert proxy.looked_up == ["start", "state", "audit", "close"]
+    lacking = _Counting(TripDesk(), lacks=("state", "audit", "close"))
+    assert asyncio.run(use(PythonRuntime(lacking))) == (None, None, None)
+
+
+def test_guarded_answers_and_fails_as_it_did_through_call():
+    from simulator.adapters.python import guarded
+
+    async def old_guarded(what, fn, *args):       # at a6fe50d, less its traceback formatting
+        try:
+            return await _old_call(fn, *args)
+        except Exception as exc:
+            return ("crash", what, type(exc).__name__, str(exc))
+
+    async def new_guarded(what, fn, *args):
+        try:
+            return await guarded(what, fn, *args)
+        except RuntimeFault as fault:
+            assert fault.kind == "crash" and f"raised in {what}: " in str(fault)
+            name, message = str(fault).split(f"raised in {what}: ", 1)[1].split(": ", 1)
+            return ("crash", what, name, message)
+
+    def raises(*_):
+        raise KeyError("trip")
+
+    async def raises_later(*_):
+        raise ValueError("no such session")
+
+    for fn in (lambda *a: {"reply": "x", "args": list(a)}, lambda *a: None, lambda *a: _Dict(a=1), _coroutine,
+               raises, raises_later, lambda *a: _Awaitable()):
+        args = () if fn is _coroutine else ("s-1", {"message": "hi"})
+        assert repr(asyncio.run(new_guarded("turn", fn, *args))) == repr(asyncio.run(old_guarded("turn", fn, *args)))

@@ -1,0 +1,116 @@
+"""The loop checks a goal with SQL inline when no query has to run, and gives the answer the
+check in a worker thread gave: on every store the demo's conversations reach (with the cache of
+query answers cold and warm), and on a store whose query never ran (then it hops, as before)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import simulator.conversation as conversation
+from scoring.checks.goal import goal_status
+from scoring.dataset.goal_sql import NotAnswered, forget_answers, known_answer
+from simulator.adapters.python import PythonRuntime
+from simulator.runner import matrix
+from simulator.users.scripted import ScriptedUser
+from tripdesk import TripDesk
+
+
+def _converse_with(name: str, replacement, cells) -> None:
+    """Run the cells' conversations with the loop's `name` replaced (by a wrapper of the real one)."""
+    real = getattr(conversation, name)
+
+    async def go():
+        for cell in cells:
+            await conversation.converse(cell, ScriptedUser(), PythonRuntime(TripDesk()))
+
+    setattr(conversation, name, replacement(real))
+    try:
+        asyncio.run(go())
+    finally:
+        setattr(conversation, name, real)
+
+
+@pytest.fixture(scope="module")
+def checks(demo):
+    """Every (goal, transcript so far, store) the loop checked, over SQL goals of the demo."""
+    seen = []
+
+    def recording(real):
+        async def record(goal, transcript, state):
+            seen.append((goal, transcript, state))
+            return await real(goal, transcript, state)
+        return record
+
+    _converse_with("_reached", recording, [c for c in matrix(demo, 2, seed=3) if c.goal.success.sql])
+    assert len(seen) > 20 and len({g.id for g, _, _ in seen}) >= 2
+    return seen
+
+
+def _hops(monkeypatch) -> list:
+    hops = []
+    real = asyncio.to_thread
+
+    async def counting(fn, *args):
+        hops.append(fn)
+        return await real(fn, *args)
+
+    monkeypatch.setattr(conversation.asyncio, "to_thread", counting)
+    return hops
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_the_inline_check_answers_as_the_thread_did(checks, warm, monkeypatch):
+    hops = _hops(monkeypatch)
+    for goal, transcript, state in checks:
+        if not warm:
+            forget_answers()
+        old = goal_status(goal, transcript, state)     # the old path: sql_holds, which may run it
+        if not warm:
+            forget_answers()
+        assert asyncio.run(conversation._reached(goal, transcript, state)) == old
+    if warm:
+        assert hops == []       # every answer known: nothing left the loop's thread
+
+
+def test_a_query_not_yet_run_is_run_off_the_loop(checks, monkeypatch):
+    def reaches_sql(goal, transcript, state):
+        asked = []
+        goal_status(goal, transcript, state, lambda query, _: asked.append(query) or True)
+        return asked
+
+    goal, transcript, state = next(c for c in checks if reaches_sql(*c))
+    forget_answers()
+    with pytest.raises(NotAnswered):
+        known_answer(reaches_sql(goal, transcript, state)[0], state)
+    hops = _hops(monkeypatch)
+    first = asyncio.run(conversation._reached(goal, transcript, state))
+    assert hops == [goal_status]             # the query ran in a worker thread
+    assert asyncio.run(conversation._reached(goal, transcript, state)) == first
+    assert hops == [goal_status]             # and its answer, known now, is read inline
+    forget_answers()
+    assert first == goal_status(goal, transcript, state)
+
+
+def test_the_empty_transcript_stands_in_only_where_it_changes_nothing(demo):
+    """For a goal without answered questions the loop checks the goal with one empty transcript:
+    on every store the demo reaches, the answer is the one the conversation so far gave."""
+    from scoring.transcript import Transcript
+
+    pairs = []
+
+    def both(real):
+        def partial(cell, turns, initial):
+            made = real(cell, turns, initial)
+            full = Transcript(cell.persona.id, cell.goal.id, cell.seed, cell.repetition, tuple(turns), "",
+                              initial_state=initial)
+            pairs.append((cell.goal, made, full, turns[-1].state))
+            return made
+        return partial
+
+    _converse_with("_partial", both, matrix(demo, 1, seed=5))
+    stood_in = [(g, m, f, s) for g, m, f, s in pairs if m is not f and not m.turns]
+    assert stood_in and any(m.turns for _, m, _, _ in pairs)       # both kinds of goal were seen
+    for goal, made, full, state in pairs:
+        assert goal_status(goal, made, state) == goal_status(goal, full, state)
