@@ -121,7 +121,7 @@ def _dates_in(text: str, date_order: DateOrder | None) -> tuple[tuple[int | None
     for pattern in _DATE_PATTERNS:
         for m in pattern.finditer(text):
             month = m.group("month")
-            month = int(month) if month.isdigit() else _MONTHS[month.lower().rstrip(".")]
+            month = int(month) if month.isdigit() else _named(_MONTHS, month.rstrip("."))
             found.append((_int(m.group("year")), month, int(m.group("day")), _weekday(m), m.end()))
     if date_order is not None:
         for m in _NUMERIC_DATE.finditer(text):
@@ -137,9 +137,19 @@ def carries_date(reply: str, value: dt.date, date_order: DateOrder | None = None
                for year, month, day, weekday, _ in dates_in(reply, date_order))
 
 
+def _named(table: dict[str, int], text: str) -> int:
+    """A month's or weekday's number, for a name the case-insensitive patterns matched. Python's
+    re.I takes 'ſ' (long s) for 's', 'K' (Kelvin) for 'k' and 'İ' for 'i', which no lower() or
+    casefold() undoes: such a rare name is matched against the table's as the pattern did."""
+    number = table.get(text.lower())
+    if number is None:
+        number = next(n for name, n in table.items() if re.fullmatch(re.escape(name), text, re.I))
+    return number
+
+
 def _weekday(m: re.Match) -> int | None:
     name = m.group("weekday")
-    return _WEEKDAYS[name.lower()] if name else None
+    return _named(_WEEKDAYS, name) if name else None
 
 
 def _int(text: str | None) -> int | None:

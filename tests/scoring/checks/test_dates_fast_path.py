@@ -57,3 +57,27 @@ def test_a_long_text_is_read_and_not_kept():
     before = _dates_in.cache_info().currsize
     assert dates_in(long) == _old_dates_in(long) == dates_in(long)
     assert _dates_in.cache_info().currsize == before
+
+
+def test_a_month_or_weekday_the_patterns_match_in_any_case_is_always_read():
+    """The date patterns match case-insensitively, as Python's re does: 'ſ' (long s) matches 's'
+    and 'K' (the Kelvin sign) 'k'. Whatever they match, the month and weekday are looked up and
+    read, never a KeyError (which made the check UNVERIFIABLE for a reply saying 'ſep')."""
+    import calendar
+    import re
+
+    from scoring.checks.answers import dates_in
+
+    twins = {letter: [chr(c) for c in range(0x80, 0x3000) if re.fullmatch(letter, chr(c), re.I)]
+             for letter in "abcdefghijklmnopqrstuvwxyz"}
+    assert "ſ" in twins["s"] and "\u212a" in twins["k"]
+    for number, name in enumerate(calendar.month_abbr):
+        for i, letter in enumerate(name.lower()):
+            for twin in twins.get(letter, []):
+                text = f"on 10 {name[:i]}{twin}{name[i + 1:]} 2026"
+                assert [d[:3] for d in dates_in(text, "day_first")] == [(2026, number, 10)], text
+    for number, name in enumerate(calendar.day_name):
+        for i, letter in enumerate(name.lower()):
+            for twin in twins.get(letter, []):
+                text = f"{name[:i]}{twin}{name[i + 1:]}, 2026-09-13"
+                assert [d[3] for d in dates_in(text, "day_first")] == [number], text
