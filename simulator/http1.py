@@ -25,12 +25,14 @@ hostile:
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import re
 import ssl
 import zlib
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import httptools
 
@@ -203,9 +205,14 @@ class Pool:
         self.port = url.port or (443 if self.tls else 80)
         self.prefix = url.path.rstrip("/")
         self.timeout_s, self.keepalive_s, self.connections = timeout_s, keepalive_s, connections
-        authority = url.netloc.rsplit("@", 1)[-1]
-        self._head = "".join(_plain(name, value) for name, value in
-                             {"Host": authority, **(headers or {})}.items())
+        given = {"Host": url.netloc.rsplit("@", 1)[-1]}
+        if url.username is not None:     # user:password@ in the address is Basic auth, as aiohttp sent it
+            pair = f"{unquote(url.username)}:{unquote(url.password or '')}".encode()
+            given["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+        headers = headers or {}
+        named = {name.lower() for name in headers}
+        given = {name: value for name, value in given.items() if name.lower() not in named}   # theirs win
+        self._head = "".join(_plain(name, value) for name, value in {**given, **headers}.items())
         self._idle: list[_Connection] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -241,7 +248,7 @@ class Pool:
                     self._idle.append(connection)
                 return answer
 
-    def _slot(self) -> asyncio.Semaphore | _Unlimited:
+    def _slot(self) -> asyncio.Semaphore | contextlib.nullcontext:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:       # a client may serve several event loops, one after another
             for connection in self._idle:
@@ -249,7 +256,7 @@ class Pool:
             self._idle.clear()
             self._loop = loop
             self._slots = asyncio.Semaphore(self.connections) if self.connections > 0 else None
-        return self._slots if self._slots is not None else _UNLIMITED
+        return self._slots if self._slots is not None else contextlib.nullcontext()
 
     async def _connection(self) -> _Connection:
         now = self._loop.time()
@@ -274,13 +281,3 @@ class Pool:
             connection.abort()
         self._idle.clear()
 
-
-class _Unlimited:
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: Any) -> None:
-        return None
-
-
-_UNLIMITED = _Unlimited()

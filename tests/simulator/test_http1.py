@@ -331,3 +331,18 @@ def test_tls_verifies_the_certificate_by_the_system_s_trust(tmp_path, monkeypatc
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     assert os.environ["SSL_CERT_FILE"] == str(cert)
     assert run(go()) == b"secure"       # trusted, it is spoken to
+
+
+def test_a_user_and_password_in_the_address_are_sent_as_basic_auth_and_a_header_given_wins():
+    async def go(url_of, **kw):
+        async with Server(lambda r: ok()) as server:
+            client = Pool(url_of(server), timeout_s=5, keepalive_s=5, **kw)
+            await client.request("GET", "/x", limit=100)
+            await client.close()
+            return server.requests[0]
+
+    sent = run(go(lambda s: f"http://me:p%40ss@127.0.0.1:{s.port}/v1"))
+    assert sent.startswith(b"GET /v1/x HTTP/1.1\r\n")
+    assert b"Authorization: Basic bWU6cEBzcw==\r\n" in sent and b"Host: 127.0.0.1:" in sent   # me:p@ss
+    given = run(go(lambda s: f"http://me:x@127.0.0.1:{s.port}", headers={"authorization": "Bearer k"}))
+    assert b"authorization: Bearer k\r\n" in given and b"Basic" not in given
