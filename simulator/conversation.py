@@ -197,8 +197,9 @@ def _weight(transcript: Transcript) -> int:
     items = 0
     for turn in transcript.turns:
         for part in (turn.result or {}).get("next_steps"), (turn.result or {}).get("mentions"), \
-                (turn.result or {}).get("receipts"), (turn.state or {}).get("records"), (turn.state or {}).get("events"):
+                (turn.result or {}).get("receipts"):
             items += len(part) if isinstance(part, (list, dict)) else 0
+        items += _store_items(turn.state)
     return items
 
 
@@ -207,13 +208,25 @@ async def _reached(goal: Goal, transcript: Transcript, state) -> tuple[bool | No
     query is checked off the event loop: the query may run up to its time limit (scoring/dataset/
     goal_sql.py) while other conversations go on. Most checks run none (a record check fails
     first, or the query's answer over this store is known), and are made here: the hop to a
-    thread and back costs far more than such a check (about 0.1 ms of this thread's CPU)."""
+    thread and back costs far more than such a check (about 0.1 ms of this thread's CPU). Not
+    over a large store, whose rows are encoded and hashed to look its answer up: that is work
+    in proportion to the store (a runtime's may hold a hundred thousand events), as scoring a
+    large transcript is, and it goes off the loop by the same rule (OFF_LOOP_ITEMS)."""
     if goal.success.sql:
-        try:
-            return goal_status(goal, transcript, state, known_answer)
-        except NotAnswered:
-            return await asyncio.to_thread(goal_status, goal, transcript, state)
+        if _store_items(state) <= OFF_LOOP_ITEMS:
+            try:
+                return goal_status(goal, transcript, state, known_answer)
+            except NotAnswered:
+                pass
+        return await asyncio.to_thread(goal_status, goal, transcript, state)
     return goal_status(goal, transcript, state)
+
+
+def _store_items(state) -> int:
+    """The records and events of a store, as `_weight` counts them."""
+    if not isinstance(state, dict):
+        return 0
+    return sum(len(part) for part in (state.get("records"), state.get("events")) if isinstance(part, (list, dict)))
 
 
 def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state) -> str:

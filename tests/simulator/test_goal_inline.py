@@ -114,3 +114,19 @@ def test_the_empty_transcript_stands_in_only_where_it_changes_nothing(demo):
     assert stood_in and any(m.turns for _, m, _, _ in pairs)       # both kinds of goal were seen
     for goal, made, full, state in pairs:
         assert goal_status(goal, made, state) == goal_status(goal, full, state)
+
+
+def test_a_large_store_is_checked_off_the_loop_even_when_its_answer_is_known(checks, monkeypatch):
+    """Looking an answer up encodes and hashes the whole store: for a store past OFF_LOOP_ITEMS
+    that is done in a worker thread, as the scoring of a large transcript is, answer known or not."""
+    goal, transcript, state = checks[-1]
+    events = list(state.get("events") or [])
+    padding = [{"id": f"pad-{i}", "turn": 0, "operation": "noop", "status": "refused"}
+               for i in range(conversation.OFF_LOOP_ITEMS + 1)]
+    large = {**state, "events": events + padding}
+    answers = [asyncio.run(conversation._reached(goal, transcript, s)) for s in (large, state)]   # cached now
+    hops = _hops(monkeypatch)
+    assert asyncio.run(conversation._reached(goal, transcript, large)) == answers[0] == goal_status(goal, transcript, large)
+    assert hops == [goal_status]
+    assert asyncio.run(conversation._reached(goal, transcript, state)) == answers[1]
+    assert hops == [goal_status]             # the small store, its answer known: inline
