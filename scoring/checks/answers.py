@@ -23,8 +23,10 @@ import datetime as dt
 import functools
 import re
 import unicodedata
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
+T = TypeVar("T")
 DateOrder = Literal["day_first", "month_first"]
 
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
@@ -97,25 +99,35 @@ def carries(reply: str, value: Any, date_order: DateOrder | None = None) -> bool
 # asked about (a user's messages, for the simulator_error check) have none, and three patterns
 # cost forty times a search for one.
 _DIGIT = re.compile(r"\d")
-# The longest text whose dates are kept: a runtime's reply may be a megabyte, and a thousand of
+# The longest text whose reading is kept: a runtime's reply may be a megabyte, and a thousand of
 # those would be a gigabyte kept (at this length, at most 8 MB: 1,024 texts of 2,000 characters,
 # four bytes each at worst).
 KEPT_CHARS = 2000
+
+
+def kept_for_short_texts(read: Callable[..., T]) -> Callable[..., T]:
+    """`read(text, ...)`, its answers kept for the last 1,024 texts of at most KEPT_CHARS
+    characters (longer ones are read each time): the scorer and the scripted user read the same
+    few messages and replies again and again. What `read` returns is shared: it must not change."""
+    kept = functools.lru_cache(maxsize=1024)(read)
+
+    @functools.wraps(read)
+    def reading(text: str, *args: Any) -> T:
+        return kept(text, *args) if len(text) <= KEPT_CHARS else read(text, *args)
+
+    reading.cache_info = kept.cache_info     # type: ignore[attr-defined]
+    return reading
 
 
 def dates_in(text: str, date_order: DateOrder | None = None) -> list[tuple[int | None, int, int, int | None, int]]:
     """Every date written in `text`: (year or None, month, day, weekday or None, end offset)."""
     if not _DIGIT.search(text):
         return []
-    if len(text) > KEPT_CHARS:
-        return list(_dates_in.__wrapped__(text, date_order))
     return list(_dates_in(text, date_order))
 
 
-# Kept for the last texts read: the scorer and the scripted user read the same few messages and
-# replies again and again (92 distinct texts with a digit among 388 in a demo run). Only short
-# ones (KEPT_CHARS).
-@functools.lru_cache(maxsize=1024)
+# 92 distinct texts with a digit among 388 in a demo run.
+@kept_for_short_texts
 def _dates_in(text: str, date_order: DateOrder | None) -> tuple[tuple[int | None, int, int, int | None, int], ...]:
     found = []
     for pattern in _DATE_PATTERNS:

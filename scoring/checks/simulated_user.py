@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scoring.checks.answers import KEPT_CHARS, carries_date, dates_in
+from scoring.checks.answers import carries_date, dates_in, kept_for_short_texts
 from scoring.checks.guarantees import card_not_actionable
 from scoring.checks.progress import Tally, ask_key, dead_end, loop, not_understood, unanswered, way_forward
 from scoring.transcript import CheckResult, Transcript, TurnRecord, UserTurn
@@ -109,7 +108,7 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
     if len(text) > persona.max_message_chars:
         return UserFault("too_long", f"message of {len(text)} characters, over the persona's "
                          f"{persona.max_message_chars}")
-    leak, said = _read(text) if len(text) <= KEPT_CHARS else _read.__wrapped__(text)
+    leak, said = _read(text)
     if leak is not None:
         return UserFault("role_leak", f"role leakage: {leak!r}")
     if any(run in said for run in _brief_runs(goal)):
@@ -119,12 +118,11 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
     return None
 
 
-@functools.lru_cache(maxsize=1024)
+@kept_for_short_texts
 def _read(text: str) -> tuple[str | None, str]:
     """(the words of the first ROLE_LEAKS pattern found in a message, or None; its words, spaced
     as the brief's runs are). Kept for the last messages seen: a scripted user says the same
-    few hundred messages over a whole run, and the patterns cost ten microseconds a message.
-    Only short messages are kept (KEPT_CHARS): a persona may allow long ones."""
+    few hundred messages over a whole run, and the patterns cost ten microseconds a message."""
     for pattern in ROLE_LEAKS:
         found = pattern.search(text)
         if found:

@@ -34,23 +34,6 @@ OFF_LOOP_BYTES = 1 << 18                # answers larger than this are read in a
 KEEPALIVE_S = 1.0
 
 
-def never_again_after_an_error(response) -> None:
-    """A server that fails inside a request often closes the connection right after its error
-    answer, without saying so: Starlette's error middleware answers 500, and uvicorn then closes
-    the connection (no `Connection: close`). A request sent on it next, another conversation's, is
-    dropped unanswered, and would read as that conversation's runtime fault: one bad reply would
-    cost two conversations. So a connection that carried a 5xx answer is closed here, once its
-    body is read. aiohttp hands a connection back to its pool as soon as the body is complete (a
-    short one, before the response is even returned), so it is the pooled connection that is
-    closed, through the response's own reference to it: the pool passes over a closed one. (A
-    later aiohttp without that reference would make this a no-op; the test for it would fail.)"""
-    if response.status >= 500:
-        response.close()
-        protocol = getattr(response, "_protocol", None)
-        if protocol is not None:
-            protocol.close()
-
-
 class RuntimeAdapter(Protocol):
     description: str     # what it is, as the user will recognise it (with the port it got)
     identity: str        # what it is across runs: part of a run's key, so never a random port

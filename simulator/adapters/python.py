@@ -64,11 +64,13 @@ def load_attribute(target: str, form: str = "module:name") -> Any:
 _PLAIN = frozenset((dict, list, str, int, float, bool, type(None)))
 
 
+def _awaitable(value: Any) -> bool:
+    return type(value) not in _PLAIN and inspect.isawaitable(value)
+
+
 async def _call(fn, *args):
     value = fn(*args)
-    if type(value) not in _PLAIN and inspect.isawaitable(value):
-        value = await value
-    return value
+    return await value if _awaitable(value) else value
 
 
 TRACEBACK_CHARS = 2000
@@ -82,9 +84,7 @@ async def guarded(what: str, fn, *args) -> Any:
     try:
         # `_call`, written out: one coroutine fewer on every call to the runtime.
         value = fn(*args)
-        if type(value) not in _PLAIN and inspect.isawaitable(value):
-            value = await value
-        return value
+        return await value if _awaitable(value) else value
     except Exception as exc:
         text = secrets.redact("".join(traceback.format_exception(exc)))
         if len(text) > TRACEBACK_CHARS:

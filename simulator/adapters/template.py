@@ -27,8 +27,7 @@ from typing import Any
 import aiohttp
 
 from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.base import (KEEPALIVE_S, excerpt, exit_text, never_again_after_an_error, parse_json, stderr_said,
-                                     too_large)
+from simulator.adapters.base import KEEPALIVE_S, excerpt, exit_text, parse_json, stderr_said, too_large
 from simulator.adapters.foreign import ForeignRuntime
 from simulator.adapters.process import ManagedProcess, free_port
 
@@ -77,6 +76,23 @@ def _tool_calls(answer: Any) -> str:
         return ", ".join(str(pointer(call, "/function/name"))[:100] for call in calls[:5]) if calls else ""
     except (KeyError, TypeError):
         return ""
+
+
+def never_again_after_an_error(response) -> None:
+    """A server that fails inside a request often closes the connection right after its error
+    answer, without saying so: Starlette's error middleware answers 500, and uvicorn then closes
+    the connection (no `Connection: close`). A request sent on it next, another conversation's, is
+    dropped unanswered, and would read as that conversation's runtime fault: one bad reply would
+    cost two conversations. So a connection that carried a 5xx answer is closed here, once its
+    body is read. aiohttp hands a connection back to its pool as soon as the body is complete (a
+    short one, before the response is even returned), so it is the pooled connection that is
+    closed, through the response's own reference to it: the pool passes over a closed one. (A
+    later aiohttp without that reference would make this a no-op; the test for it would fail.)"""
+    if response.status >= 500:
+        response.close()
+        protocol = getattr(response, "_protocol", None)
+        if protocol is not None:
+            protocol.close()
 
 
 class TemplateRuntime(ForeignRuntime):

@@ -65,7 +65,7 @@ class LightClient:
         if self.http_client is not None:
             try:
                 response = await self.http_client.post(url, content=body.encode(), timeout=self.timeout_s,
-                                                   headers={**self.headers, "Content-Type": "application/json"})
+                                                       headers={**self.headers, "Content-Type": "application/json"})
             except httpx.TimeoutException:
                 raise _timeout(url) from None
             except httpx.TransportError as exc:
