@@ -1,11 +1,21 @@
-"""Amounts of US dollars, exactly: `5usd`, `$5`, `5 USD`, `0.50usd` -> Decimal('5'), ..."""
+"""Amounts of US dollars, exactly: `5usd`, `$5`, `5 USD`, `0.50usd` -> Decimal('5'), ...
+
+The store keeps money as DECIMAL(18, 8): below ten billion dollars, to the hundred-millionth.
+Every amount the ledger counts has that precision (`stored_usd`), so that what a run reports,
+what it stores as spent, and the sum of its stored calls are one number, not three roundings
+of it.
+"""
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
 from scoring.errors import BudgetSyntaxError
+
+PLACES = 8
+UNIT = Decimal(1).scaleb(-PLACES)                   # the smallest amount the store keeps
+CEILING = Decimal(10) ** (18 - PLACES)             # the store holds amounts below this
 
 _AMOUNT = re.compile(r"^\s*(?P<dollar>\$)?\s*(?P<num>[-+]?\d+(?:\.\d+)?|[-+]?\.\d+)\s*(?P<unit>[a-z]+)?\s*$", re.I)
 
@@ -28,7 +38,18 @@ def parse_usd(text: str, *, where: str = "--budget") -> Decimal:
         raise BudgetSyntaxError(f"{text!r} is not an amount of money", field=where) from None
     if amount < 0:
         raise BudgetSyntaxError(f"{text!r}: a budget cannot be negative", field=where)
+    if amount >= CEILING:
+        raise BudgetSyntaxError(f"{text!r}: simrun counts budgets below {CEILING:,} USD", field=where)
+    if amount != amount.quantize(UNIT):
+        raise BudgetSyntaxError(f"{text!r}: simrun counts money to {PLACES} decimal places; write at most "
+                                f"{PLACES} digits after the point", field=where)
     return amount
+
+
+def stored_usd(amount: Decimal) -> Decimal:
+    """`amount` to the store's precision, rounded up: a cost or a hold is never under-counted,
+    and never by more than UNIT."""
+    return amount.quantize(UNIT, rounding=ROUND_CEILING)
 
 
 def usd(amount: Decimal | float) -> str:

@@ -1,6 +1,7 @@
 """What a model call costs: its usage times the prices in budgets.toml, in exact decimals.
 
-A model with no price refuses to start: it is never counted as $0. Before a call the ledger
+A model with no price refuses to start: it is never counted as $0. Amounts are rounded up to
+the store's precision (`simulator.money`). Before a call the ledger
 holds its worst case: every byte of the prompt counted as a token (no tokenizer yields more
 tokens than bytes) at the dearest input rate, plus `max_tokens` of output.
 """
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from simulator.config import Budgets, Price
+from simulator.money import stored_usd
 from scoring.errors import ConfigError
 
 MILLION = Decimal(1_000_000)
@@ -40,11 +42,11 @@ def price_for(budgets: Budgets, spec: str, where: str = "budgets.toml") -> Price
 def cost(price: Price, usage: Usage) -> Decimal:
     cached = price.cached_input_per_mtok if price.cached_input_per_mtok is not None else price.input_per_mtok
     write = price.cache_write_per_mtok if price.cache_write_per_mtok is not None else price.input_per_mtok
-    return (usage.input_tokens * price.input_per_mtok + usage.cached_input_tokens * cached
-            + usage.cache_write_tokens * write + usage.output_tokens * price.output_per_mtok) / MILLION
+    return stored_usd((usage.input_tokens * price.input_per_mtok + usage.cached_input_tokens * cached
+                       + usage.cache_write_tokens * write + usage.output_tokens * price.output_per_mtok) / MILLION)
 
 
 def worst_case(price: Price, prompt_bytes: int, max_tokens: int) -> Decimal:
     dearest = max(p for p in (price.input_per_mtok, price.cached_input_per_mtok, price.cache_write_per_mtok)
                   if p is not None)
-    return (prompt_bytes * dearest + max_tokens * price.output_per_mtok) / MILLION
+    return stored_usd((prompt_bytes * dearest + max_tokens * price.output_per_mtok) / MILLION)

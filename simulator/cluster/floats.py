@@ -26,6 +26,7 @@ from typing import Any
 
 from simulator.cluster.shared import LedgerLost, Report
 from simulator.ledger import Reservation
+from simulator.money import stored_usd
 
 FLOAT_S = 0.5      # a float holds about this long of the worker's worst cases
 MIN_CALLS = 4      # ...and at least this many of the largest worst case seen
@@ -114,7 +115,8 @@ class FloatLedger:
     # --- drawing --------------------------------------------------------------------------
 
     def _target(self) -> Decimal:
-        return max(MIN_CALLS * self.largest, self.rate * Decimal(FLOAT_S))
+        # To the store's precision: what a float holds is counted as spent if its worker dies.
+        return stored_usd(max(MIN_CALLS * self.largest, self.rate * Decimal(FLOAT_S)))
 
     def _top_up(self) -> None:
         if self.free < self._target() / 2:

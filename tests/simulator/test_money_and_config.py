@@ -5,6 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simulator.config import load_budgets, load_project
 from scoring.errors import BudgetSyntaxError, ConfigError
@@ -14,6 +16,7 @@ from simulator.money import parse_usd
 
 @pytest.mark.parametrize("text, amount", [
     ("5usd", "5"), ("$5", "5"), ("5 USD", "5"), ("0.50usd", "0.50"), ("12.25 usd", "12.25"), ("3", "3"),
+    ("0.00000001usd", "0.00000001"), ("9999999999.99999999usd", "9999999999.99999999"), ("1.500000000usd", "1.5"),
 ])
 def test_accepted_budgets(text, amount):
     assert parse_usd(text) == Decimal(amount)
@@ -22,6 +25,9 @@ def test_accepted_budgets(text, amount):
 @pytest.mark.parametrize("text, says", [
     ("5eur", "only US dollars"), ("-1usd", "cannot be negative"), ("five", "not an amount"),
     ("$5usd", "either"), ("", "not an amount"),
+    # What the store cannot keep (DECIMAL(18, 8)) is refused before the run, not met at its first write.
+    ("0.000000001usd", "8 decimal places"), ("1.123456789usd", "8 decimal places"),
+    ("10000000000usd", "below 10,000,000,000 USD"), ("1" + "0" * 40 + "usd", "below"),
 ])
 def test_refused_budgets(text, says):
     with pytest.raises(BudgetSyntaxError) as info:
@@ -79,3 +85,25 @@ def test_ledger_never_lets_reservations_overshoot():
     assert ledger.spent == Decimal("0.25") and ledger.remaining == Decimal("0.75")
     ledger.settle(ledger.reserve(Decimal("0.10")), Decimal("0.20"))
     assert ledger.overruns == 1 and ledger.spent == Decimal("0.45")   # counted exactly, and seen
+
+
+prices = st.decimals(min_value=0, max_value=1000, places=12, allow_nan=False, allow_infinity=False)
+tokens = st.integers(min_value=0, max_value=2_000_000)
+
+
+@settings(max_examples=500, deadline=None)
+@given(prices, prices, prices, prices, tokens, tokens, tokens, tokens, st.integers(0, 4_000_000))
+def test_a_cost_is_counted_to_the_store_s_precision_never_below_and_never_above_its_worst_case(
+        input_price, cached_price, write_price, output_price, uncached, cached, written, output, extra_bytes):
+    from simulator.config import Price
+    from simulator.money import UNIT
+    from simulator.pricing import Usage, cost, worst_case
+
+    price = Price(input_per_mtok=input_price, cached_input_per_mtok=cached_price,
+                  cache_write_per_mtok=write_price, output_per_mtok=output_price)
+    counted = cost(price, Usage(uncached, cached, written, output))
+    exact = (uncached * input_price + cached * cached_price + written * write_price + output * output_price) / 10**6
+    assert counted.as_tuple().exponent >= -8 and exact <= counted < exact + UNIT
+    # A prompt of at least as many bytes as tokens, and max_tokens at least the output: the hold covers it.
+    worst = worst_case(price, uncached + cached + written + extra_bytes, output)
+    assert worst.as_tuple().exponent >= -8 and worst >= counted

@@ -102,6 +102,30 @@ def test_a_worker_holds_against_its_float_and_asks_the_actor_only_when_it_runs_l
     assert figures["reserved"] == 0 and figures["calls"] == 200
 
 
+def test_a_float_sized_by_the_rate_of_demand_holds_amounts_the_store_keeps_whole():
+    """The float's size comes from a rate (money over seconds, many decimal places); it is drawn
+    to the store's precision, so that what a dead worker held, counted as spent, is stored as it
+    was counted, and the run's spend stays the sum of its stored calls."""
+    budget = Budget(Decimal("100"), Ledger(Decimal("100")).figures(), "openai:m")
+    ledger = FloatLedger(Handle(budget), "worker 0/a")
+
+    async def busy():
+        for i in range(6):
+            for j in range(7):
+                await ledger.hold(Decimal("0.00123457"), call(f"p/g/{i}.{j}"))
+            await asyncio.sleep(0.11 + i / 997)      # demand measured over an uneven time
+            await ledger._draw_now(Decimal(0))
+
+    asyncio.run(busy())
+    assert ledger.rate and ledger.rate.as_tuple().exponent < -8, "the rate is finer than the store keeps"
+    assert budget.forfeit("worker 0/") == 1
+    figures, records = budget.take()
+    assert [r["cache_status"] for r in records] == ["lost"]
+    lost = records[0]["cost_usd"]
+    assert lost > 42 * Decimal("0.00123457"), "the float was sized by the rate, beyond what was held"
+    assert lost.as_tuple().exponent >= -8 and figures["spent"] == lost
+
+
 def test_concurrent_holds_never_overshoot_the_budget_and_the_one_that_does_not_fit_is_refused():
     budget = Budget(Decimal("0.01"), Ledger(Decimal("0.01")).figures(), "openai:m")
     ledger = FloatLedger(Handle(budget), "worker 0/a")

@@ -45,7 +45,8 @@ def small(demo, goals=("single-add-bag", "cancel-trip", "new-trip-full")) -> Dat
                    demo.hash, demo.item_hashes)
 
 
-def user_for(kind: str, api: FakeModelAPI, ledger: Ledger, waits: list | None = None, **kw) -> ModelUser:
+def user_for(kind: str, api: FakeModelAPI, ledger: Ledger, waits: list | None = None, price: Price = PRICE,
+             **kw) -> ModelUser:
     provider_cls, http = PROVIDERS[kind]
 
     async def no_sleep(seconds):   # the policy's waits are recorded, not slept
@@ -53,7 +54,7 @@ def user_for(kind: str, api: FakeModelAPI, ledger: Ledger, waits: list | None = 
             waits.append(seconds)
 
     kw.setdefault("output", "json_schema")   # no probe: these tests count requests; auto has its own
-    return ModelUser(f"{kind}:m", provider_cls("m", http_client=api.client(http)), PRICE, ledger,
+    return ModelUser(f"{kind}:m", provider_cls("m", http_client=api.client(http)), price, ledger,
                      retry=RetryPolicy(sleep=no_sleep), **kw)
 
 
@@ -94,6 +95,31 @@ def test_a_model_user_drives_conversations_and_every_call_is_priced(tmp_path, de
     with Store(tmp_path / "m.duckdb") as store:
         stored = [r for (r,) in store.con.execute("SELECT request FROM model_calls").fetchall()]
     assert sorted(stored) == sorted(map(canonical_json, api.requests))
+
+
+# Prices whose costs need more than the store's eight decimal places.
+FINE = Price(input_per_mtok=Decimal("0.0753"), cached_input_per_mtok=Decimal("0.00377"),
+             cache_write_per_mtok=Decimal("0.094191"), output_per_mtok=Decimal("0.301137"))
+
+
+@pytest.mark.parametrize("kind", PROVIDERS)
+def test_costs_finer_than_the_store_keeps_still_make_one_spent_figure(tmp_path, demo, kind):
+    """Each call's cost is rounded up to the store's precision where it is counted, so the run's
+    own figure, the run's stored spend and the sum of its stored calls are one number (rounded
+    apart, they differed in the ninth place), and no call is counted below what it cost."""
+    api, ledger = FakeModelAPI(), Ledger(Decimal("1.00"))
+    user = user_for(kind, api, ledger, price=FINE)
+    result, calls, (spent, n), *_ = run(tmp_path / "m.duckdb", small(demo), user, ledger)
+    assert n == len(calls) > 0
+    assert spent == ledger.spent == result.spent_usd == sum(Decimal(str(c[6])) for c in calls)
+    finer = 0
+    for _, _, uncached, cached, written, output, price, *_ in calls:
+        exact = (uncached * FINE.input_per_mtok + cached * FINE.cached_input_per_mtok
+                 + written * FINE.cache_write_per_mtok + output * FINE.output_per_mtok) / 1_000_000
+        assert Decimal(str(price)) == cost(FINE, Usage(uncached, cached, written, output))
+        assert exact <= Decimal(str(price)) < exact + Decimal("1e-8")
+        finer += exact != exact.quantize(Decimal("1e-8"))
+    assert finer, "some costs needed more places than the store keeps"
 
 
 @pytest.mark.parametrize("kind", PROVIDERS)
