@@ -110,7 +110,8 @@ class RunSection(_Model):
     personas: str = "personas"
     goals: str = "goals"
     repetitions: int = Field(5, ge=1, le=10_000)
-    seed: int = 1
+    # The store keeps the seed as a BIGINT: a larger one is refused here, not at the first write.
+    seed: int = Field(1, ge=-2**63, le=2**63 - 1)
     concurrency: int = Field(8, ge=1, le=4096)
     user: str = "scripted"
     user_base_url: str | None = Field(None, description="openai: an OpenAI-compatible server (vLLM, Ollama, a proxy).")

@@ -21,7 +21,7 @@ from scoring import secrets
 from simulator import demo
 from simulator.adapters.python import PythonRuntime
 from simulator.adapters.stdio import StdioRuntime
-from simulator.config import FOREIGN, Budgets, Project, RuntimeSection, load_budgets, load_project
+from simulator.config import FOREIGN, Budgets, Project, RunSection, RuntimeSection, load_budgets, load_project
 from scoring.dataset.files import Dataset, load_dataset
 from scoring.store.seen import record_goal_problems
 from scoring.errors import ConfigError, SimrunError
@@ -137,9 +137,7 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
         budgets_file = budgets_file or data / "budgets.toml"
     money = load_budgets(budgets_file) if budgets_file else Budgets()
     amount = parse_usd(budget) if budget is not None else parse_usd(money.budget.default, where="budget.default")
-    for flag, value in (("--repetitions", repetitions), ("--concurrency", concurrency)):
-        if value is not None and value < 1:
-            raise ConfigError(f"must be at least 1, got {value}", field=flag)
+    run = _with_flags(run, repetitions=repetitions, seed=seed, concurrency=concurrency)
     dataset = load_dataset(Path(personas) if personas else data / run.personas,
                            Path(goals) if goals else data / run.goals)
     runtime = project.runtime
@@ -158,8 +156,8 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
         raise ConfigError("a sequential run's repetitions are its rounds: set gate.sequential.max_rounds (and "
                           "per_round) in budgets.toml instead", field="--repetitions")
     plan = Plan(project=project, budgets=money, dataset=dataset, budget=amount,
-                repetitions=rounds.max_rounds * rounds.per_round if sequential else repetitions or run.repetitions, seed=run.seed if seed is None else seed,
-                concurrency=concurrency or run.concurrency, user=user or run.user,
+                repetitions=rounds.max_rounds * rounds.per_round if sequential else run.repetitions, seed=run.seed,
+                concurrency=run.concurrency, user=user or run.user,
                 db=Path(db) if db else base / run.db, reports=Path(reports) if reports else base / run.reports,
                 runtime=runtime, files=tuple(str(f) for f in (config_file, budgets_file) if f),
                 labels=labels_flag(labels) if labels else tuple(run.labels),
@@ -174,6 +172,23 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
     if check_user:
         user_backend(plan)   # an unknown backend, or one without its key or price, fails here
     return plan
+
+
+def _with_flags(run: RunSection, **flags: int | None) -> RunSection:
+    """simrun.toml's [run], with the numbers given as flags in place of its own, held to the same
+    bounds as the file's (what the store can keep among them): `-n 99999999999` is refused naming
+    --repetitions, as `repetitions = 99999999999` names its line."""
+    given = {name: value for name, value in flags.items() if value is not None}
+    if not given:
+        return run
+    try:
+        return RunSection.model_validate({**run.model_dump(), **given})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name, bounds = str(err["loc"][0]), err.get("ctx") or {}
+        said = (f"must be at least {bounds['ge']:,}" if "ge" in bounds else
+                f"must be at most {bounds['le']:,}" if "le" in bounds else err["msg"])
+        raise ConfigError(f"{said}, got {given[name]}", field=f"--{name}") from None
 
 
 def _rooted(runtime: RuntimeSection, folder: Path) -> RuntimeSection:

@@ -173,11 +173,18 @@ def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_not_a_constant, parse_int=_bounded_int, parse_float=_finite_float)
 
 
+# For a text this module's encoder wrote: no hooks, so numbers are read in C, not by a Python call each.
+_PLAIN_SCAN = json.JSONDecoder().scan_once
+
+
 def _read_own(text: str) -> Any:
     """`_DECODER.decode` of a text this module's encoder wrote (`as_json`): one JSON value with no
     white space around it, which the scanner alone reads whole, without decode's checks of the
-    edges (two regular expressions and two calls, on every answer)."""
-    return _DECODER.scan_once(text, 0)[0]
+    edges (two regular expressions and two calls, on every answer). Its encoder writes no NaN or
+    infinity (allow_nan=False), so the one hook such a text can need is the integer bound, and a
+    text no longer than MAX_INT_DIGITS cannot hold a longer integer: read without hooks (half the
+    time; searching a longer text for a long run of digits costs what the hooks cost)."""
+    return (_PLAIN_SCAN if len(text) <= MAX_INT_DIGITS else _DECODER.scan_once)(text, 0)[0]
 
 
 def _loads(text: str, raw: bytes | str, what: str, read: Callable[[str], Any] = _DECODER.decode, /,

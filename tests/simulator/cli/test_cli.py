@@ -79,6 +79,41 @@ def test_bad_budget_flag(cli, project, budget, says):
     assert run_rows(project) == 0
 
 
+@pytest.mark.parametrize("args, flag, says", [
+    # Numbers the store cannot keep (BIGINT, INTEGER, DECIMAL(18, 8)) were met at the run's first
+    # write, as a DuckDB conversion error after the banner; and flags skipped simrun.toml's bounds.
+    (("--seed", str(2**63)), "--seed", "must be at most 9,223,372,036,854,775,807"),
+    (("--seed", str(-2**63 - 1)), "--seed", "must be at least"),
+    (("-n", "99999999999"), "--repetitions", "must be at most 10,000"),
+    (("-n", "0"), "--repetitions", "must be at least 1"),
+    (("--concurrency", "5000"), "--concurrency", "must be at most 4,096"),
+    (("--budget", "12345678901usd"), "--budget", "below 10,000,000,000 USD"),
+    (("--budget", "0.123456789usd"), "--budget", "8 decimal places"),
+])
+def test_a_number_out_of_bounds_is_refused_naming_its_flag_before_anything_runs(cli, project, args, flag, says):
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [result.output.strip()] and flag in result.output
+    assert says in result.output and "Conversion" not in result.output
+    assert run_rows(project) == 0
+
+
+def test_a_seed_in_simrun_toml_the_store_cannot_keep_names_its_line(cli, project):
+    toml = project / "simrun.toml"
+    toml.write_text(re.sub(r"(?m)^seed = .*$", f"seed = {2**64}", toml.read_text(), count=1))
+    line = next(i for i, text in enumerate(toml.read_text().splitlines(), 1) if text.startswith("seed ="))
+    result = cli()
+    assert result.exit_code == 2 and f"simrun.toml:{line} (run.seed)" in result.output, result.output
+    assert run_rows(project) == 0
+
+
+def test_the_largest_seed_the_store_keeps_runs(cli, project):
+    result = cli("--seed", str(2**63 - 1), "-n", "1")
+    assert result.exit_code in (0, 1), result.output
+    with Store(project / "simrun.duckdb", create=False) as store:
+        assert store.run("latest")["seed"] == 2**63 - 1
+
+
 def test_validate_and_inspection_commands(cli, project):
     result = cli("validate")
     assert result.exit_code == 0 and "7 personas, 10 goals" in result.output

@@ -87,6 +87,18 @@ def outcome(db: Path, run_id: str | None = None) -> dict:
         }
 
 
+def differences(a: dict, b: dict) -> str:
+    """Where two outcomes part, row by row (pytest's diff of two long dicts shows their ends, not
+    where they differ): the rows only one of them has, by part, the first few of each."""
+    said = []
+    for part in a:
+        only_a, only_b = sorted(set(a[part]) - set(b[part])), sorted(set(b[part]) - set(a[part]))
+        if only_a or only_b or len(a[part]) != len(b[part]):
+            said.append(f"{part}: {len(a[part])} rows against {len(b[part])}; only in the first: {only_a[:4]}; "
+                        f"only in the second: {only_b[:4]}")
+    return "\n".join(said)
+
+
 def ledger_of(db: Path) -> dict:
     with Store(db, create=False) as store:
         run = store.run("latest")
@@ -173,7 +185,7 @@ def test_the_demo_matrix_on_ray_gives_the_findings_of_an_in_process_run(cluster,
     assert "executor: Ray already running" in there.output and "2 workers alive" in there.output
     local, remote = outcome(project / "here.duckdb"), outcome(project / "there.duckdb")
     assert len(remote["ends"]) == 140 and remote["findings"], "the planted faults were found"
-    assert remote == local
+    assert remote == local, differences(remote, local)
 
 
 def test_the_budget_holds_for_the_whole_cluster_and_the_spend_is_the_sum_of_its_calls(cluster, project,
@@ -222,7 +234,8 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_held_calls_count_as_spent
         result = eventloop.run(execute(plan, store, executor=executor, on_conversation=kill_one))
     assert killed and executor.pids[0] != killed[0], "the worker was started again"
     assert result.conversations == result.planned == 24
-    assert outcome(project / "killed.duckdb") == outcome(project / "whole.duckdb")
+    killed_run, whole_run = outcome(project / "killed.duckdb"), outcome(project / "whole.duckdb")
+    assert killed_run == whole_run, differences(killed_run, whole_run)
     ledger = ledger_of(project / "killed.duckdb")
     assert Decimal(ledger["run"]["spent_usd"]) == ledger["sum"] == result.spent_usd
     # Each model call takes 200 ms: the killed worker held calls under way, which may have been billed.
