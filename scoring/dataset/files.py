@@ -22,6 +22,7 @@ from scoring.dataset.goal_sql import check_goal_sql
 from scoring.dataset.models import MANNERS, Goal, Persona, YamlModel
 from scoring.errors import ConfigError
 from scoring.field_errors import first_problem
+from scoring.storable import first_unstorable
 
 
 @dataclass(frozen=True)
@@ -82,11 +83,21 @@ def load_model(path: Path, model: type[YamlModel]) -> YamlModel:
     if not isinstance(data, dict):
         raise ConfigError(f"must be a YAML mapping of {model.__name__.lower()} fields", path=str(path), line=1)
     try:
-        return model.model_validate(data)
+        item = model.model_validate(data)
     except ValidationError as exc:
         problem = first_problem(exc, model, choices={"manners": ("manner", tuple(MANNERS))})
         raise ConfigError(problem.message, path=str(path), line=_line_of(root, problem.loc),
                           field=problem.field) from None
+    # Checked on the file's own values, where a line can be named: a goal's setup, arguments and
+    # expected values go to the runtime as JSON and into the store, and a value neither can hold
+    # would otherwise be met at the runtime's first answer, as the runtime's fault.
+    found = first_unstorable(data, dates=True)
+    if found is not None:
+        where, what = found
+        raise ConfigError(f"{what}: a {model.__name__.lower()}'s values are sent to the runtime as JSON and kept "
+                          "in the store, which cannot hold it", path=str(path), line=_line_of(root, where),
+                          field=".".join(map(str, where)) or None)
+    return item
 
 
 def load_dataset(personas_dir: Path, goals_dir: Path) -> Dataset:

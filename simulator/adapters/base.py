@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from scoring import secrets
+from scoring.storable import MAX_INT_DIGITS, unstorable
 from scoring.untrusted_text import one_line
 from scoring.protocol import SNAPSHOT, Audit, Started, State, TurnResult, violations
 from scoring.errors import RuntimeFault, RuntimeUnavailable
@@ -99,7 +100,6 @@ _SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 # makes no ASCII byte of anything else), so searching the text finds what searching its bytes
 # would, without encoding every answer the python transport copies (`as_json`).
 _SUSPECT_ESCAPE_TEXT = re.compile(_SUSPECT_ESCAPE.pattern.decode("ascii"))
-MAX_INT_DIGITS = 1000                   # an integer longer than this is no value a runtime means
 
 
 class _Unstorable(ValueError):
@@ -121,33 +121,6 @@ def _bounded_int(digits: str) -> int:
     if len(digits.lstrip("-")) > MAX_INT_DIGITS:
         raise _Unstorable(f"an integer of more than {MAX_INT_DIGITS} digits")
     return int(digits)
-
-
-def unstorable(value: Any) -> str | None:
-    """What in a parsed answer the store cannot hold, or None: a string (or key) with a lone
-    surrogate or a NUL character, a number that is not finite, an integer of more than
-    MAX_INT_DIGITS digits. Checked on every answer, before anything is scored or written, so
-    that such an answer costs its conversation (a `runtime_error`) and never the batch or the run."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return "a NUL character in a string"
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                return f"a lone surrogate (\\u{ord(item[exc.start]):04x}) in a string"
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, float) and not math.isfinite(item):
-            return f"the number {item}, which JSON cannot hold"
-        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > MAX_INT_DIGITS * 3.33:
-            return f"an integer of more than {MAX_INT_DIGITS} digits"
-    return None
 
 
 def refuse_unstorable(value: Any, what: str, raw: bytes | str | None = None, **evidence: Any) -> Any:

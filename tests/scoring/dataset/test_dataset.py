@@ -113,3 +113,49 @@ def test_published_json_schemas_are_current():
     for name, body in json_schemas().items():
         published = json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text())
         assert published == body, f"schemas/{name}.schema.json is stale: run `simrun schema`"
+
+
+# Values YAML can write and neither JSON nor the store can hold, each where a goal keeps data
+# that goes to the runtime or into the store. They were met at the runtime's first answer and
+# counted as the runtime's fault (runtime_error, and a release failed on it).
+UNSTORABLE = [(".nan", "the number nan"), (".inf", "the number inf"), ("-.inf", "the number -inf"),
+              ('"a\\0b"', "a NUL character"), ("9" * 1001, "more than 1000 digits"),
+              ("!!binary aGVsbG8=", "a bytes"), ("!!set {a, b}", "a set")]
+PLACES = [("setup:\n  today: 2026-12-01\n", "setup:\n  today: 2026-12-01\n  miles: {value}\n", "setup.miles"),
+          ("  destination: Lisbon\n", "  destination: Lisbon\n  seats: {value}\n", "facts.seats"),
+          ("arguments: {traveler: \"{traveler}\", destination: \"{destination}\"}",
+           "arguments: {{traveler: \"{{traveler}}\", destination: \"{{destination}}\", class: {value}}}",
+           "steps.0.arguments.class")]
+
+
+@pytest.mark.parametrize("value, says", UNSTORABLE)
+@pytest.mark.parametrize("old, new, field", PLACES)
+def test_a_goal_value_json_or_the_store_cannot_hold_is_refused_naming_its_line(project, value, says, old,
+                                                                              new, field):
+    path = project / "goals" / "new-trip-full.yaml"
+    text = path.read_text()
+    assert old in text
+    text = text.replace(old, new.format(value=value), 1)
+    path.write_text(text)
+    exc = error(project)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if value in l)
+    assert (exc.path, exc.line, exc.field) == (str(path), line, field), str(exc)
+    assert says in str(exc) and "sent to the runtime as JSON" in str(exc)
+
+
+def test_what_json_and_the_store_can_hold_loads_dates_and_the_longest_integer_too(project):
+    path = project / "goals" / "new-trip-full.yaml"
+    path.write_text(path.read_text().replace(
+        "setup:\n  today: 2026-12-01\n",
+        f"setup:\n  today: 2026-12-01\n  at: 2026-12-01T10:00:00\n  miles: {'9' * 1000}\n  ratio: -1.5e300\n"
+        "  none: null\n  flag: true\n  note: \"caf\\u00e9 \\U0001F600\"\n", 1))
+    goal = next(g for g in load(project).goals if g.id == "new-trip-full")
+    assert goal.setup["miles"] == 10 ** 1000 - 1 and goal.setup["note"] == "café 😀"
+
+
+def test_a_persona_string_the_store_cannot_hold_is_refused_naming_its_line(project):
+    path = project / "personas" / "plain-paula.yaml"
+    path.write_text(path.read_text() + 'forbidden: ["fine", "not\\0fine"]\n')
+    exc = error(project)
+    assert (exc.field, exc.line) == ("forbidden.1", len(path.read_text().splitlines()))
+    assert "a NUL character" in str(exc)

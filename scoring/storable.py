@@ -1,0 +1,62 @@
+"""What simrun can send as JSON and keep in DuckDB, and where a value breaks that.
+
+One rule for everything that travels as JSON and is stored: a runtime's answers (untrusted,
+read by every transport) and the data of persona and goal files (sent to the runtime as a
+conversation's setup, compared with its store, kept with the run). A string may not hold a NUL
+character or a lone surrogate, a number must be finite, an integer at most MAX_INT_DIGITS
+digits long. A goal file's `.nan` is refused where it is written, naming its line, rather than
+met at the runtime's first answer and counted as the runtime's fault.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any
+
+MAX_INT_DIGITS = 1000                   # an integer longer than this is no value anyone means
+# 2**3321 < 10**1000: an integer of no more bits has at most MAX_INT_DIGITS digits, told without
+# writing it out. Past that its digits are counted (str() refuses past 4,300 digits, and four
+# times as many bits is about 4,000: beyond, it is too long without counting).
+_SHORT_BITS = int(MAX_INT_DIGITS * math.log2(10))
+
+# What a YAML file holds that JSON does not, and simrun turns into JSON itself (ISO dates).
+_DATES = (dt.date, dt.datetime)
+
+
+def unstorable(value: Any) -> str | None:
+    """What in a value the store cannot hold, or None."""
+    found = first_unstorable(value)
+    return found[1] if found else None
+
+
+def first_unstorable(value: Any, *, dates: bool = False) -> tuple[tuple[Any, ...], str] | None:
+    """(the path of keys and indexes to the first value the store cannot hold, what it is), or
+    None. `dates`: YAML's dates and times pass (simrun writes them as ISO text); anything
+    else that is not JSON's (bytes, a set) is reported too."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return path, "a NUL character in a string"
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return path, f"a lone surrogate (\\u{ord(item[exc.start]):04x}) in a string"
+        elif isinstance(item, dict):
+            for key, inner in reversed(item.items()):   # the first key is looked at first
+                stack.append(((*path, key), inner))
+                stack.append(((*path, key), key))
+        elif isinstance(item, list):
+            stack.extend(((*path, i), inner) for i, inner in reversed(list(enumerate(item))))
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return path, f"the number {item}, which JSON cannot hold"
+        elif isinstance(item, int) and not isinstance(item, bool):
+            bits = item.bit_length()
+            if bits > _SHORT_BITS and (bits > 4 * _SHORT_BITS or len(str(abs(item))) > MAX_INT_DIGITS):
+                return path, f"an integer of more than {MAX_INT_DIGITS} digits"
+        elif dates and not (item is None or isinstance(item, (bool, *_DATES))):
+            return path, f"a {type(item).__name__}, which JSON cannot hold"
+    return None
