@@ -44,13 +44,20 @@ class BudgetSection(_Model):
         return value
 
 
+# A dollar a token: far above any model's price, and low enough that every cost is an amount the
+# ledger and the store can count.
+MAX_PER_MTOK = 1_000_000
+
+
 class Price(_Model):
-    input_per_mtok: Decimal = Field(ge=0, description="USD per million input tokens.")
+    input_per_mtok: Decimal = Field(ge=0, le=MAX_PER_MTOK, description="USD per million input tokens.")
     cached_input_per_mtok: Decimal | None = Field(
-        None, ge=0, description="USD per million input tokens read from the prompt cache (default: the input price).")
+        None, ge=0, le=MAX_PER_MTOK,
+        description="USD per million input tokens read from the prompt cache (default: the input price).")
     cache_write_per_mtok: Decimal | None = Field(
-        None, ge=0, description="USD per million input tokens written to the prompt cache (default: the input price).")
-    output_per_mtok: Decimal = Field(ge=0, description="USD per million output tokens.")
+        None, ge=0, le=MAX_PER_MTOK,
+        description="USD per million input tokens written to the prompt cache (default: the input price).")
+    output_per_mtok: Decimal = Field(ge=0, le=MAX_PER_MTOK, description="USD per million output tokens.")
 
 
 class Limit(_Model):

@@ -9,13 +9,14 @@ of it.
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Context, Decimal, InvalidOperation
 
 from scoring.errors import BudgetSyntaxError
 
 PLACES = 8
 UNIT = Decimal(1).scaleb(-PLACES)                   # the smallest amount the store keeps
 CEILING = Decimal(10) ** (18 - PLACES)             # the store holds amounts below this
+_ROOMY = Context(prec=400)
 
 _AMOUNT = re.compile(r"^\s*(?P<dollar>\$)?\s*(?P<num>[-+]?\d+(?:\.\d+)?|[-+]?\.\d+)\s*(?P<unit>[a-z]+)?\s*$", re.I)
 
@@ -49,7 +50,9 @@ def parse_usd(text: str, *, where: str = "--budget") -> Decimal:
 def stored_usd(amount: Decimal) -> Decimal:
     """`amount` to the store's precision, rounded up: a cost or a hold is never under-counted,
     and never by more than UNIT."""
-    return amount.quantize(UNIT, rounding=ROUND_CEILING)
+    # With room for any amount (the default context's 28 digits would refuse 10**20 USD to
+    # eight places): one past the budget is refused by the ledger, not here.
+    return amount.quantize(UNIT, rounding=ROUND_CEILING, context=_ROOMY)
 
 
 def usd(amount: Decimal | float) -> str:

@@ -57,6 +57,18 @@ def test_budgets_toml_bad_value_and_bad_syntax(tmp_path):
     assert info.value.line == 1 and "not valid TOML" in str(info.value)
 
 
+@pytest.mark.parametrize("value, says", [("nan", "finite number"), ("inf", "finite number"),
+                                         ("1000001", "less than or equal to 1000000"), ("1e300", "less than or equal")])
+def test_a_price_no_ledger_can_count_is_refused_naming_its_line(tmp_path, value, says):
+    """TOML writes nan and inf; a price past a dollar a token is no model's, and its costs would be
+    past what the ledger and the store count (a worst case of 10**300 USD raised mid-run)."""
+    path = tmp_path / "budgets.toml"
+    path.write_text(f'[prices."openai:gpt-x"]\ninput_per_mtok = 1\noutput_per_mtok = {value}\n')
+    with pytest.raises(ConfigError) as info:
+        load_budgets(path)
+    assert info.value.line == 3 and says in str(info.value), str(info.value)
+
+
 def test_price_table_keys_with_quotes(tmp_path):
     path = tmp_path / "budgets.toml"
     path.write_text('[prices."openai:gpt-x"]\ninput_per_mtok = 1\noutput_per_mtok = -2\n')
@@ -87,8 +99,9 @@ def test_ledger_never_lets_reservations_overshoot():
     assert ledger.overruns == 1 and ledger.spent == Decimal("0.45")   # counted exactly, and seen
 
 
-prices = st.decimals(min_value=0, max_value=1000, places=12, allow_nan=False, allow_infinity=False)
-tokens = st.integers(min_value=0, max_value=2_000_000)
+prices = st.one_of(st.decimals(min_value=0, max_value=1000, places=12, allow_nan=False, allow_infinity=False),
+                   st.decimals(min_value=0, max_value=1_000_000, places=2, allow_nan=False, allow_infinity=False))
+tokens = st.integers(min_value=0, max_value=20_000_000)
 
 
 @settings(max_examples=500, deadline=None)
