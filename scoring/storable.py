@@ -20,6 +20,17 @@ MAX_INT_DIGITS = 1000                   # an integer longer than this is no valu
 # times as many bits is about 4,000: beyond, it is too long without counting).
 _SHORT_BITS = int(MAX_INT_DIGITS * math.log2(10))
 
+# The store's integer columns, which a number from a file or a flag must fit before it is written
+# (a DuckDB conversion error mid-write is no message for a user): BIGINT for seeds, INTEGER for
+# turns and repetitions.
+BIGINT_MIN, BIGINT_MAX = -2**63, 2**63 - 1
+INTEGER_MAX = 2**31 - 1
+# Money is DECIMAL(18, 8): below ten billion dollars, to the hundred-millionth (simulator/money.py).
+MONEY_PLACES = 8
+MONEY_CEILING = 10 ** (18 - MONEY_PLACES)
+# The most conversations of one cell a run asks for: simrun.toml and -n, baselines and bundles.
+MAX_REPETITIONS = 10_000
+
 # What a YAML file holds that JSON does not, and simrun turns into JSON itself (ISO dates).
 _DATES = (dt.date, dt.datetime)
 

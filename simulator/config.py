@@ -21,6 +21,7 @@ from scoring import input_files
 from scoring.errors import ConfigError
 from scoring.field_errors import first_problem
 from scoring.gate.release import CEILING_CLASSES, DEFAULT_PROGRESS_CEILING
+from scoring.storable import BIGINT_MAX, BIGINT_MIN, MAX_REPETITIONS
 from simulator.identity import clean_labels
 from simulator.money import parse_usd
 
@@ -116,9 +117,9 @@ class Budgets(_Model):
 class RunSection(_Model):
     personas: str = "personas"
     goals: str = "goals"
-    repetitions: int = Field(5, ge=1, le=10_000)
+    repetitions: int = Field(5, ge=1, le=MAX_REPETITIONS)
     # The store keeps the seed as a BIGINT: a larger one is refused here, not at the first write.
-    seed: int = Field(1, ge=-2**63, le=2**63 - 1)
+    seed: int = Field(1, ge=BIGINT_MIN, le=BIGINT_MAX)
     concurrency: int = Field(8, ge=1, le=4096)
     user: str = "scripted"
     user_base_url: str | None = Field(None, description="openai: an OpenAI-compatible server (vLLM, Ollama, a proxy).")

@@ -12,10 +12,11 @@ import re
 from decimal import ROUND_CEILING, Context, Decimal, InvalidOperation
 
 from scoring.errors import BudgetSyntaxError
+from scoring.storable import MONEY_CEILING, MONEY_PLACES
 
-PLACES = 8
+PLACES = MONEY_PLACES
 UNIT = Decimal(1).scaleb(-PLACES)                   # the smallest amount the store keeps
-CEILING = Decimal(10) ** (18 - PLACES)             # the store holds amounts below this
+CEILING = Decimal(MONEY_CEILING)                    # the store holds amounts below this
 _ROOMY = Context(prec=400)
 
 _AMOUNT = re.compile(r"^\s*(?P<dollar>\$)?\s*(?P<num>[-+]?\d+(?:\.\d+)?|[-+]?\.\d+)\s*(?P<unit>[a-z]+)?\s*$", re.I)

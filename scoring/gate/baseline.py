@@ -30,6 +30,7 @@ from scoring.checks.scorer import ALL_CLASSES
 from scoring.errors import BaselineError, StoreError
 from scoring.gate.summary import Cell, CellRepetitions, Counts, GATE_CLASSES, RunSummary, conversations_in, summary_from_store, validate_summary
 from scoring.input_files import printable
+from scoring.storable import MAX_REPETITIONS
 from scoring.store.database import Store
 from scoring.store.run_ids import RUN_ID
 
@@ -51,7 +52,7 @@ class _Model(BaseModel):
 class MatrixShape(_Model):
     personas: list[Annotated[str, Field(pattern=f"^{_ID}$")]] = Field(description="Persona ids of the run.")
     goals: list[Annotated[str, Field(pattern=f"^{_ID}$")]] = Field(description="Goal ids of the run.")
-    repetitions: int = Field(strict=True, ge=1, le=10_000, description="Conversations per cell the run was asked for.")
+    repetitions: int = Field(strict=True, ge=1, le=MAX_REPETITIONS, description="Conversations per cell the run was asked for.")
     cells: Count = Field(description="Cells with at least one conversation.")
     conversations: Count = Field(description="Conversations in the run.")
 

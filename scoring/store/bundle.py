@@ -41,13 +41,17 @@ from scoring.store.rows import Finished
 from scoring.transcript import END_REASONS, Transcript, TurnRecord, UserTurn
 from scoring.dataset.files import Dataset
 from scoring.errors import BundleError, SimrunError
+from scoring.storable import BIGINT_MAX, BIGINT_MIN, INTEGER_MAX, MAX_REPETITIONS, MONEY_CEILING
 
 FORMAT_VERSION = 1
 MAX_BUNDLE_BYTES = 1 << 30
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Every number a bundle gives is one the store can keep (its column's range, finite): a
+    # value past it failed the import's write with DuckDB's "transaction is aborted", or cost a
+    # conversation counted as the runtime's fault.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class RecordedUserTurn(_Model):
@@ -60,11 +64,11 @@ class RecordedUserTurn(_Model):
 
 
 class RecordedTurn(_Model):
-    index: int = Field(ge=1, description="1-based, the order of turn calls.")
+    index: int = Field(ge=1, le=INTEGER_MAX, description="1-based, the order of turn calls.")
     user: RecordedUserTurn
     result: dict[str, Any] | None = Field(description="The turn result as received; null if the turn failed.")
     state: dict[str, Any] | None = Field(None, description="The runtime's store after the turn.")
-    latency_ms: float = 0.0
+    latency_ms: float = Field(0.0, ge=0)
 
 
 class Record(_Model):
@@ -80,15 +84,15 @@ class Record(_Model):
     session_id: str | None = Field(None, description="The runtime's own session id, for its logs.")
     started_at: dt.datetime | None = None
     duration_ms: float = Field(0.0, ge=0)
-    cost_usd: float = Field(0.0, ge=0)
+    cost_usd: float = Field(0.0, ge=0, lt=MONEY_CEILING)
 
 
 class Item(_Model):
     id: str = Field(description="Unique in the bundle; simrun writes persona/goal/repetition.")
     persona: str = Field(description="Persona id, looked up in the current dataset on import.")
     goal: str = Field(description="Goal id, looked up in the current dataset on import.")
-    repetition: int = Field(0, ge=0)
-    seed: int = 0
+    repetition: int = Field(0, ge=0, lt=MAX_REPETITIONS)
+    seed: int = Field(0, ge=BIGINT_MIN, le=BIGINT_MAX)
     prompt: str = Field(description="The first user turn.")
     turns: list[str] = Field(default_factory=list, description="Follow-up user turns after the prompt.")
     response: str | None = Field(description="The final reply.")
@@ -101,8 +105,8 @@ class SourceRun(_Model):
     run_id: str
     user_backend: str
     runtime: str
-    seed: int
-    repetitions: int = Field(ge=1)
+    seed: int = Field(ge=BIGINT_MIN, le=BIGINT_MAX)
+    repetitions: int = Field(ge=1, le=MAX_REPETITIONS)
     scorer_version: str
 
 

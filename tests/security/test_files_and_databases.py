@@ -117,6 +117,16 @@ MALFORMED = {
     "a store off the protocol": (lambda b: _first_turn(b)["state"].__setitem__("events", {"e": 1}),
                                  "record.turns.1.state"),
     "a negative cost": (lambda b: b["items"][0]["record"].__setitem__("cost_usd", -5), "cost_usd"),
+    # Numbers past what the store's columns keep: each failed the import's write with DuckDB's
+    # "transaction is aborted", or cost a conversation recorded as the runtime's fault.
+    "a repetition past the store's": (lambda b: b["items"][0].__setitem__("repetition", 10**12), "repetition"),
+    "a cost past the store's": (lambda b: b["items"][0]["record"].__setitem__("cost_usd", 1e300), "cost_usd"),
+    "a seed past BIGINT": (lambda b: b["items"][0].__setitem__("seed", 2**63), "seed"),
+    "a turn index past INTEGER": (lambda b: _first_turn(b).__setitem__("index", 2**31), "turns.0.index"),
+    "a run's repetitions past the bound": (lambda b: b["run"].__setitem__("repetitions", 10**12), "run.repetitions"),
+    "a run's seed past BIGINT": (lambda b: b["run"].__setitem__("seed", -2**63 - 1), "run.seed"),
+    "an infinite duration": (lambda b: b["items"][0]["record"].__setitem__("duration_ms", 1e999), "duration_ms"),
+    "a negative latency": (lambda b: _first_turn(b).__setitem__("latency_ms", -1.0), "latency_ms"),
 }
 
 
