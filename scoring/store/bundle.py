@@ -41,7 +41,7 @@ from scoring.store.rows import Finished
 from scoring.transcript import END_REASONS, Transcript, TurnRecord, UserTurn
 from scoring.dataset.files import Dataset
 from scoring.errors import BundleError, SimrunError
-from scoring.storable import BIGINT_MAX, BIGINT_MIN, INTEGER_MAX, MAX_REPETITIONS, MONEY_CEILING
+from scoring.storable import BIGINT_MAX, BIGINT_MIN, INTEGER_MAX, MAX_REPETITIONS, MONEY_CEILING, first_unstorable
 
 FORMAT_VERSION = 1
 MAX_BUNDLE_BYTES = 1 << 30
@@ -205,18 +205,27 @@ def load_bundle(path: Path | str) -> Bundle:
         raise BundleError(f"{path}: not a bundle: its JSON is nested too deep to read") from None
     except ValidationError as exc:
         err = exc.errors()[0]
-        # A key is the file's own text: quoted unless plain, so that an error stays one line.
-        loc = [str(p) if isinstance(p, int) or str(p).isidentifier() else repr(p) for p in err["loc"]]
-        if len(loc) >= 2 and err["loc"][0] == "items" and isinstance(err["loc"][1], int) and isinstance(data, dict):
-            try:
-                loc[1] = f"{loc[1]} ({data['items'][err['loc'][1]].get('id')!r})"
-            except (AttributeError, IndexError, KeyError, TypeError):
-                pass
-        where = ".".join(loc) or "file"
-        why = " ".join(err["msg"].removeprefix("Value error, ").split())
-        raise BundleError(f"{path} ({where}): {why}") from None
+        raise BundleError(f"{path} ({_where(data, err['loc'])}): "
+                          f"{' '.join(err['msg'].removeprefix('Value error, ').split())}") from None
+    # What a live answer could not bring in (NaN, an infinity, a NUL, an integer past the bound,
+    # refused as each answer is read) must not come in through a bundle either, in any field:
+    # the store would keep `Infinity`, which is not JSON, in a JSON column.
+    found = first_unstorable(data)
+    if found is not None:
+        raise BundleError(f"{path} ({_where(data, found[0])}): not storable: {found[1]}")
     _check_evidence(bundle, path)
     return bundle
+
+
+def _where(data: Any, loc: tuple[Any, ...]) -> str:
+    """A place in the bundle, as one line: keys quoted unless plain, an item named by its id."""
+    parts = [str(p) if isinstance(p, int) or str(p).isidentifier() else repr(p) for p in loc]
+    if len(parts) >= 2 and loc[0] == "items" and isinstance(loc[1], int) and isinstance(data, dict):
+        try:
+            parts[1] = f"{parts[1]} ({data['items'][loc[1]].get('id')!r})"
+        except (AttributeError, IndexError, KeyError, TypeError):
+            pass
+    return ".".join(parts) or "file"
 
 
 def _check_evidence(bundle: Bundle, path: Path) -> None:

@@ -5,6 +5,7 @@ not meant to, writes outside its folder, or leaves an empty run behind."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -127,6 +128,18 @@ MALFORMED = {
     "a run's seed past BIGINT": (lambda b: b["run"].__setitem__("seed", -2**63 - 1), "run.seed"),
     "an infinite duration": (lambda b: b["items"][0]["record"].__setitem__("duration_ms", 1e999), "duration_ms"),
     "a negative latency": (lambda b: _first_turn(b).__setitem__("latency_ms", -1.0), "latency_ms"),
+    # What a live answer cannot bring in (each is refused as it is read), in any field of a
+    # bundle: imported, `Infinity` was kept in a JSON column, which is not JSON.
+    "an infinity in a user turn's meta": (lambda b: _first_turn(b)["user"]["meta"].__setitem__("x", math.inf),
+                                          "turns.0.user.meta.x): not storable: the number inf"),
+    "a NaN in a store": (lambda b: _first_turn(b)["state"].__setitem__("extra", math.nan),
+                         "turns.0.state.extra): not storable: the number nan"),
+    "a NUL in a reply": (lambda b: _first_turn(b)["result"].__setitem__("reply", "a\x00b"),
+                         "turns.0.result.reply): not storable: a NUL character"),
+    "a NUL in a prompt": (lambda b: b["items"][0].__setitem__("prompt", "a\x00b"), "prompt): not storable"),
+    "an integer past the bound in an audit": (
+        lambda b: b["items"][0]["record"]["audit"][0].__setitem__("extra", 10 ** 1200),
+        "record.audit.0.extra): not storable: an integer of more than 1000 digits"),
 }
 
 
