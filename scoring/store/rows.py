@@ -25,7 +25,10 @@ class JsonText(str):
 def to_json(value: Any) -> str | None:
     if value is None or isinstance(value, JsonText):
         return value
-    return json.dumps(value, default=str)
+    # No NaN or Infinity: DuckDB keeps them in a JSON column without a word, and no JSON reader
+    # reads them back. A value holding one (a trace's double, a tool call's arguments) makes its
+    # conversation's rows refused, and the conversation is stored as a stand-in that says why.
+    return json.dumps(value, default=str, allow_nan=False)
 
 
 def from_json(value: Any) -> Any:
@@ -101,12 +104,23 @@ def stand_in(f: Finished, reason: str) -> Finished:
     the write foresaw): its identity and a `runtime_error` with the reason, no turns, no scores,
     so that it costs that conversation only, and says why. Its model calls are kept, paid for,
     without what they sent and answered."""
-    persona, goal, repetition, seed, *_ = f.encoded().transcript.conversation
+    t = f.transcript     # not encoded again: encoding may be what failed
+    persona, goal, repetition, seed = (t.conversation[:4] if isinstance(t, EncodedTranscript)
+                                       else (t.persona, t.goal, t.repetition, t.seed))
     error = {"kind": "unstorable", "message": f"the conversation could not be stored: {reason}"}
     return replace(f, transcript=EncodedTranscript(
         (persona, goal, repetition, seed, None, None, None, None, to_json(error), "runtime_error", None), ()),
         scorecard=Scorecard(None, "not judged: the conversation could not be stored", 0, "runtime_error", {}),
         model_calls=paid_only(f.model_calls))
+
+
+def encoded_or_stand_in(f: Finished) -> Finished:
+    """`f` encoded for the store, or its stand-in when its transcript holds what JSON cannot (a
+    Ray worker encodes where the conversation finished, away from the store's own fallback)."""
+    try:
+        return f.encoded()
+    except (ValueError, RecursionError) as exc:
+        return stand_in(f, f"{type(exc).__name__}: {exc}"[:300]).encoded()
 
 
 def paid_only(calls) -> tuple[dict, ...]:

@@ -28,7 +28,7 @@ import ray
 
 from scoring import secrets
 from scoring.errors import SimrunError
-from scoring.store.rows import Finished
+from scoring.store.rows import Finished, encoded_or_stand_in
 from simulator.cluster.floats import FloatLedger
 from simulator.cluster.shared import LedgerLost, RemoteLimiter
 from simulator.conversation import Cell, converse
@@ -151,7 +151,7 @@ class Worker:
             if self.ledger.lost or (self.limiter is not None and self.limiter.lost):
                 # Its calls could not be held or booked: it ended on that, which is no finding.
                 raise LedgerLost("the cluster's budget or rate-limit actor is gone")
-            return conversation.finished().encoded()
+            return encoded_or_stand_in(conversation.finished())
 
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(one(key)) for key in cells]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from decimal import Decimal
 
 import duckdb
@@ -15,7 +16,7 @@ import pytest
 
 from scoring.errors import RuntimeFault
 from scoring.store.database import Store
-from scoring.store.rows import Finished
+from scoring.store.rows import Finished, encoded_or_stand_in
 from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simulator.adapters.base import parse_json, read_answer
 
@@ -130,3 +131,31 @@ def test_the_store_writes_a_refused_conversation_alone_as_a_stand_in(tmp_path):
         assert error["kind"] == "unstorable" and "could not be stored" in error["message"]
         paid = store.con.execute("SELECT count(*), sum(cost_usd) FROM model_calls").fetchone()
         assert paid == (3, Decimal("1.5"))          # what was paid for is stored, even for the stand-in
+
+
+def _with_state(cid: str, state: dict) -> Finished:
+    f = _finished(cid, "fine")
+    turn = f.transcript.turns[0]
+    return Finished(cid, Transcript("p", "g", 1, 0, (TurnRecord(1, turn.user, turn.result, state, 1.0),), "turn_cap"),
+                    f.scorecard, 0.0, 0.1, f.cost_usd, f.model_calls)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_value_no_json_reader_can_read_back_is_never_stored_in_a_json_column(tmp_path, value):
+    """What reaches the store without being read as JSON (a store built from a runtime's traces,
+    a tool call's arguments) can hold NaN or an infinity; DuckDB kept them in a JSON column as
+    `NaN` and `Infinity`, which no JSON reader reads back. The conversation is a stand-in that
+    says why, here and where a Ray worker encodes it; the others are stored whole."""
+    bad = _with_state("p/g/1", {"records": {}, "events": [{"turn": 1, "arguments": {"x": value}}]})
+    stood = encoded_or_stand_in(bad)
+    assert stood.transcript.conversation[-2] == "runtime_error" and stood.transcript.turns == ()
+    assert "not JSON compliant" in json.loads(stood.transcript.conversation[8])["message"]
+    with Store(tmp_path / "s.duckdb") as store:
+        store.create_run("r1", config={}, dataset_hash="h", dataset={}, scorer_version="1", simrun_version="1",
+                         user_backend="scripted", runtime="x", seed=1, repetitions=1, budget_usd=Decimal(1))
+        store.record_many("r1", [_with_state("p/g/0", {"k": 1.5}), bad, _with_state("p/g/2", {"k": -0.0})])
+        ends = dict(store.con.execute("SELECT conversation_id, end_reason FROM conversations").fetchall())
+        assert ends == {"p/g/0": "turn_cap", "p/g/1": "runtime_error", "p/g/2": "turn_cap"}
+        texts = store.con.execute("SELECT state::VARCHAR FROM turns UNION ALL SELECT error::VARCHAR FROM "
+                                  "conversations WHERE error IS NOT NULL").fetchall()
+        assert len(texts) == 3 and all(json.loads(t, parse_constant=pytest.fail) for (t,) in texts)
