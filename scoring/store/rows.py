@@ -120,7 +120,7 @@ def encoded_or_stand_in(f: Finished) -> Finished:
     try:
         return f.encoded()
     except (ValueError, RecursionError) as exc:
-        return stand_in(f, f"{type(exc).__name__}: {exc}"[:300]).encoded()
+        return stand_in(f, f"{type(exc).__name__}: {exc}"[:300])   # encoded already
 
 
 def paid_only(calls) -> tuple[dict, ...]:
