@@ -222,18 +222,28 @@ def check_goal_sql(query: str) -> str | None:
     return None
 
 
-def _rows(query: str, state: dict) -> tuple[list[tuple], list[tuple], tuple[str, str]]:
-    """The store's two tables as rows, and the query's key in the cache of answers."""
+def _rows(state: dict) -> tuple[list[tuple], list[tuple]]:
+    """The store's two tables, as rows."""
     records = [(rid, _as_text(rec.get("type")), json.dumps(rec))
                for rid, rec in (state.get("records") or {}).items()]
     events = [(e.get("id"), e.get("turn"), e.get("operation"), e.get("record"), e.get("status"), e.get("offer"),
                e.get("reason"), json.dumps(e.get("arguments"))) for e in state.get("events") or []]
-    # The loop checks the goal after every turn and the scorer checks the final store again,
-    # often the same store: a query costs about a millisecond of DuckDB planning and a round trip
-    # to the sandbox, a lookup here a hash of the rows. The key is a digest, so the cache's size
-    # does not grow with the store's.
-    key = (query, hashlib.sha256(json.dumps([records, events, "records" in state], default=str).encode()).hexdigest())
-    return records, events, key
+    return records, events
+
+
+# `default=str`: a key is made of whatever a store holds, JSON's own or not (one built in Python).
+_KEY_ENCODER = json.JSONEncoder(default=str)
+
+
+def _key(query: str, state: dict) -> tuple[str, str]:
+    """The query's key in the cache of answers. The loop checks the goal after every turn and the
+    scorer checks the final store again, often the same store: a query costs about a millisecond
+    of DuckDB planning and a round trip to the sandbox, a lookup here a hash. The digest is of the
+    store as it came, which fixes the tables built from it (the same store, the same rows), so
+    that a lookup builds no rows (half its time); and the cache's size does not grow with the
+    store's."""
+    whole = [state.get("records"), state.get("events"), "records" in state]
+    return query, hashlib.sha256(_KEY_ENCODER.encode(whole).encode()).hexdigest()
 
 
 def _kept_answer(key: tuple[str, str]) -> bool | None:
@@ -252,7 +262,7 @@ def known_answer(query: str, state: dict) -> bool:
     """`sql_holds`'s answer when it is already known (the query ran over this very store), without
     running anything; NotAnswered otherwise. For a caller that must not block: the conversation
     loop, which checks a goal inline when it can and hops to a thread only to run a query."""
-    answer = _kept_answer(_rows(query, state)[2])
+    answer = _kept_answer(_key(query, state))
     if answer is None:
         raise NotAnswered(query)
     return answer
@@ -260,10 +270,11 @@ def known_answer(query: str, state: dict) -> bool:
 
 def sql_holds(query: str, state: dict) -> bool:
     """Whether the query returns true over this store. QueryFailed when it cannot say."""
-    records, events, key = _rows(query, state)
+    key = _key(query, state)
     answer = _kept_answer(key)
     if answer is not None:
         return answer
+    records, events = _rows(state)
     try:
         select_sql = parse_select(query)
         if "records" not in state and "records" in duckdb.get_table_names(select_sql):

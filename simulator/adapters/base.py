@@ -148,6 +148,19 @@ _DECODER = json.JSONDecoder(parse_constant=_not_a_constant, parse_int=_bounded_i
 
 # For a text this module's encoder wrote: no hooks, so numbers are read in C, not by a Python call each.
 _PLAIN_SCAN = json.JSONDecoder().scan_once
+_A_DIGIT = re.compile("[0-9]")
+_LONG_DIGIT_RUN = re.compile("[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+
+
+def _long_digit_run(text: str) -> bool:
+    """Whether `text` has a run of more than MAX_INT_DIGITS ASCII digits. Any such run covers a
+    position that is a multiple of MAX_INT_DIGITS, so only around those of them that hold a digit
+    is the text searched: a turn result is looked at in two places, not all through."""
+    for hit in _A_DIGIT.finditer(text[::MAX_INT_DIGITS]):
+        at = hit.start() * MAX_INT_DIGITS
+        if _LONG_DIGIT_RUN.search(text, max(0, at - MAX_INT_DIGITS), at + MAX_INT_DIGITS + 1):
+            return True
+    return False
 
 
 def _read_own(text: str) -> Any:
@@ -155,9 +168,10 @@ def _read_own(text: str) -> Any:
     white space around it, which the scanner alone reads whole, without decode's checks of the
     edges (two regular expressions and two calls, on every answer). Its encoder writes no NaN or
     infinity (allow_nan=False), so the one hook such a text can need is the integer bound, and a
-    text no longer than MAX_INT_DIGITS cannot hold a longer integer: read without hooks (half the
-    time; searching a longer text for a long run of digits costs what the hooks cost)."""
-    return (_PLAIN_SCAN if len(text) <= MAX_INT_DIGITS else _DECODER.scan_once)(text, 0)[0]
+    text with no run of more than MAX_INT_DIGITS digits cannot break it: read without hooks (half
+    the time). A text with such a run (an integer past the bound, or only a string of digits) is
+    read with them, which tell the two apart."""
+    return (_DECODER.scan_once if _long_digit_run(text) else _PLAIN_SCAN)(text, 0)[0]
 
 
 def _loads(text: str, raw: bytes | str, what: str, read: Callable[[str], Any] = _DECODER.decode, /,

@@ -14,11 +14,13 @@ import asyncio
 import inspect
 import json
 import math
+import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scoring.errors import RuntimeFault
+from scoring.storable import MAX_INT_DIGITS
 from simulator.adapters import base
 from simulator.adapters.python import _call
 
@@ -104,6 +106,29 @@ def test_as_json_answers_as_the_old_one_did_at_the_edges():
     for value in (_nested(50, 1), _nested(5000, 1), _nested(100_000, "x"), cyclic, {"a": object()},
                   {(1, 2): 3}, [10 ** 1000], [10 ** 1001], {"s": "\x00"}, {"\udcff": 1}, float("nan")):
         assert _outcome(base.as_json, value, "state") == _outcome(_old_as_json, value, "state")
+
+
+digit_runs = st.lists(st.tuples(st.integers(0, 2100), st.booleans()), max_size=6).map(
+    lambda parts: "".join(("7" if digits else "x") * length for length, digits in parts))
+
+
+@EXAMPLES
+@given(digit_runs)
+def test_a_long_run_of_digits_is_found_wherever_it_lies(text):
+    """The sampled search (every MAX_INT_DIGITS-th character) answers as searching all the text."""
+    whole = re.search("[0-9]{%d}" % (MAX_INT_DIGITS + 1), text) is not None
+    assert base._long_digit_run(text) is whole
+
+
+def test_an_integer_past_the_bound_is_refused_at_every_offset_of_a_long_text():
+    """A turn result longer than MAX_INT_DIGITS is read back without hooks when it holds no long
+    integer: one past the bound is still refused, wherever it starts (around each sampled
+    position), and one at the bound is read back as it was."""
+    for padding in (*range(990, 1010), *range(1990, 2010), 2500):
+        for digits, refused in ((MAX_INT_DIGITS + 1, True), (MAX_INT_DIGITS, False)):
+            value = {"reply": "x" * padding, "n": 10 ** (digits - 1)}
+            assert _outcome(base.as_json, value, "turn result") == _outcome(_old_as_json, value, "turn result")
+            assert (_outcome(base.as_json, value, "turn result")[0] == "fault") is refused
 
 
 def test_a_failed_encoding_leaves_nothing_behind():
