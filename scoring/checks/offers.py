@@ -43,7 +43,10 @@ class Take:
 class Takes:
     by_turn: dict[int, Take]
     unknown: frozenset[int]     # message turns where whether an offer was taken is not known
-    shown: dict[str, list[tuple[int, dict[str, Any]]]]   # offer id -> [(turn shown, {operation, record})]
+    # (turn, offer id -> {operation, record}) for every turn that showed offers, in order. Looked
+    # through backwards when asked, rather than indexed by offer up front: a runtime may show
+    # dozens of offers a turn, and only the few taken up are ever asked about.
+    shown: tuple[tuple[int, dict[str, dict[str, Any]]], ...]
 
     def attributed(self, event: dict[str, Any]) -> Take | None:
         """The take that led to `event`, or None."""
@@ -57,8 +60,14 @@ class Takes:
 
     def as_shown(self, offer: Any, turn: int) -> dict[str, Any] | None:
         """How `offer` was last shown before turn `turn` (its operation and record)."""
-        showings = [what for at, what in self.shown.get(offer, []) if at < turn]
-        return showings[-1] if showings else None
+        return _last_shown(self.shown, offer, turn)
+
+
+def _last_shown(showings, offer: Any, turn: int) -> dict[str, Any] | None:
+    for at, offers in reversed(showings):
+        if at < turn and offer in offers:
+            return offers[offer]
+    return None
 
 
 _followed = threading.local()
@@ -81,7 +90,7 @@ def follow(transcript: Transcript) -> Takes:
 def _follow(transcript: Transcript) -> Takes:
     by_turn: dict[int, Take] = {}
     unknown: set[int] = set()
-    showings: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    showings: list[tuple[int, dict[str, dict[str, Any]]]] = []
     for turn in transcript.turns:
         offers = shown_before(transcript, turn)
         if turn.user.kind == "click" and turn.user.offer is not None:
@@ -92,14 +101,14 @@ def _follow(transcript: Transcript) -> Takes:
                 unknown.add(turn.index)
             elif taken and offers.has(taken) is not False:
                 by_turn[turn.index] = _take(turn.index, taken, offers.has(taken), showings)
-        for oid, what in shown(turn.result).offers.items():
-            showings.setdefault(oid, []).append((turn.index, what))
-    return Takes(by_turn, frozenset(unknown), showings)
+        now = shown(turn.result).offers
+        if now:
+            showings.append((turn.index, now))
+    return Takes(by_turn, frozenset(unknown), tuple(showings))
 
 
-def _take(turn: int, offer: str, fresh: bool | None, showings: dict) -> Take:
-    seen = showings.get(offer)
-    what = seen[-1][1] if seen else {}
+def _take(turn: int, offer: str, fresh: bool | None, showings: list) -> Take:
+    what = _last_shown(showings, offer, turn) or {}
     return Take(turn, offer, fresh, what.get("operation"), what.get("record"))
 
 

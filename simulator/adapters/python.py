@@ -119,9 +119,11 @@ class PythonRuntime(Checked):
     def _answer(self, value: Any, what: str) -> Any:
         return as_json(value, what, self.max_result_bytes)
 
+    # What simrun sends (a start request, a turn's payload) is made anew for each call, of JSON's
+    # own types, and not read again: it is passed as it is, for the runtime to keep or change.
+    # What the runtime answers is copied through JSON (`_answer`), as a wire would copy it.
     async def start(self, request: dict[str, Any]) -> str:
-        return self._started(self._answer(await guarded("start", self.runtime.start, as_json(request, "start")),
-                                          "start reply"))
+        return self._started(self._answer(await guarded("start", self.runtime.start, request), "start reply"))
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
         return self._turn(self._answer(await guarded("turn", self.runtime.turn, session, payload),

@@ -7,6 +7,7 @@ checkable against the facts. Every function takes its own seeded `random.Random`
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import string
@@ -50,10 +51,16 @@ class Segment:
     protected: bool = False
 
 
+@functools.lru_cache(maxsize=1024)
+def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...]:
+    # A goal's few templates are filled in on every turn of every conversation: parsed once.
+    return tuple(string.Formatter().parse(template))
+
+
 def render(template: str, values: dict[str, Any]) -> list[Segment]:
     """Fill a template; the filled-in values come back as protected segments."""
     segments = []
-    for literal, name, spec, conversion in string.Formatter().parse(template):
+    for literal, name, spec, conversion in _parsed(template):
         if literal:
             segments.append(Segment(literal))
         if name:
@@ -96,6 +103,9 @@ def text_of(segments: list[Segment]) -> str:
     return "".join(s.text for s in segments)
 
 
+_POLITENESS = re.compile(r"\b(please|could you|can you|would you|kindly|i'd like to|i want to|i need to)\b\s*", re.I)
+
+
 def terse(segments: list[Segment]) -> list[Segment]:
     """Strip politeness and final punctuation; keep facts as they are."""
     out = []
@@ -103,8 +113,7 @@ def terse(segments: list[Segment]) -> list[Segment]:
         if seg.protected:
             out.append(seg)
             continue
-        text = re.sub(r"\b(please|could you|can you|would you|kindly|i'd like to|i want to|i need to)\b\s*",
-                      "", seg.text, flags=re.I)
+        text = _POLITENESS.sub("", seg.text)
         out.append(Segment(text.lower()))
     joined = text_of(out).strip()
     if joined and not out[-1].protected:
