@@ -21,13 +21,19 @@ from scoring import input_files
 from scoring.errors import ConfigError
 from scoring.field_errors import first_problem
 from scoring.gate.release import CEILING_CLASSES, DEFAULT_PROGRESS_CEILING
-from scoring.storable import BIGINT_MAX, BIGINT_MIN, MAX_REPETITIONS
+from scoring.storable import BIGINT_MAX, BIGINT_MIN, MAX_REPETITIONS, first_unstorable
 from simulator.identity import clean_labels
 from simulator.money import parse_usd
 
 
+# A request or a model call that may wait longer than a day is a hang, not a setting; and an
+# unbounded wait (inf) reaches asyncio's deadlines and the run's stored configuration.
+MAX_TIMEOUT_S = 86_400
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No NaN or infinity in any setting: a run's settings are stored with it, as JSON.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class BudgetSection(_Model):
@@ -164,8 +170,9 @@ class RuntimeSection(_Model):
     cwd: str | None = Field(None, description=(
         "The started command's working directory (default: the folder of simrun.toml; relative to it)."))
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the started command.")
-    timeout_s: float = Field(30.0, gt=0, description="Seconds one request may take before it is a runtime_error.")
-    startup_timeout_s: float = Field(30.0, gt=0, description=(
+    timeout_s: float = Field(30.0, gt=0, le=MAX_TIMEOUT_S,
+                             description="Seconds one request may take before it is a runtime_error.")
+    startup_timeout_s: float = Field(30.0, gt=0, le=MAX_TIMEOUT_S, description=(
         "Seconds a runtime simrun started has to answer first: http, its /v1/health; stdio, its first answer."))
     headers: dict[str, str] = Field(
         default_factory=dict, description=("http, chat, template: request headers; ${VAR} is read from the "
@@ -227,7 +234,8 @@ class UserSection(_Model):
     max_tokens: int = Field(300, ge=16, le=100_000, description="Most tokens one answer may take; a cut-off "
                             "answer is a simulator_error that says to raise this.")
     temperature: float = Field(1.0, ge=0, le=2, description="Sampling temperature of the user model.")
-    timeout_s: float = Field(60.0, gt=0, description="Seconds one model call may take before it is retried.")
+    timeout_s: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S,
+                             description="Seconds one model call may take before it is retried.")
     concurrency: int | None = Field(None, ge=1, le=4096, description="Most model calls in flight at once (1 for "
                                     "a single-slot local server); conversations wait their turn.")
 
@@ -284,11 +292,19 @@ def load_toml_model(path: Path, model: type[_Model]) -> _Model:
     except RecursionError:
         raise ConfigError("not valid TOML: nested too deep", path=str(path)) from None
     try:
-        return model.model_validate(data)
+        loaded = model.model_validate(data)
     except ValidationError as exc:
         problem = first_problem(exc, model, noun="setting")
         raise ConfigError(problem.message, path=str(path), line=_toml_line(text, problem.path),
                           field=problem.field) from None
+    # What the model leaves open (a python runtime's options, a template's body) is checked by the
+    # rule every stored value is: the settings are kept with the run, as JSON.
+    found = first_unstorable(data, dates=True)
+    if found is not None:
+        where, what = found
+        raise ConfigError(f"{what}: a run's settings are kept in the store, which cannot hold it", path=str(path),
+                          line=_toml_line(text, where), field=".".join(map(str, where)) or None)
+    return loaded
 
 
 def load_budgets(path: Path | str = "budgets.toml") -> Budgets:

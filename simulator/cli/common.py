@@ -117,7 +117,7 @@ PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files."
 TRANSPORT = typer.Option(None, "--transport", help="python, http or stdio (over simrun.toml's runtime.transport).")
 URL = typer.Option(None, "--url", help="http: the base URL of a running runtime.")
 RUNTIME_COMMAND = typer.Option(None, "--runtime-command", help="http or stdio: the command that starts the runtime.")
-TIMEOUT = typer.Option(None, "--timeout", help="Seconds one runtime request may take.")
+TIMEOUT = typer.Option(None, "--timeout", help="Seconds one runtime request may take (at most 86,400).")
 HEADER = typer.Option(None, "--header", help="http: NAME=VALUE request header; ${VAR} is read from the environment.")
 GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
 EXECUTOR = typer.Option(None, "--executor", help="in-process (default), or ray: the conversations on the "

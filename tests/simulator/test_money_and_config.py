@@ -69,6 +69,41 @@ def test_a_price_no_ledger_can_count_is_refused_naming_its_line(tmp_path, value,
     assert info.value.line == 3 and says in str(info.value), str(info.value)
 
 
+@pytest.mark.parametrize("line, field, says", [
+    ("timeout_s = inf", "runtime.timeout_s", "finite number"),
+    ("startup_timeout_s = nan", "runtime.startup_timeout_s", "finite number"),
+    ("timeout_s = 1e9", "runtime.timeout_s", "less than or equal to 86400"),
+    ("options = {scale = inf}", "runtime.options.scale", "the number inf"),
+    ("options = {name = \"a\\u0000b\"}", "runtime.options.name", "NUL"),
+    (f"options = {{big = {10 ** 19}}}", "runtime.options.big", None),
+    ("options = {deep = [1, [2, -inf]]}", "runtime.options.deep.1.1", "the number -inf"),
+])
+def test_a_setting_the_store_cannot_keep_is_refused_naming_its_line(tmp_path, line, field, says):
+    """A run's settings are stored with it, as JSON: a setting holding NaN, an infinity or a NUL
+    (TOML writes all three), or a wait no run means (a timeout past a day), is refused at load,
+    naming the file, line and field; it had raised mid-run, after the banner, from the store."""
+    path = tmp_path / "simrun.toml"
+    path.write_text(f'[run]\nuser = "scripted"\n\n[runtime]\ntransport = "python"\n{line}\n')
+    if says is None:        # within what TOML and the store hold: loaded as written
+        assert load_project(path).runtime.options == {"big": 10 ** 19}
+        return
+    with pytest.raises(ConfigError) as info:
+        load_project(path)
+    assert (info.value.path, info.value.line, info.value.field) == (str(path), 6, field), info.value
+    assert says in str(info.value), str(info.value)
+
+
+def test_a_model_call_timeout_is_finite_and_at_most_a_day(tmp_path):
+    path = tmp_path / "simrun.toml"
+    for value, says in (("inf", "finite number"), ("86401", "less than or equal to 86400")):
+        path.write_text(f"[user]\ntimeout_s = {value}\n")
+        with pytest.raises(ConfigError) as info:
+            load_project(path)
+        assert info.value.line == 2 and says in str(info.value), str(info.value)
+    path.write_text("[user]\ntimeout_s = 86400\n")
+    assert load_project(path).user.timeout_s == 86400
+
+
 def test_price_table_keys_with_quotes(tmp_path):
     path = tmp_path / "budgets.toml"
     path.write_text('[prices."openai:gpt-x"]\ninput_per_mtok = 1\noutput_per_mtok = -2\n')

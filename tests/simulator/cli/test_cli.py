@@ -89,6 +89,9 @@ def test_bad_budget_flag(cli, project, budget, says):
     (("--concurrency", "5000"), "--concurrency", "must be at most 4,096"),
     (("--budget", "12345678901usd"), "--budget", "below 10,000,000,000 USD"),
     (("--budget", "0.123456789usd"), "--budget", "8 decimal places"),
+    # A wait with no end (the run's settings, stored as JSON, cannot hold inf: it had raised there).
+    (("--timeout", "inf"), "--timeout", "finite number"),
+    (("--timeout", "1e6"), "--timeout", "less than or equal to 86400"),
 ])
 def test_a_number_out_of_bounds_is_refused_naming_its_flag_before_anything_runs(cli, project, args, flag, says):
     result = cli(*args)
