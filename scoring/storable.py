@@ -11,7 +11,9 @@ met at the runtime's first answer and counted as the runtime's fault.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
+import re
 from typing import Any
 
 MAX_INT_DIGITS = 1000                   # an integer longer than this is no value anyone means
@@ -71,3 +73,26 @@ def first_unstorable(value: Any, *, dates: bool = False) -> tuple[tuple[Any, ...
         elif dates and not (item is None or isinstance(item, (bool, *_DATES))):
             return path, f"a {type(item).__name__}, which JSON cannot hold"
     return None
+
+
+# Where a JSON text can hold what `first_unstorable` finds and a plain read does not refuse: NaN
+# and infinities (constants, or a literal past the float range: a three-digit exponent, or 210
+# digits and more before it), an integer past the bound, a NUL or a lone surrogate (escapes). A
+# text with none of these is storable once it is JSON, and is not walked.
+_SUSPECT_TEXT = re.compile(r"NaN|Infinity|[eE][+-]?[0-9]{3}|[0-9]{210}|\\u(?:0000|[dD][89a-fA-F])")
+
+
+def json_text_problem(text: str) -> str | None:
+    """What a JSON text that was stored elsewhere (another job's shard) holds that the store's own
+    JSON cannot, or that it is no JSON at all; None when it is storable. DuckDB keeps NaN,
+    infinities and 1e999 in a JSON column without a word, and no JSON reader reads them back."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return "JSON nested too deep to read"
+    except ValueError:
+        return "text that is not JSON"
+    if not _SUSPECT_TEXT.search(text):
+        return None
+    found = first_unstorable(value)
+    return found[1] if found else None

@@ -18,6 +18,7 @@ from scoring.store.duck import reason, transaction
 from scoring.store.database import Store, reading
 from scoring.errors import ConfigError
 from scoring.store.run_ids import new_run_id
+from scoring.storable import json_text_problem
 
 TABLES = ("conversations", "turns", "findings", "checks", "model_calls")
 
@@ -30,8 +31,28 @@ def _shard_runs(paths: list[Path]) -> list[tuple[Path, dict]]:
             if len(rows) != 1:
                 raise ConfigError(f"{path}: expected exactly one sharded run (made with --shard i/n), "
                                   f"found {len(rows)}", field="SHARDS")
+            _refuse_unstorable(store, path, rows[0][0])
             runs.append((path, store.run(rows[0][0])))
     return runs
+
+
+def _refuse_unstorable(store: Store, path: Path, run_id: str) -> None:
+    """A shard is another job's file, and may have been changed since it was written: every JSON
+    value of its run is held to the rule the store's own are written by (scoring/storable.py),
+    before anything is read into the joined run, or copied."""
+    for table in ("runs", *TABLES):
+        columns = [row[0] for row in store.con.execute(f"DESCRIBE {table}").fetchall() if row[1] == "JSON"]
+        if not columns:
+            continue
+        cursor = store.con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ?", [run_id])
+        while rows := cursor.fetchmany(1024):
+            for row in rows:
+                for column, text in zip(columns, row):
+                    problem = json_text_problem(text) if text is not None else None
+                    if problem:
+                        raise ConfigError(f"{path}: {table}.{column} of run {run_id} holds {problem}, which a "
+                                          "store cannot keep: simrun writes no such value, so the file was "
+                                          "changed, or not written by simrun", field="SHARDS")
 
 
 def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -> str:

@@ -54,6 +54,34 @@ def test_merge_takes_shard_paths_as_data_never_as_sql(simrun, project):
     assert status == "finished"
 
 
+@pytest.mark.parametrize("table, column, value, says", [
+    ("turns", "result", '{"reply": "hi", "score": NaN}', "the number nan"),
+    ("turns", "state", '{"records": {}, "events": [], "x": 1e999}', "the number inf"),
+    ("conversations", "final_state", '{"records": {"a": {"name": "a\\u0000b"}}, "events": []}', "a NUL character"),
+    ("conversations", "audit", '[{"turn": 1, "n": -Infinity}]', "the number -inf"),
+    ("runs", "config", "nan", "text that is not JSON"),
+])
+def test_merge_refuses_a_shard_holding_json_no_store_keeps(simrun, project, table, column, value, says):
+    """DuckDB keeps NaN, infinities, 1e999 and even a bare `nan` in a JSON column without a word;
+    a shard changed after its job wrote it would bring them into the joined run (and `nan` in a
+    run's settings raised on reading). Refused in one line naming the file, table and column, and
+    nothing is written."""
+    paths = []
+    for i in range(2):
+        code, output = simrun("--budget", "5usd", "-n", "1", "--shard", f"{i}/2", "--db", str(project / f"s{i}.duckdb"))
+        assert code == 0, output
+        paths.append(project / f"s{i}.duckdb")
+    con = duckdb.connect(str(paths[1]))
+    con.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = (SELECT min(rowid) FROM {table})", [value])
+    assert con.execute(f"SELECT count(*) FROM {table} WHERE {column}::VARCHAR = ?", [value]).fetchone() == (1,)
+    con.close()
+    code, output = simrun("merge", str(paths[0]), str(paths[1]), "--out", str(project / "joined.duckdb"))
+    assert code == 2, output
+    line = one_line_error(output)
+    assert str(paths[1]) in line and f"{table}.{column}" in line and says in line, line
+    assert not (project / "joined.duckdb").exists() or runs_in(project / "joined.duckdb") == []
+
+
 # --- a crafted database ------------------------------------------------------------------------
 
 def test_a_crafted_run_id_never_names_a_file_outside_the_reports_folder(simrun, project, one_run):
