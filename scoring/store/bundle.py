@@ -167,7 +167,13 @@ def export_bundle(store: Store, run: str | None, *, producer: str) -> dict[str, 
                 "seed": row["seed"], "repetitions": row["repetitions"], "scorer_version": row["scorer_version"]},
         "items": items,
     }
-    # What we write we must be able to read: validate before anyone relies on the file.
+    # What we write we must be able to read: validate before anyone relies on the file. A store
+    # from before its encoder refused them, or a crafted one, may hold NaN or an infinity, which
+    # `import` refuses: said here, where the run can be named, not when the file is imported.
+    found = first_unstorable(bundle)
+    if found is not None:
+        raise BundleError(f"run {run_id} ({_where(bundle, found[0])}): {found[1]}, so the run cannot be "
+                          "exported (a bundle is JSON, and `simrun import` refuses it)")
     Bundle.model_validate(json.loads(json.dumps(bundle, default=str)))
     return bundle
 

@@ -170,7 +170,8 @@ class Store:
 
     def gate_verdicts(self) -> list[tuple[str, str, str, Any]]:
         """The gate verdicts between runs this store remembers: (key, state, headline, classes)."""
-        return [(key, state, headline, from_json(classes)) for key, state, headline, classes in self.con.execute(
+        return [(key, state, headline, from_json(classes, f"{self.path}: gate_verdicts.classes"))
+                for key, state, headline, classes in self.con.execute(
             "SELECT key, state, headline, classes FROM gate_verdicts").fetchall()]
 
     @_writes
@@ -307,7 +308,8 @@ class Store:
             raise StoreError(f"{self.path}: no run {run_id!r}; {hint}")
         names = [d[0] for d in self.con.description]
         run = dict(zip(names, row))
-        run["config"], run["dataset"] = from_json(run["config"]), from_json(run["dataset"])
+        run["config"] = from_json(run["config"], f"{self.path}: run {run['run_id']}: its settings (runs.config)")
+        run["dataset"] = from_json(run["dataset"], f"{self.path}: run {run['run_id']}: runs.dataset")
         run["labels"] = labels_of(run["labels"])
         return run
 
@@ -366,23 +368,31 @@ class Store:
             raise StoreError(f"run {run_id} has no conversation {conversation_id!r}; "
                              "`simrun show RUN` lists them")
         persona, goal, seed, rep, end, initial, final, audit, stop, error, session_id = row
+
+        def read(text: Any, column: str) -> Any:
+            return from_json(text, f"{self.path}: run {run_id}, conversation {conversation_id!r}: {column}")
+
         turns = tuple(
-            TurnRecord(index, UserTurn.from_json(from_json(user)), from_json(result), from_json(state), latency)
+            TurnRecord(index, UserTurn.from_json(read(user, f"turn {index}'s user_turn")),
+                       read(result, f"turn {index}'s result"), read(state, f"turn {index}'s state"), latency)
             for index, user, result, state, latency in self.con.execute(
                 "SELECT turn, user_turn, result, state, latency_ms FROM turns "
                 "WHERE run_id = ? AND conversation_id = ? ORDER BY turn", [run_id, conversation_id]).fetchall())
-        return Transcript(persona, goal, seed, rep, turns, end, from_json(initial), from_json(final), from_json(audit),
-                          UserTurn.from_json(from_json(stop)) if stop else None, from_json(error), session_id)
+        return Transcript(persona, goal, seed, rep, turns, end, read(initial, "initial_state"),
+                          read(final, "final_state"), read(audit, "audit"),
+                          UserTurn.from_json(read(stop, "stop")) if stop else None, read(error, "error"), session_id)
 
     def first_error(self, run_id: str, end_reason: str) -> dict[str, Any] | None:
         """The first conversation (by start) that ended with `end_reason`, and its error evidence."""
         row = self.con.execute("SELECT conversation_id, error FROM conversations WHERE run_id = ? AND end_reason = ? "
                                "ORDER BY started_at, conversation_id LIMIT 1", [run_id, end_reason]).fetchone()
-        return {"conversation_id": row[0], **(from_json(row[1]) or {})} if row else None
+        return {"conversation_id": row[0], **(from_json(row[1], f"{self.path}: run {run_id}, conversation {row[0]!r}: error") or {})} \
+            if row else None
 
     def findings(self, run_id: str, conversation_id: str) -> list[dict[str, Any]]:
         cur = self.con.execute("SELECT turn, class, kind, detail, evidence FROM findings "
                                "WHERE run_id = ? AND conversation_id = ? ORDER BY turn NULLS LAST, class",
                                [run_id, conversation_id])
-        return [{"turn": t, "class": c, "kind": k, "detail": d, "evidence": from_json(e)}
+        return [{"turn": t, "class": c, "kind": k, "detail": d,
+                 "evidence": from_json(e, f"{self.path}: run {run_id}, conversation {conversation_id!r}: a finding's evidence")}
                 for t, c, k, d, e in cur.fetchall()]

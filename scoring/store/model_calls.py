@@ -20,7 +20,8 @@ USER_CHECK_JSON = ("simulator_errors", "goals", "conversation_costs", "examples"
 def replay_answers(store: Store, run_id: str) -> dict[str, tuple[Any, bool]]:
     """A run's recorded model answers by request key, each with whether it was cut off at
     max_tokens (so that a replay reads it as the live run did), for `--replay`."""
-    return {key: (from_json(answer), bool(cut)) for key, answer, cut in store.con.execute(
+    return {key: (from_json(answer, f"{store.path}: run {run_id}: a model call's answer"), bool(cut))
+            for key, answer, cut in store.con.execute(
         "SELECT request_hash, answer, coalesce(response->'choices'->0->>'finish_reason' = 'length' "
         "OR response->>'stop_reason' = 'max_tokens', false) FROM model_calls "
         "WHERE run_id = ? AND answer IS NOT NULL", [run_id]).fetchall()}
@@ -44,7 +45,7 @@ def user_check(store: Store, backend: str) -> dict[str, Any] | None:
         return None
     check = dict(zip([d[0] for d in cur.description], row))
     for name in USER_CHECK_JSON:
-        check[name] = from_json(check[name])
+        check[name] = from_json(check[name], f"{store.path}: user_checks.{name} of {backend}")
     return check
 
 

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from scoring.checks.scorer import kind_of
+from scoring.errors import StoreError
 from scoring.transcript import Scorecard, Transcript
 
 
@@ -31,8 +32,17 @@ def to_json(value: Any) -> str | None:
     return json.dumps(value, default=str, allow_nan=False)
 
 
-def from_json(value: Any) -> Any:
-    return None if value is None else json.loads(value)
+def from_json(value: Any, where: str = "a JSON column") -> Any:
+    """A stored JSON value. A store may be a crafted file (or another tool's): DuckDB takes text
+    into a JSON column that no JSON reader reads (a bare `nan`), which is a one-line error naming
+    `where`, not a traceback."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        raise StoreError(f"{where} holds text that is not JSON: the database was changed, or not "
+                         "written by simrun") from None
 
 
 def labels_of(stored: Any) -> list[str]:

@@ -98,6 +98,45 @@ def test_a_crafted_run_id_never_names_a_file_outside_the_reports_folder(simrun, 
     assert code == 2 and "holds a run id '../../escaped' that simrun did not write" in one_line_error(output)
 
 
+def _craft(db: Path, table: str, column: str, value: str) -> str:
+    """Put `value` in `column` of one row of `table`; the conversation it belongs to."""
+    con = duckdb.connect(str(db))
+    try:
+        (rowid, cid), = con.execute(f"SELECT rowid, conversation_id FROM {table} WHERE conversation_id = "
+                                    f"(SELECT min(conversation_id) FROM {table}) ORDER BY rowid LIMIT 1").fetchall()
+        con.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", [value, rowid])
+        return cid
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("table, column, says", [("turns", "result", "turn 1's result"),
+                                                 ("turns", "state", "turn 1's state"),
+                                                 ("conversations", "final_state", "final_state"),
+                                                 ("conversations", "audit", "audit")])
+def test_a_json_column_holding_no_json_is_one_line_naming_it(simrun, project, one_run, table, column, says):
+    """DuckDB takes a bare `nan` (and more that no JSON reader reads) into a JSON column: every
+    command that reads the transcript says where, in one line, where it had raised a
+    JSONDecodeError traceback (show, rescore, export)."""
+    cid = _craft(one_run, table, column, "nan")
+    for command in (("show", "latest", cid), ("rescore", "latest"), ("export", "latest", "--out", "b.json")):
+        code, output = simrun(*command)
+        line = one_line_error(output)
+        assert code == 2, output
+        assert f"conversation {cid!r}: {says} holds text that is not JSON" in line, line
+        assert "simrun.duckdb" in line and "Traceback" not in output and "JSONDecodeError" not in output
+
+
+def test_a_run_holding_nan_is_not_exported_into_a_bundle_import_refuses(simrun, project, one_run):
+    """A store written before the store's encoder refused NaN (or a crafted one) may hold it: the
+    bundle would be one `simrun import` refuses; said at export, naming the item and field."""
+    cid = _craft(one_run, "turns", "result", '{"reply": "hi", "score": NaN}')
+    code, output = simrun("export", "latest", "--out", "b.json")
+    line = one_line_error(output)
+    assert code == 2 and f"({cid!r}).record.turns.0.result.score" in line and "the number nan" in line, line
+    assert not (project / "b.json").exists()
+
+
 def test_a_database_with_a_view_that_reads_files_is_not_read(simrun, project, one_run, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-77\n")
