@@ -15,6 +15,8 @@ MIN_CHARS are not registered: they cannot be told apart from ordinary text, and 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import threading
@@ -111,16 +113,36 @@ def redact_value(value: Any) -> Any:
 
 def register_header(name: str, value: str, *, from_flag: bool = False) -> None:
     """A header value is a secret when it came from a flag (`--header`), or when its name says
-    it is one (Authorization, X-Api-Key, Cookie, ...)."""
+    it is one (Authorization, X-Api-Key, Cookie, ...). Basic credentials are secrets decoded too."""
     if from_flag or SENSITIVE_HEADER.search(name):
         register(value)
+        scheme, _, token = value.strip().partition(" ")
+        if scheme.lower() == "basic":
+            try:
+                username, colon, password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")
+            except (binascii.Error, UnicodeDecodeError):
+                return
+            if colon:
+                register_basic(username, password)
 
 
 def register_url(url: str | None) -> None:
-    """The password of `http://user:password@host`, if the URL has one."""
+    """The password of `http://user:password@host`, if the URL has one, as written and as sent."""
     if url:
-        password = urllib.parse.urlsplit(url).password
-        register(password)
+        parts = urllib.parse.urlsplit(url)
+        if parts.password:
+            register(parts.password)
+            register_basic(urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password))
+
+
+def register_basic(username: str, password: str) -> None:
+    """Basic credentials in every form they travel: the password, the `user:password` pair, and
+    the header's base64 of it (what simrun sends for a URL's `user:password@`, and what a runtime
+    that echoes its headers writes back)."""
+    pair = f"{username}:{password}"
+    register(password)
+    register(pair)
+    register(base64.b64encode(pair.encode("utf-8")).decode("ascii"))
 
 
 def cut(text: str, limit: int) -> str:

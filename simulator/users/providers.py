@@ -91,6 +91,9 @@ class OpenAIProvider:
         benchmarks/call_cpu.py). Both raise the SDK's exceptions, so retries are the same."""
         self.model, self.temperature, self.output = model, temperature, output
         self.key = api_key("openai", offline)
+        # A server's address may carry user:password@, sent as Basic auth: an error body that
+        # echoes the header must not carry it into the store.
+        secrets.register_url(base_url or os.environ.get("OPENAI_BASE_URL"))
         if client == "light":
             self.client = LightClient(base_url, self.key, timeout_s, http_client=http_client)
         elif client == "sdk":
@@ -169,6 +172,7 @@ class AnthropicProvider:
                               "compatible form (set run.user_output to auto or tools)", field="run.user_output")
         self.model, self.temperature, self.output = model, temperature, "tools"
         self.key = api_key("anthropic", offline)
+        secrets.register_url(base_url or os.environ.get("ANTHROPIC_BASE_URL"))
         self.client = anthropic.AsyncAnthropic(
             api_key=self.key, base_url=base_url, max_retries=0, timeout=timeout_s,
             http_client=http_client or _aiohttp(anthropic, timeout_s))
