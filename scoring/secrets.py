@@ -119,9 +119,10 @@ def register_header(name: str, value: str, *, from_flag: bool = False) -> None:
         scheme, _, token = value.strip().partition(" ")
         if scheme.lower() == "basic":
             try:
-                username, colon, password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")
+                decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
             except (binascii.Error, UnicodeDecodeError):
                 return
+            username, colon, password = decoded.partition(":")
             if colon:
                 register_basic(username, password)
 

@@ -386,13 +386,15 @@ class Store:
         """The first conversation (by start) that ended with `end_reason`, and its error evidence."""
         row = self.con.execute("SELECT conversation_id, error FROM conversations WHERE run_id = ? AND end_reason = ? "
                                "ORDER BY started_at, conversation_id LIMIT 1", [run_id, end_reason]).fetchone()
-        return {"conversation_id": row[0], **(from_json(row[1], f"{self.path}: run {run_id}, conversation {row[0]!r}: error") or {})} \
-            if row else None
+        if row is None:
+            return None
+        return {"conversation_id": row[0],
+                **(from_json(row[1], f"{self.path}: run {run_id}, conversation {row[0]!r}: error") or {})}
 
     def findings(self, run_id: str, conversation_id: str) -> list[dict[str, Any]]:
         cur = self.con.execute("SELECT turn, class, kind, detail, evidence FROM findings "
                                "WHERE run_id = ? AND conversation_id = ? ORDER BY turn NULLS LAST, class",
                                [run_id, conversation_id])
-        return [{"turn": t, "class": c, "kind": k, "detail": d,
-                 "evidence": from_json(e, f"{self.path}: run {run_id}, conversation {conversation_id!r}: a finding's evidence")}
+        where = f"{self.path}: run {run_id}, conversation {conversation_id!r}: a finding's evidence"
+        return [{"turn": t, "class": c, "kind": k, "detail": d, "evidence": from_json(e, where)}
                 for t, c, k, d, e in cur.fetchall()]

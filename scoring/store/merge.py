@@ -51,8 +51,9 @@ def _refuse_unstorable(store: Store, path: Path, run_id: str) -> None:
                     problem = json_text_problem(text) if text is not None else None
                     if problem:
                         raise ConfigError(f"{path}: {table}.{column} of run {run_id} holds {problem}, which a "
-                                          "store cannot keep: simrun writes no such value, so the file was "
-                                          "changed, or not written by simrun", field="SHARDS")
+                                          "store cannot keep: the file was changed since its job wrote it, or "
+                                          "written by a simrun from before its store refused such values",
+                                          field="SHARDS")
 
 
 def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -> str:
