@@ -50,9 +50,10 @@ def test_kill_9_at_random_points_then_resume_keeps_each_conversation_once(projec
     with_faults(project)
     monkeypatch.chdir(project)
     cli = CliRunner()
-    args = ["-n", "2", "--concurrency", "4"]     # a run of about a second and a half: every kill falls in it
+    args = ["-n", "4", "--concurrency", "4"]     # a run of a second or two: the first kills fall in it
     rng = random.Random(7)
     kills = mid_run = 0
+    finished = False
     for _ in range(4):
         proc = subprocess.Popen([SIMRUN, *args], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         proc.stdout.readline()              # the banner: the run has begun
@@ -62,25 +63,27 @@ def test_kill_9_at_random_points_then_resume_keeps_each_conversation_once(projec
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-        if killed and (project / "simrun.duckdb").exists():
+        if (project / "simrun.duckdb").exists():
             listing = cli.invoke(app, ["runs"])
-            if re.search(r"r\d{8}-", listing.output):   # killed after its run was recorded
-                # Killed mid-run, it says so; a kill that landed as the process was exiting, its
-                # run recorded as finished, leaves it finished. Never "running" either way.
-                assert "running" not in listing.output, listing.output
-                assert "killed" in listing.output or " finished " in listing.output, listing.output
-                mid_run += "killed" in listing.output
-    assert kills >= 2 and mid_run >= 1, (kills, mid_run)     # a resume of a killed run is what is tested
+            assert "running" not in listing.output, listing.output     # killed, it says so
+            mid_run += killed and "killed" in listing.output
+            # A resumed run can finish before the next kill (the harness is quick): then it is
+            # done, and running the same again would be a new run, not this one resumed.
+            finished = " finished " in listing.output
+            if finished:
+                break
+    assert kills >= 1 and mid_run >= 1, (kills, mid_run)     # a resume of a killed run is what is tested
     # Finished, and run again uninterrupted, in this process: what is tested is the killed
     # process's, not these two's start.
-    finish = cli.invoke(app, args)
-    assert finish.exit_code in (0, 1), finish.output
+    if not finished:
+        finish = cli.invoke(app, args)
+        assert finish.exit_code in (0, 1), finish.output
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
     runs = con.execute("SELECT run_id, status FROM runs").fetchall()
     ids = con.execute("SELECT conversation_id FROM conversations").fetchall()
     con.close()
     assert len(runs) == 1 and runs[0][1] == "finished"         # one run, resumed, never restarted
-    assert len(ids) == len(set(ids)) == 7 * 10 * 2              # each cell exactly once
+    assert len(ids) == len(set(ids)) == 7 * 10 * 4              # each cell exactly once
     resumed = snapshot(project / "simrun.duckdb")
 
     fresh = project / "fresh"
