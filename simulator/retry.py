@@ -135,7 +135,13 @@ class RetryPolicy:
 
     def _failure(self, exc: BaseException) -> ProviderFailure:
         status = getattr(exc, "status_code", None)
+        text = str(exc)
+        cause = exc.__cause__
+        if cause is not None and str(cause) and str(cause) not in text:
+            # The SDKs say "Connection error." and keep what happened as the cause (a refused
+            # connection, an answer past the size bound): the user needs the cause.
+            text += f" ({type(cause).__name__}: {cause})"
         return ProviderFailure(
             "retries_exhausted" if should_retry(exc) else "refused",
-            f"{type(exc).__name__}: {secrets.cut(str(exc), 300)}", status=status, server_message=server_message(exc),
+            f"{type(exc).__name__}: {secrets.cut(text, 300)}", status=status, server_message=server_message(exc),
             attempts=self.attempts if should_retry(exc) else 1)

@@ -167,6 +167,8 @@ class AnthropicProvider:
                  temperature: float = 1.0, output: str = "tools", http_client=None, offline: bool = False) -> None:
         import anthropic
 
+        from simulator.users.bounded import bounded
+
         if output not in ("auto", "tools"):
             raise ConfigError(f"the anthropic backend answers through a tool only; {output!r} is an OpenAI-"
                               "compatible form (set run.user_output to auto or tools)", field="run.user_output")
@@ -175,7 +177,7 @@ class AnthropicProvider:
         secrets.register_url(base_url or os.environ.get("ANTHROPIC_BASE_URL"))
         self.client = anthropic.AsyncAnthropic(
             api_key=self.key, base_url=base_url, max_retries=0, timeout=timeout_s,
-            http_client=http_client or _aiohttp(anthropic, timeout_s))
+            http_client=http_client or bounded(_aiohttp(anthropic, timeout_s)))
 
     def request(self, prefix: str, messages: list[dict], max_tokens: int, schema: dict[str, Any],
                 form: str | None = None) -> dict[str, Any]:

@@ -1,0 +1,108 @@
+"""A user model's answer is held to MAX_ANSWER_BYTES as it arrives, whichever backend reads it:
+the anthropic SDK's client (wrapped, simulator/users/bounded.py) as simrun's own client for
+OpenAI-compatible servers. A server named by ANTHROPIC_BASE_URL may be broken or hostile; one
+bad answer costs one call (retried, then the conversation), never the run's memory."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import tracemalloc
+
+import anthropic
+import pytest
+from aiohttp import web
+
+from simulator.users.bounded import BoundedTransport
+from simulator.users.providers import AnthropicProvider
+from simulator.users.wire import MAX_ANSWER_BYTES
+
+HUGE = 64 * 1024 * 1024
+OK = {"id": "m1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
+      "content": [{"type": "tool_use", "id": "t", "name": "user_turn", "input": {"message": "hi"}}],
+      "usage": {"input_tokens": 5, "output_tokens": 2}}
+
+
+def _bomb() -> bytes:
+    """Small on the wire, 200 MB inflated (made before memory is traced: the server is in this process)."""
+    return gzip.compress(b'{"content": "' + b"a" * (200 * 1024 * 1024) + b'"}', compresslevel=9)
+
+
+def _answers(kind: str, bomb: bytes = b""):
+    async def messages(request: web.Request) -> web.StreamResponse:
+        if kind == "ok":
+            return web.json_response(OK)
+        if kind == "bomb":   # sent compressed, though simrun asked for it uncompressed
+            return web.Response(body=bomb, headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
+        response = web.StreamResponse(status=200 if kind == "huge" else 500,
+                                      headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        await response.write(b'{"error": "')
+        chunk = b"x" * (1024 * 1024)
+        try:
+            for _ in range(HUGE // len(chunk)):
+                await response.write(chunk)
+        except (ConnectionResetError, ConnectionError):
+            pass
+        return response
+    return messages
+
+
+async def _call(kind: str, bomb: bytes = b""):
+    app = web.Application()
+    app.router.add_post("/v1/messages", _answers(kind, bomb))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    provider = AnthropicProvider("m", base_url=f"http://127.0.0.1:{port}", timeout_s=30)
+    try:
+        request = {"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "hello"}]}
+        return await provider.complete(request)
+    finally:
+        await provider.client.close()
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("kind", ["huge", "error", "bomb"])
+def test_an_anthropic_answer_past_the_bound_costs_the_call_not_the_memory(kind, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-real-key-000")
+    bomb = _bomb() if kind == "bomb" else b""
+    tracemalloc.start()
+    try:
+        with pytest.raises(anthropic.APIConnectionError):
+            asyncio.run(_call(kind, bomb))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < MAX_ANSWER_BYTES + 16 * 1024 * 1024, f"peaked at {peak / 2**20:.0f} MB"
+
+
+def test_an_ordinary_answer_is_read_through_the_bound(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-real-key-000")
+    completion = asyncio.run(_call("ok"))
+    assert completion.answer == {"message": "hi"} and completion.usage.output_tokens == 2
+
+
+def test_the_sdk_client_of_the_anthropic_backend_is_the_bounded_one(monkeypatch):
+    """The wrap reaches into httpx's `_transport`: an SDK release that moves it fails here."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-real-key-000")
+    client = AnthropicProvider("m").client._client
+    assert isinstance(client, anthropic.DefaultAioHttpClient) and isinstance(client._transport, BoundedTransport)
+
+
+def test_a_call_given_up_on_says_the_answer_was_too_large(monkeypatch):
+    """What the user reads of the failed call names the bound, not only the SDK's 'Connection error.'"""
+    from scoring.errors import ProviderFailure
+    from simulator.retry import RetryPolicy
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-real-key-000")
+
+    async def no_wait(_):
+        return None
+
+    with pytest.raises(ProviderFailure) as info:
+        asyncio.run(RetryPolicy(attempts=2, sleep=no_wait).call(lambda: _call("huge")))
+    assert info.value.kind == "retries_exhausted" and f"more than {MAX_ANSWER_BYTES:,} bytes" in str(info.value), \
+        str(info.value)
