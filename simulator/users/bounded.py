@@ -56,7 +56,10 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
 
 
 def bounded(client: httpx2.AsyncClient) -> httpx2.AsyncClient:
-    """`client`, its transport wrapped (httpx keeps it in `_transport`; tests/security/
-    test_model_answer_size.py fails if an SDK release moves it)."""
+    """`client`, its transports wrapped: the one it uses, and those of the proxies the environment
+    names (HTTPS_PROXY), which it uses instead for their hosts. httpx keeps them in `_transport`
+    and `_mounts`; tests/security/test_model_answer_size.py fails if an SDK release moves them."""
     client._transport = BoundedTransport(client._transport)
+    client._mounts = {pattern: None if transport is None else BoundedTransport(transport)
+                      for pattern, transport in client._mounts.items()}
     return client

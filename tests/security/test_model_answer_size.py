@@ -86,10 +86,13 @@ def test_an_ordinary_answer_is_read_through_the_bound(monkeypatch):
 
 
 def test_the_sdk_client_of_the_anthropic_backend_is_the_bounded_one(monkeypatch):
-    """The wrap reaches into httpx's `_transport`: an SDK release that moves it fails here."""
+    """The wrap reaches into httpx's `_transport` and `_mounts` (a proxy the environment names is
+    used instead of the transport): an SDK release that moves them fails here."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-real-key-000")
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
     client = AnthropicProvider("m").client._client
     assert isinstance(client, anthropic.DefaultAioHttpClient) and isinstance(client._transport, BoundedTransport)
+    assert client._mounts and all(isinstance(t, BoundedTransport) for t in client._mounts.values() if t is not None)
 
 
 def test_a_call_given_up_on_says_the_answer_was_too_large(monkeypatch):
