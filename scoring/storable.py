@@ -75,11 +75,14 @@ def first_unstorable(value: Any, *, dates: bool = False) -> tuple[tuple[Any, ...
     return None
 
 
+# How a JSON text writes a NUL or a surrogate: as an escape (raw, a JSON reader refuses the one
+# and strict UTF-8 the other). The runtime's answers are searched for it too (adapters/base.py).
+SUSPECT_ESCAPE = r"\\u(?:0000|[dD][89a-fA-F])"
 # Where a JSON text can hold what `first_unstorable` finds and a plain read does not refuse: NaN
 # and infinities (constants, or a literal past the float range: a three-digit exponent, or 210
 # digits and more before it), an integer past the bound, a NUL or a lone surrogate (escapes). A
 # text with none of these is storable once it is JSON, and is not walked.
-_SUSPECT_TEXT = re.compile(r"NaN|Infinity|[eE][+-]?[0-9]{3}|[0-9]{210}|\\u(?:0000|[dD][89a-fA-F])")
+_SUSPECT_TEXT = re.compile(r"NaN|Infinity|[eE][+-]?[0-9]{3}|[0-9]{210}|" + SUSPECT_ESCAPE)
 
 
 def json_text_problem(text: str) -> str | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from scoring import secrets
-from scoring.storable import MAX_INT_DIGITS, unstorable
+from scoring.storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, unstorable
 from scoring.untrusted_text import one_line
 from scoring.protocol import SNAPSHOT, Audit, Started, State, TurnResult, violations
 from scoring.errors import RuntimeFault, RuntimeUnavailable
@@ -95,7 +95,7 @@ def too_large(what: str, seen: int, limit: int, head: bytes | str) -> RuntimeFau
 
 # Where a JSON text can hold what the store cannot: a NUL or a surrogate, written as an escape
 # (raw bytes are strict UTF-8, so it is the only way in). Most answers have none, and are not walked.
-_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+_SUSPECT_ESCAPE = re.compile(SUSPECT_ESCAPE.encode("ascii"))
 # The same, for a text not yet encoded: the pattern is ASCII, and UTF-8 keeps ASCII as it is (and
 # makes no ASCII byte of anything else), so searching the text finds what searching its bytes
 # would, without encoding every answer the python transport copies (`as_json`).
