@@ -32,7 +32,7 @@ def to_json(value: Any) -> str | None:
     return json.dumps(value, default=str, allow_nan=False)
 
 
-def from_json(value: Any, where: str = "a JSON column") -> Any:
+def from_json(value: Any, where: str) -> Any:
     """A stored JSON value. A store may be a crafted file (or another tool's): DuckDB takes text
     into a JSON column that no JSON reader reads (a bare `nan`), which is a one-line error naming
     `where`, not a traceback."""
