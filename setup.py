@@ -2,7 +2,7 @@
 
 The demo's personas, goals, budgets.toml and simrun.toml stay at the repository's top level,
 where a clone runs them; a built wheel (or a `pip install git+...`) gets a copy of them in
-`simulator/bundled/`, which `simulator.demo.folder()` finds when there is no clone around.
+`simrun/simulator/bundled/`, which `simrun.simulator.demo.folder()` finds when there is no clone around.
 """
 
 import shutil
@@ -12,7 +12,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-DEMO = ("personas", "goals", "budgets.toml", "simrun.toml")   # simulator.demo.FILES
+DEMO = ("personas", "goals", "budgets.toml", "simrun.toml")   # simrun.simulator.demo.FILES
 
 
 class BuildWithDemo(build_py):
@@ -20,7 +20,7 @@ class BuildWithDemo(build_py):
         super().run()
         if getattr(self, "editable_mode", False):
             return   # an editable install reads the clone's own files
-        target = Path(self.build_lib) / "simulator" / "bundled"
+        target = Path(self.build_lib) / "simrun" / "simulator" / "bundled"
         for name in DEMO:
             source = ROOT / name
             if source.is_dir():

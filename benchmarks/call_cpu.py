@@ -40,12 +40,12 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 from benchmarks.throughput import MeteredRuntime, cpu_seconds, start_fake_api  # noqa: E402
-from scoring.store.database import Store  # noqa: E402
-from simulator import eventloop, load_dataset, run_matrix  # noqa: E402
-from simulator.config import load_budgets  # noqa: E402
-from simulator.ledger import Ledger  # noqa: E402
-from simulator.users.model import ModelUser  # noqa: E402
-from simulator.users.providers import OpenAIProvider  # noqa: E402
+from simrun.scoring.store.database import Store  # noqa: E402
+from simrun.simulator import eventloop, load_dataset, run_matrix  # noqa: E402
+from simrun.simulator.config import load_budgets  # noqa: E402
+from simrun.simulator.ledger import Ledger  # noqa: E402
+from simrun.simulator.users.model import ModelUser  # noqa: E402
+from simrun.simulator.users.providers import OpenAIProvider  # noqa: E402
 
 SPEC = "openai:gpt-4.1-mini"
 
@@ -77,7 +77,7 @@ async def one_run(base_url: str, in_flight: int, repetitions: int, api_pid: int,
     provider = OpenAIProvider("gpt-4.1-mini", base_url=base_url, timeout_s=60,
                               **({"client": client} if client != "default" else {}))
     user = ModelUser(SPEC, provider, price, ledger)
-    runtime = MeteredRuntime(command=[sys.executable, "-m", "tripdesk.server", "--port", "{port}"],
+    runtime = MeteredRuntime(command=[sys.executable, "-m", "simrun.examples.tripdesk.server", "--port", "{port}"],
                              concurrency=in_flight)
     await runtime.health()
     with Store(":memory:") as store:

@@ -45,13 +45,13 @@ from scipy import stats as st
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scoring.gate import stats  # noqa: E402
-from scoring.gate.critical import critical_value  # noqa: E402
-from scoring.dataset.files import Dataset, load_dataset  # noqa: E402
-from scoring.gate.compare import gate_verdict  # noqa: E402
-from scoring.gate.summary import TESTED, Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
-from scoring.gate.verdict import GateResult  # noqa: E402
-from simulator.config import GateSection, load_budgets, load_project  # noqa: E402
+from simrun.scoring.dataset.files import Dataset, load_dataset  # noqa: E402
+from simrun.scoring.gate import stats  # noqa: E402
+from simrun.scoring.gate.compare import gate_verdict  # noqa: E402
+from simrun.scoring.gate.critical import critical_value  # noqa: E402
+from simrun.scoring.gate.summary import TESTED, Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
+from simrun.scoring.gate.verdict import GateResult  # noqa: E402
+from simrun.simulator.config import GateSection, load_budgets, load_project  # noqa: E402
 
 # Moderate rates: each class fires in roughly 2-10% of the demo's conversations.
 RUNTIME_FAULTS = {"dead_end": 0.10, "not_understood": 0.10, "loop": 0.30, "refused_offer": 0.20,
@@ -78,7 +78,7 @@ class ByGoal:
     """TripDesk with other faults in one goal's sessions: a runtime change that breaks one goal."""
 
     def __init__(self, faults: dict[str, float], goal: str, goal_faults: dict[str, float], fault_seed: int):
-        from tripdesk import TripDesk
+        from simrun.examples.tripdesk import TripDesk
 
         self.goal = goal
         self.desks = {"a": TripDesk(faults=faults, fault_seed=fault_seed),
@@ -121,8 +121,8 @@ class DemoRun:
 def demo_run(seed: int, repetitions: int, faults: dict[str, float] | None = None,
              goal_faults: tuple[str, dict[str, float]] | None = None) -> DemoRun:
     """One run of the demo matrix in process, summarised as the store would summarise it."""
-    from simulator import PythonRuntime, ScriptedUser, converse, matrix
-    from tripdesk import TripDesk
+    from simrun.examples.tripdesk import TripDesk
+    from simrun.simulator import PythonRuntime, ScriptedUser, converse, matrix
 
     dataset = demo_dataset()
     faults = RUNTIME_FAULTS if faults is None else faults

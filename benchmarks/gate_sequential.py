@@ -31,13 +31,13 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
-import sys
 import shutil
+import sys
 import tempfile
 import time
-from types import SimpleNamespace
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -45,12 +45,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gate_calibration import (BROAD_RISE, LOCAL_RISE, PLANTED, RUNTIME_FAULTS, demo_dataset, demo_run,  # noqa: E402
-                              wilson)
-from scoring.gate.compare import gate_verdict  # noqa: E402
-from scoring.gate.sequential import SequentialSettings, sequential_gate  # noqa: E402
-from scoring.gate.summary import summary_from_counts  # noqa: E402
-from simulator.config import GateSection, load_budgets  # noqa: E402
+from gate_calibration import BROAD_RISE, LOCAL_RISE, PLANTED, RUNTIME_FAULTS, demo_dataset, demo_run, wilson  # noqa: E402
+
+from simrun.scoring.gate.compare import gate_verdict  # noqa: E402
+from simrun.scoring.gate.sequential import SequentialSettings, sequential_gate  # noqa: E402
+from simrun.scoring.gate.summary import summary_from_counts  # noqa: E402
+from simrun.simulator.config import GateSection, load_budgets  # noqa: E402
 
 PARTS = ("fixed-aa", "aa", "local", "broad")
 FIXED_SIZES = {"local": (1, 2, 3, 5), "broad": (5, 10, 15, 20)}
@@ -206,7 +206,7 @@ def pair_job(args) -> dict:
     out = {"decision": outcome.decision, "conversations": outcome.conversations,
            "rounds": outcome.looks[-1].round, "named": named, "fixed": {}}
     if part in sizes:
-        from scoring.gate.summary import first_repetitions
+        from simrun.scoring.gate.summary import first_repetitions
 
         for n in sizes[part]:
             result = gate_verdict(base, first_repetitions(cand, n), seq_gate)

@@ -24,10 +24,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scoring.store.database import Store  # noqa: E402
-from scoring.dataset.goal_sql import forget_answers  # noqa: E402
-from simulator import PythonRuntime, ScriptedUser, converse, eventloop, load_dataset, matrix, run_matrix  # noqa: E402
-from tripdesk import TripDesk  # noqa: E402
+from simrun.examples.tripdesk import TripDesk  # noqa: E402
+from simrun.scoring.dataset.goal_sql import forget_answers  # noqa: E402
+from simrun.scoring.store.database import Store  # noqa: E402
+from simrun.simulator import PythonRuntime, ScriptedUser, converse, eventloop, load_dataset, matrix, run_matrix  # noqa: E402
 
 
 class Metered:

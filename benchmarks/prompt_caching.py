@@ -27,14 +27,14 @@ os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark-key-not-sent-anywhere")
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
 
-from scoring.store.database import Store  # noqa: E402
-from simulator import PythonRuntime, load_dataset, run_matrix  # noqa: E402
-from simulator.config import load_budgets  # noqa: E402
-from simulator.ledger import Ledger  # noqa: E402
-from simulator.users.model import ModelUser  # noqa: E402
-from simulator.users.providers import AnthropicProvider, OpenAIProvider  # noqa: E402
+from simrun.examples.tripdesk import TripDesk  # noqa: E402
+from simrun.scoring.store.database import Store  # noqa: E402
+from simrun.simulator import PythonRuntime, load_dataset, run_matrix  # noqa: E402
+from simrun.simulator.config import load_budgets  # noqa: E402
+from simrun.simulator.ledger import Ledger  # noqa: E402
+from simrun.simulator.users.model import ModelUser  # noqa: E402
+from simrun.simulator.users.providers import AnthropicProvider, OpenAIProvider  # noqa: E402
 from tests.fixtures.model_api import FakeModelAPI  # noqa: E402
-from tripdesk import TripDesk  # noqa: E402
 
 SPECS = {"openai": ("openai:gpt-4.1-mini", OpenAIProvider, httpx),
          "anthropic": ("anthropic:claude-haiku-4-5", AnthropicProvider, httpx2)}

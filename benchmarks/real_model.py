@@ -20,9 +20,9 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
-import socket
 import tempfile
 import time
 from decimal import Decimal
@@ -47,7 +47,7 @@ def find_gguf() -> Path | None:
 
 
 def free_port() -> int:
-    from simulator.adapters.process import free_port as port
+    from simrun.simulator.adapters.process import free_port as port
 
     return port()
 
@@ -93,7 +93,7 @@ concurrency = 1          # llama.cpp's server works on one request at a time
 
 [runtime]
 transport = "python"
-target = "tripdesk:TripDesk"
+target = "simrun.examples.tripdesk:TripDesk"
 """)
     (folder / "budgets.toml").write_text(f"""[budget]
 default = "1usd"

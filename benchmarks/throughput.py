@@ -31,15 +31,18 @@ os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 import httpx  # noqa: E402
 
-from scoring.store.database import Store  # noqa: E402
-from simulator import load_dataset, run_matrix  # noqa: E402
-from simulator.adapters.http import HttpRuntime  # noqa: E402
-from simulator.adapters.process import free_port  # noqa: E402
-from simulator.config import load_budgets  # noqa: E402
-from simulator import eventloop  # noqa: E402
-from simulator.ledger import Ledger  # noqa: E402
-from simulator.users.model import ModelUser  # noqa: E402
-from simulator.users.providers import OpenAIProvider  # noqa: E402
+from simrun.scoring.store.database import Store  # noqa: E402
+from simrun.simulator import (  # noqa: E402
+    eventloop,  # noqa: E402
+    load_dataset,
+    run_matrix,
+)
+from simrun.simulator.adapters.http import HttpRuntime  # noqa: E402
+from simrun.simulator.adapters.process import free_port  # noqa: E402
+from simrun.simulator.config import load_budgets  # noqa: E402
+from simrun.simulator.ledger import Ledger  # noqa: E402
+from simrun.simulator.users.model import ModelUser  # noqa: E402
+from simrun.simulator.users.providers import OpenAIProvider  # noqa: E402
 
 SPEC = "openai:gpt-4.1-mini"
 
@@ -104,7 +107,7 @@ async def measure(concurrency: int, base_url: str, latency: float, repetitions: 
     price = load_budgets(ROOT / "budgets.toml").prices[SPEC]
     provider = OpenAIProvider("gpt-4.1-mini", base_url=base_url, timeout_s=60)
     user = ModelUser(SPEC, provider, price, ledger)
-    runtime = MeteredRuntime(command=[sys.executable, "-m", "tripdesk.server", "--port", "{port}"],
+    runtime = MeteredRuntime(command=[sys.executable, "-m", "simrun.examples.tripdesk.server", "--port", "{port}"],
                              concurrency=concurrency)
     await runtime.health()
     with Store(":memory:") as store:   # run_matrix closes the runtime and the user's clients

@@ -30,8 +30,9 @@ def loop(repetitions: int) -> int:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from harness import in_memory
-    from simulator import PythonRuntime, eventloop, load_dataset
-    from tripdesk import TripDesk
+
+    from simrun.examples.tripdesk import TripDesk
+    from simrun.simulator import PythonRuntime, eventloop, load_dataset
 
     dataset = load_dataset(ROOT / "personas", ROOT / "goals")
     eventloop.run(in_memory(dataset, 1, PythonRuntime(TripDesk())))

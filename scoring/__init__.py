@@ -8,11 +8,11 @@ it (`tests/test_layering.py` holds every rule here):
                               transcript (the evidence a conversation leaves, and findings),
                               protocol (what a runtime may send), secrets, untrusted_text,
                               input_files, field_errors (validation errors in words)
-    scoring.dataset           personas and goals: the YAML models, loading, goal SQL, patterns
-    scoring.checks            the judge: pure functions from a transcript to findings
-    scoring.store             DuckDB: runs, conversations, turns, findings; rates; bundles
-    scoring.gate              verdicts: the merge gate, baselines, statistics, release criteria
-    scoring.pages             the HTML report and the dashboard
+    simrun.scoring.dataset           personas and goals: the YAML models, loading, goal SQL, patterns
+    simrun.scoring.checks            the judge: pure functions from a transcript to findings
+    simrun.scoring.store             DuckDB: runs, conversations, turns, findings; rates; bundles
+    simrun.scoring.gate              verdicts: the merge gate, baselines, statistics, release criteria
+    simrun.scoring.pages             the HTML report and the dashboard
 
 The public surface, for Python users (imported on first use, so `import scoring` stays cheap):
 
@@ -29,12 +29,12 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "score": "scoring.checks.scorer", "ALL_CLASSES": "scoring.checks.scorer", "GUARANTEES": "scoring.checks.scorer",
-    "PROGRESS_CLASSES": "scoring.checks.scorer", "SCORER_VERSION": "scoring.checks.scorer",
-    "Store": "scoring.store.database",
-    "class_rates": "scoring.store.rates", "outcome": "scoring.store.rates",
-    "gate_verdict": "scoring.gate.compare",
-    "build_report": "scoring.pages.report", "build_dashboard": "scoring.pages.dashboard",
+    "score": "simrun.scoring.checks.scorer", "ALL_CLASSES": "simrun.scoring.checks.scorer", "GUARANTEES": "simrun.scoring.checks.scorer",
+    "PROGRESS_CLASSES": "simrun.scoring.checks.scorer", "SCORER_VERSION": "simrun.scoring.checks.scorer",
+    "Store": "simrun.scoring.store.database",
+    "class_rates": "simrun.scoring.store.rates", "outcome": "simrun.scoring.store.rates",
+    "gate_verdict": "simrun.scoring.gate.compare",
+    "build_report": "simrun.scoring.pages.report", "build_dashboard": "simrun.scoring.pages.dashboard",
 }
 __all__ = list(_EXPORTS)
 

@@ -12,10 +12,10 @@ check knows to say UNVERIFIABLE); these models only decide whether the JSON is w
 from __future__ import annotations
 
 import functools
-from typing import Any, Literal
+from typing import Any, Literal, Required
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
-from typing_extensions import Required, TypedDict
+from typing_extensions import TypedDict
 
 # TypedDicts rather than models: validating one builds no object per offer, which is six times
 # faster on a reply with 100,000 offers (a hostile runtime's, say) and keeps the event loop moving.

@@ -37,7 +37,7 @@ class UserTurn:
                 "stop_reason": self.stop_reason, "meta": self.meta, "step": self.step}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "UserTurn":
+    def from_json(cls, data: dict[str, Any]) -> UserTurn:
         return cls(data["kind"], data.get("text"), data.get("offer"), data.get("stop_reason"),
                    data.get("meta") or {}, data.get("step"))
 

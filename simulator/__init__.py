@@ -17,23 +17,23 @@ Names are imported on first use, so that `import simulator` stays cheap.
 
 Imports: `scoring` (the judge, the store, the gate and the pages, with the persona and goal
 models and the error hierarchy), never the reverse. Inside, the command line is on top and
-nothing imports it; only `simulator.executors` imports the Ray executor, and only when asked.
+nothing imports it; only `simrun.simulator.executors` imports the Ray executor, and only when asked.
 """
 
 from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+from simrun._version import __version__
 
 _EXPORTS = {
-    "PythonRuntime": "simulator.adapters.python",
-    "Cell": "simulator.conversation", "Conversation": "simulator.conversation",
-    "converse": "simulator.conversation",
-    "Dataset": "scoring.dataset.files", "Goal": "scoring.dataset.files", "Persona": "scoring.dataset.files",
-    "load_dataset": "scoring.dataset.files",
-    "RunResult": "simulator.runner", "matrix": "simulator.runner", "run_matrix": "simulator.runner",
-    "ScriptedUser": "simulator.users.scripted",
+    "PythonRuntime": "simrun.simulator.adapters.python",
+    "Cell": "simrun.simulator.conversation", "Conversation": "simrun.simulator.conversation",
+    "converse": "simrun.simulator.conversation",
+    "Dataset": "simrun.scoring.dataset.files", "Goal": "simrun.scoring.dataset.files", "Persona": "simrun.scoring.dataset.files",
+    "load_dataset": "simrun.scoring.dataset.files",
+    "RunResult": "simrun.simulator.runner", "matrix": "simrun.simulator.runner", "run_matrix": "simrun.simulator.runner",
+    "ScriptedUser": "simrun.simulator.users.scripted",
 }
 __all__ = ["__version__", *_EXPORTS]
 

@@ -5,7 +5,7 @@ user reaches all of them. A model that plays the user there and does not reach t
 on its own account. A small run (two personas, a plain and a terse one, times every goal: 20
 conversations a repetition) under a budget gives the goal-reached share, the simulator errors by
 kind, the turns per reached goal, the cost per conversation and the output form the model
-answered in. Its sum (`scoring.gate.competence.measure`) is stored in the project's database,
+answered in. Its sum (`simrun.scoring.gate.competence.measure`) is stored in the project's database,
 where every report of a run with that backend and model shows it beside the rates.
 
 The check is a run like any other, with the same ledger and interruption rules: every model call
@@ -21,19 +21,18 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-import tripdesk
-from scoring.store.model_calls import save_user_check, spend
-from scoring.gate.competence import DEFAULT_THRESHOLD, measure
-from scoring.dataset.files import Dataset, load_dataset
-from scoring.errors import ConfigError
-from scoring.store.database import Store
-from simulator.adapters.python import PythonRuntime
-from simulator.ledger import Ledger
-from simulator.plan import Estimate, estimate
-from simulator.runner import RunResult, run_key, run_matrix
-from simulator.users.base import make_user
+from simrun.examples import tripdesk
+from simrun.scoring.dataset.files import Dataset, load_dataset
+from simrun.scoring.gate.competence import DEFAULT_THRESHOLD, measure
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.model_calls import save_user_check, spend
+from simrun.simulator import demo
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.plan import Estimate, estimate
+from simrun.simulator.runner import RunResult, run_key, run_matrix
+from simrun.simulator.users.base import make_user
 
-REFERENCE = Path(tripdesk.__file__).resolve().parent.parent
 PERSONAS = ("plain-paula", "terse-tom")
 SEED = 1
 CONFIG = {"check_user": True}
@@ -41,10 +40,8 @@ CONFIG = {"check_user": True}
 
 def reference_dataset() -> Dataset:
     """Every bundled goal, with a plain and a terse persona: what the check plays."""
-    if not (REFERENCE / "goals").is_dir():
-        raise ConfigError(f"the bundled reference goals are not at {REFERENCE / 'goals'}; check-user needs simrun's "
-                          "source tree (pip install -e)", field="check-user")
-    full = load_dataset(REFERENCE / "personas", REFERENCE / "goals")
+    reference = demo.folder()      # TripDesk's own personas and goals, in a clone or a wheel
+    full = load_dataset(reference / "personas", reference / "goals")
     personas = tuple(full.persona(p) for p in PERSONAS)
     return Dataset(personas, full.goals, full.hash, full.item_hashes)
 

@@ -17,14 +17,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from scoring import input_files
-from scoring.errors import ConfigError
-from scoring.field_errors import first_problem
-from scoring.gate.release import CEILING_CLASSES, DEFAULT_PROGRESS_CEILING
-from scoring.storable import BIGINT_MAX, BIGINT_MIN, MAX_REPETITIONS, first_unstorable
-from simulator.identity import clean_labels
-from simulator.money import parse_usd
-
+from simrun.scoring import input_files
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.field_errors import first_problem
+from simrun.scoring.gate.release import CEILING_CLASSES, DEFAULT_PROGRESS_CEILING
+from simrun.scoring.storable import BIGINT_MAX, BIGINT_MIN, MAX_REPETITIONS, first_unstorable
+from simrun.simulator.identity import clean_labels
+from simrun.simulator.money import parse_usd
 
 # A request or a model call that may wait longer than a day is a hang, not a setting; and an
 # unbounded wait (inf) reaches asyncio's deadlines and the run's stored configuration.
@@ -158,7 +157,7 @@ FOREIGN = ("callable", "chat", "template")     # transports with no protocol cod
 class RuntimeSection(_Model):
     transport: Literal["python", "http", "stdio", "callable", "chat", "template"] = Field(
         "python", description="How the runtime is reached.")
-    target: str = Field("tripdesk:TripDesk", description=(
+    target: str = Field("simrun.examples.tripdesk:TripDesk", description=(
         "python: module:Class (or file.py:Class); callable: module:function."))
     options: dict[str, Any] = Field(default_factory=dict, description="python: keyword arguments for the runtime.")
     url: str | None = Field(None, description=(
@@ -202,7 +201,7 @@ class RuntimeSection(_Model):
         "a URL ({session} is filled in)."))
 
     @model_validator(mode="after")
-    def _transport_needs(self) -> "RuntimeSection":
+    def _transport_needs(self) -> RuntimeSection:
         if self.transport == "http" and (self.url is None) == (self.command is None):
             raise ValueError("the http transport needs exactly one of url (a running server) or command "
                              "(simrun starts it)")

@@ -15,15 +15,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from scoring.transcript import TurnRecord, UserTurn
-from scoring.checks.evidence import shown
-from simulator.adapters.base import RuntimeAdapter, check_health
-from scoring.protocol import SNAPSHOT, TURN_FIELDS, Audit, Started, State, TurnResult, violations
-from scoring.dataset.files import canonical_json
-from scoring.dataset.models import Goal, Persona
-from scoring.errors import RuntimeFault
-from scoring import secrets
-from simulator.ladder import NEEDS, Rung, level_of, rungs
+from simrun.scoring import secrets
+from simrun.scoring.checks.evidence import shown
+from simrun.scoring.dataset.files import canonical_json
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.errors import RuntimeFault
+from simrun.scoring.protocol import SNAPSHOT, TURN_FIELDS, Audit, Started, State, TurnResult, violations
+from simrun.scoring.transcript import TurnRecord, UserTurn
+from simrun.simulator.adapters.base import RuntimeAdapter, check_health
+from simrun.simulator.ladder import NEEDS, Rung, level_of, rungs
 
 __all__ = ["NEEDS", "Conformance", "check_runtime"]
 

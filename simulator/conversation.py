@@ -15,20 +15,20 @@ import traceback
 from dataclasses import dataclass
 from decimal import Decimal
 
-from scoring.checks.goal import goal_status
-from scoring.checks.scorer import score
-from scoring.checks.simulated_user import user_turn_fault
-from scoring.store.rows import Finished
-from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
-from simulator.adapters.base import RuntimeAdapter
-from scoring.dataset.files import canonical_json
-from scoring.dataset.goal_sql import NotAnswered, known_answer
-from scoring.dataset.models import Goal, Persona
-from scoring.dataset.per_goal import per_goal
-from scoring.errors import BudgetCut, ProviderFailure, RuntimeFault
-from scoring.protocol import split_snapshot
-from simulator.users.base import UserBackend
-from scoring import secrets
+from simrun.scoring import secrets
+from simrun.scoring.checks.goal import goal_status
+from simrun.scoring.checks.scorer import score
+from simrun.scoring.checks.simulated_user import user_turn_fault
+from simrun.scoring.dataset.files import canonical_json
+from simrun.scoring.dataset.goal_sql import NotAnswered, known_answer
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.dataset.per_goal import per_goal
+from simrun.scoring.errors import BudgetCut, ProviderFailure, RuntimeFault
+from simrun.scoring.protocol import split_snapshot
+from simrun.scoring.store.rows import Finished
+from simrun.scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
+from simrun.simulator.adapters.base import RuntimeAdapter
+from simrun.simulator.users.base import UserBackend
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scoring.errors import ConfigError
+from simrun.scoring.errors import ConfigError
 
 # What the build step copies into the wheel; read from the repository root in a clone.
 FILES = ("personas", "goals", "budgets.toml", "simrun.toml")

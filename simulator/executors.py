@@ -1,13 +1,13 @@
 """Which executor runs a plan's conversations: this process (the default), or a Ray cluster.
 
-The Ray executor lives in `simulator.cluster` and needs the optional `ray` extra, so it is
+The Ray executor lives in `simrun.simulator.cluster` and needs the optional `ray` extra, so it is
 imported only when `--executor ray` asks for it; without Ray, one line says what to install.
 """
 
 from __future__ import annotations
 
-from scoring.errors import ConfigError
-from simulator.project import Plan
+from simrun.scoring.errors import ConfigError
+from simrun.simulator.project import Plan
 
 EXECUTORS = ("in-process", "ray")
 
@@ -25,7 +25,7 @@ def executor_for(plan: Plan, name: str | None = None, *, address: str | None = N
     if workers is not None and workers < 1:
         raise ConfigError(f"must be at least 1, got {workers}", field="--ray-workers")
     try:
-        from simulator.cluster.executor import RayExecutor
+        from simrun.simulator.cluster.executor import RayExecutor
     except ImportError as exc:
         if (exc.name or "").split(".")[0] != "ray":
             raise

@@ -3,7 +3,7 @@
 The scripted user (free) plays each goal once, as a plain persona, against the runtime; the
 conversations go to a throw-away database; and the names the goals use (record fields and types,
 operations) are compared with everything that runtime's stores held, exactly as after a run
-(`scoring.store.seen`). A goal that names `bag` where the runtime's records have `bags` is named
+(`simrun.scoring.store.seen`). A goal that names `bag` where the runtime's records have `bags` is named
 here, not after a paid run reported 0% goal reached.
 """
 
@@ -13,11 +13,11 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from scoring.dataset.models import Persona
-from scoring.store.database import Store
-from scoring.store.seen import record_goal_problems
-from simulator.runner import run_matrix
-from simulator.users.scripted import ScriptedUser
+from simrun.scoring.dataset.models import Persona
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.seen import record_goal_problems
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.scripted import ScriptedUser
 
 PROBE = Persona(id="validate-probe", name="Validate probe")      # no manners: asks plainly
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scoring.errors import ConfigError
-from scoring.untrusted_text import one_line
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.untrusted_text import one_line
 
 LABEL_CHARS = 100
 MAX_LABELS = 20

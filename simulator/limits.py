@@ -69,7 +69,7 @@ class RateLimiter:
 
     async def booking(self, tokens: int) -> float:
         """Book a call of `tokens`; how long it must wait for its moment (a cluster's workers book
-        in one window: `simulator.cluster.shared.RemoteLimiter`)."""
+        in one window: `simrun.simulator.cluster.shared.RemoteLimiter`)."""
         now = self.clock()
         return self.window.book(tokens, now) - now
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from decimal import ROUND_CEILING, Context, Decimal, InvalidOperation
 
-from scoring.errors import BudgetSyntaxError
-from scoring.storable import MONEY_CEILING, MONEY_PLACES
+from simrun.scoring.errors import BudgetSyntaxError
+from simrun.scoring.storable import MONEY_CEILING, MONEY_PLACES
 
 PLACES = MONEY_PLACES
 UNIT = Decimal(1).scaleb(-PLACES)                   # the smallest amount the store keeps

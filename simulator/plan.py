@@ -25,14 +25,14 @@ import random
 from dataclasses import dataclass
 from decimal import Decimal
 
-from simulator.config import Budgets, Price
-from simulator.conversation import converse
-from scoring.store.model_calls import conversation_costs, user_check
-from scoring.dataset.files import Dataset, canonical_json
-from simulator.pricing import Usage, cost
-from simulator.runner import matrix
-from simulator.users.prompt import OPENING, action_json, action_schema, render_result, stable_prefix
-from simulator.users.scripted import ScriptedUser
+from simrun.scoring.dataset.files import Dataset, canonical_json
+from simrun.scoring.store.model_calls import conversation_costs, user_check
+from simrun.simulator.config import Budgets, Price
+from simrun.simulator.conversation import converse
+from simrun.simulator.pricing import Usage, cost
+from simrun.simulator.runner import matrix
+from simrun.simulator.users.prompt import OPENING, action_json, action_schema, render_result, stable_prefix
+from simrun.simulator.users.scripted import ScriptedUser
 
 BOOTSTRAP = 2000
 MAX_DRAWS = 500_000   # cells x BOOTSTRAP past which the total is taken as normal instead

@@ -18,8 +18,8 @@ from decimal import Decimal
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from scoring.store.rows import Finished
-from simulator.ledger import Ledger
+from simrun.scoring.store.rows import Finished
+from simrun.simulator.ledger import Ledger
 
 PLAIN_EVERY_S = 10.0
 
@@ -43,7 +43,7 @@ class RunProgress:
                                 transient=True)
             self.task = self.bar.add_task("conversations", total=total, status="")
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> RunProgress:
         if self.bar is not None:
             self.bar.start()
         else:

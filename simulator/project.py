@@ -17,21 +17,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from scoring import secrets
-from simulator import demo
-from simulator.adapters.python import PythonRuntime
-from simulator.adapters.stdio import StdioRuntime
-from simulator.config import FOREIGN, Budgets, Project, RunSection, RuntimeSection, load_budgets, load_project
-from scoring.dataset.files import Dataset, load_dataset
-from scoring.store.seen import record_goal_problems
-from scoring.errors import ConfigError, SimrunError
-from scoring.gate.baseline import baseline_from_git, load_baseline
-from scoring.gate.summary import RunSummary
-from simulator.identity import git_state, labels_flag
-from simulator.ledger import Ledger
-from simulator.money import parse_usd
-from simulator.runner import RunResult, run_matrix
-from simulator.users.base import UserBackend, make_user
+from simrun.scoring import secrets
+from simrun.scoring.dataset.files import Dataset, load_dataset
+from simrun.scoring.errors import ConfigError, SimrunError
+from simrun.scoring.gate.baseline import baseline_from_git, load_baseline
+from simrun.scoring.gate.summary import RunSummary
+from simrun.scoring.store.seen import record_goal_problems
+from simrun.simulator import demo
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.adapters.stdio import StdioRuntime
+from simrun.simulator.config import FOREIGN, Budgets, Project, RunSection, RuntimeSection, load_budgets, load_project
+from simrun.simulator.identity import git_state, labels_flag
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.money import parse_usd
+from simrun.simulator.runner import RunResult, run_matrix
+from simrun.simulator.users.base import UserBackend, make_user
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Plan:
     files: tuple[str, ...] = ()      # the configuration files read
     labels: tuple[str, ...] = ()     # what the run is called (a release, a branch): never part of its key
     baseline: RunSummary | None = None   # gate.baseline of simrun.toml, read before anything runs
-    sequential: bool = False         # run in rounds against the baseline (`scoring.gate.sequential`)
+    sequential: bool = False         # run in rounds against the baseline (`simrun.scoring.gate.sequential`)
 
     @property
     def conversations(self) -> int:
@@ -219,7 +219,7 @@ def environment_of(plan: Plan) -> dict[str, str]:
     another machine (a Ray worker) is given, to run the plan as this one would: the user model's
     API key and base URL (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, as the SDKs read them), and the
     `${VAR}`s of the runtime's headers and environment."""
-    from simulator.users.providers import KEY_VARIABLES
+    from simrun.simulator.users.providers import KEY_VARIABLES
 
     kind = plan.user.split(":", 1)[0]
     names = {KEY_VARIABLES[kind], f"{kind.upper()}_BASE_URL"} if kind in KEY_VARIABLES else set()
@@ -269,7 +269,7 @@ def runtime_of(rt: RuntimeSection, concurrency: int = 8):
     if rt.transport == "http":
         # Imported here: aiohttp takes a third of a second to import, which commands that reach
         # no runtime over HTTP (`simrun --help`, `runs`, `gate`, a python or stdio runtime) need not pay.
-        from simulator.adapters.http import HttpRuntime
+        from simrun.simulator.adapters.http import HttpRuntime
 
         return HttpRuntime(url=rt.url, command=command_list(rt.command), env=env, cwd=rt.cwd,
                            timeout_s=rt.timeout_s, startup_timeout_s=rt.startup_timeout_s, headers=headers,
@@ -281,17 +281,17 @@ def runtime_of(rt: RuntimeSection, concurrency: int = 8):
 def foreign_runtime(rt: RuntimeSection, env: dict[str, str], headers: dict[str, str], concurrency: int):
     """An assistant with no protocol code: a function, an OpenAI-compatible endpoint, or any JSON
     endpoint through a body template (docs/any-assistant.md)."""
-    from simulator.adapters.spans import Tool
+    from simrun.simulator.adapters.spans import Tool
 
     settings = {"tools": {name: Tool(t.record, t.read_only) for name, t in rt.tools.items()},
                 "traces": rt.wants_traces, "trace_wait_s": rt.trace_wait_s, "trace_port": rt.trace_port,
                 "state": rt.state,
                 "max_result_bytes": rt.max_result_bytes}
     if rt.transport == "callable":
-        from simulator.adapters.callable import CallableRuntime
+        from simrun.simulator.adapters.callable import CallableRuntime
 
         return CallableRuntime(rt.target, timeout_s=rt.timeout_s, **settings)
-    from simulator.adapters.template import ChatRuntime, TemplateRuntime
+    from simrun.simulator.adapters.template import ChatRuntime, TemplateRuntime
 
     http = {"url": rt.url, "headers": headers, "command": command_list(rt.command), "env": env, "cwd": rt.cwd,
             "timeout_s": rt.timeout_s, "startup_timeout_s": rt.startup_timeout_s, "concurrency": concurrency}
@@ -311,7 +311,7 @@ async def execute(plan: Plan, store, *, user: UserBackend | None = None, runtime
                   ledger: Ledger | None = None, shard: tuple[int, int] | None = None, resume: bool | str = True,
                   on_conversation=None, on_user_ready=None, executor=None, upto: int | None = None) -> RunResult:
     """Run the plan. One ledger holds the budget for the user backend and the runner alike.
-    `executor` runs the conversations (default: in this process; `simulator.executors`)."""
+    `executor` runs the conversations (default: in this process; `simrun.simulator.executors`)."""
     ledger = ledger or Ledger(plan.budget)
     git = await asyncio.to_thread(git_state, Path.cwd())    # the folder simrun runs in
     result = await run_matrix(plan.dataset, runtime or runtime_for(plan), user or user_backend(plan, ledger, replay),

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from scoring.errors import BudgetCut, ProviderFailure
-from simulator.users.providers import MalformedResponse
-from scoring import secrets
+from simrun.scoring import secrets
+from simrun.scoring.errors import BudgetCut, ProviderFailure
+from simrun.simulator.users.providers import MalformedResponse
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""A run in rounds, judged after each by the sequential gate (`scoring.gate.sequential`).
+"""A run in rounds, judged after each by the sequential gate (`simrun.scoring.gate.sequential`).
 
 `run_in_rounds` runs every cell `per_round` more times, resumes the same run for the next round
 (the store holds one run, like `simrun resume`), and asks the sequential gate after each round
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scoring.gate.sequential import Sequential, SequentialSettings, sequential_gate
-from scoring.gate.summary import summary_from_store
-from simulator.ledger import Ledger
-from simulator.project import Plan, execute
-from simulator.runner import RunResult
+from simrun.scoring.gate.sequential import Sequential, SequentialSettings, sequential_gate
+from simrun.scoring.gate.summary import summary_from_store
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.project import Plan, execute
+from simrun.simulator.runner import RunResult
 
 
 async def run_in_rounds(plan: Plan, store, *, runtime_for: Callable, resume: bool | str = True,
@@ -22,7 +22,7 @@ async def run_in_rounds(plan: Plan, store, *, runtime_for: Callable, resume: boo
                         ) -> tuple[RunResult, Sequential]:
     """Round after round of `plan` (a plan made with `sequential=True`: its repetitions are the
     cap) against `plan.baseline`. `runtime_for(plan)` gives each round its runtime (a round's
-    end closes it); `execute_args` go to `simulator.project.execute` (executor, replay, callbacks)."""
+    end closes it); `execute_args` go to `simrun.simulator.project.execute` (executor, replay, callbacks)."""
     gate = plan.budgets.gate
     seq = SequentialSettings(**gate.sequential.model_dump())
     outcome: Sequential | None = None

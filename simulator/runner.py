@@ -13,28 +13,27 @@ import asyncio
 import collections
 import contextlib
 import gc
-import time
 import hashlib
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
-from scoring.store.model_calls import spend
-from scoring.store.run_ids import new_run_id
-from scoring.checks.scorer import SCORER_VERSION
-from scoring.store.database import Store
-from scoring.store.rows import Finished
-from simulator import __version__
-from simulator.adapters.base import RuntimeAdapter
-from simulator.conversation import Cell, converse
-from simulator.identity import GitState, runtime_version
-from scoring.dataset.files import Dataset, canonical_json
-from scoring.errors import ConfigError
-from simulator.ledger import Ledger
-from simulator.users.base import UserBackend
-
+from simrun.scoring.checks.scorer import SCORER_VERSION
+from simrun.scoring.dataset.files import Dataset, canonical_json
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.model_calls import spend
+from simrun.scoring.store.rows import Finished
+from simrun.scoring.store.run_ids import new_run_id
+from simrun.simulator import __version__
+from simrun.simulator.adapters.base import RuntimeAdapter
+from simrun.simulator.conversation import Cell, converse
+from simrun.simulator.identity import GitState, runtime_version
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.users.base import UserBackend
 
 BATCH = 200         # conversations written per transaction (at 50, each cost a third more to write)
 FLUSH_S = 1.0       # ...or at least this often, so that a killed run loses at most a second

@@ -19,10 +19,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from scoring.errors import ConfigError, RuntimeFault, SimrunError
-from simulator import __version__
-from simulator.config import RuntimeSection
-from simulator.scaffold_files import PERSONAS, REFUSAL_GOAL, WORKFLOW
+from simrun.scoring.errors import ConfigError, RuntimeFault, SimrunError
+from simrun.simulator import __version__
+from simrun.simulator.config import RuntimeSection
+from simrun.simulator.scaffold_files import PERSONAS, REFUSAL_GOAL, WORKFLOW
 
 GREETING = "Hello! What can you help me with?"
 # The flags `simrun init` takes for each runtime setting, for errors that name the flag.
@@ -197,7 +197,7 @@ def write(folder: Path, files: dict[str, str], *, force: bool = False) -> tuple[
 async def new_project(folder: Path, settings: dict[str, Any], *, force: bool = False,
                       package: str | None = None) -> Written:
     """Ask the runtime what it offers, then write the project for it into `folder`."""
-    from simulator.project import runtime_of
+    from simrun.simulator.project import runtime_of
 
     section = runtime_section(settings)
     if not force:

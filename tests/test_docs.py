@@ -8,17 +8,14 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
 import typer
 
-from simulator.cli.main import app
-from simulator.config import Budgets, Project
-from scoring.dataset.models import Goal, MANNERS, Persona, Step
-from libdesk.truth import FAULTS as LIBDESK_FAULTS
-from tripdesk.faults import FAULTS
-
+from simrun.cli.main import app
+from simrun.examples.libdesk.truth import FAULTS as LIBDESK_FAULTS
+from simrun.examples.tripdesk.faults import FAULTS
+from simrun.scoring.dataset.models import MANNERS, Goal, Persona, Step
+from simrun.simulator.config import Budgets, Project
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text()
@@ -50,7 +47,7 @@ def test_the_readme_is_short_and_links_the_site():
 def test_the_readme_says_what_a_run_checks_by_default_and_what_it_does_not():
     """A reader of the README alone learns the defaults the verdict applies, under headings they
     can find, each linking the page that says more; the figures are the code's own."""
-    from scoring.gate.release import DEFAULT_GOAL_FLOOR, DEFAULT_PROGRESS_CEILING, ReleaseDefaults
+    from simrun.scoring.gate.release import DEFAULT_GOAL_FLOOR, DEFAULT_PROGRESS_CEILING, ReleaseDefaults
 
     sections = {title: README.split(f"### {title}\n", 1)[1].split("\n#", 1)[0]
                 for title in ("Release check", "Gate and baselines", "The dashboard")}
@@ -151,7 +148,7 @@ def config_disagreements(keys: set[str], page: str) -> list[str]:
 def test_every_setting_is_documented_and_every_documented_one_exists():
     assert config_disagreements(config_keys(), CONFIG_PAGE) == []
     # The tables of model prices, rate limits and tools: every key of their entries.
-    from simulator.config import Limit, Price, ToolSection
+    from simrun.simulator.config import Limit, Price, ToolSection
 
     for model in (Price, Limit, ToolSection):
         for key in model.model_fields:
@@ -162,7 +159,7 @@ def test_the_config_check_fails_on_a_setting_added_without_docs():
     """Control: a section model with one more key than the page names."""
     from pydantic import create_model
 
-    from simulator.config import RunSection
+    from simrun.simulator.config import RunSection
 
     grown = create_model("Grown", __base__=RunSection, warp_speed=(bool, False))
     keys = config_keys({**SECTIONS, "simrun.toml [run]": grown})

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from libdesk import LibDesk
-from libdesk.truth import FAULTS as LIBDESK_FAULTS
-from scoring.dataset.files import Dataset
-from scoring.checks.scorer import ALL_CLASSES
+from simrun.examples.libdesk import LibDesk
+from simrun.examples.libdesk.truth import FAULTS as LIBDESK_FAULTS
+from simrun.examples.tripdesk import TripDesk
+from simrun.examples.tripdesk.faults import FAULTS as TRIPDESK_FAULTS
+from simrun.scoring.checks.scorer import ALL_CLASSES
+from simrun.scoring.dataset.files import Dataset
 from tests.conftest import DEMO_REPETITIONS, DemoRun, run_demo
-from tripdesk import TripDesk
-from tripdesk.faults import FAULTS as TRIPDESK_FAULTS
 
 OBSERVED = (*ALL_CLASSES, "runtime_error")
 ALONE, TOGETHER = 0.3, 0.05

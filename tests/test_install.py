@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from simulator.demo import FILES
+from simrun.simulator.demo import FILES
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "simulator", "scoring", "tripdesk", "libdesk", *FILES)
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "simrun", *FILES)
 
 pytestmark = pytest.mark.xdist_group("install")
 
@@ -58,20 +58,20 @@ def test_the_wheel_carries_the_demo_from_the_repository_files(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for folder in ("personas", "goals"):
         for f in (ROOT / folder).glob("*.yaml"):
-            assert f"simulator/bundled/{folder}/{f.name}" in names
-    assert {"simulator/bundled/budgets.toml", "simulator/bundled/simrun.toml"} <= names
+            assert f"simrun/simulator/bundled/{folder}/{f.name}" in names
+    assert {"simrun/simulator/bundled/budgets.toml", "simrun/simulator/bundled/simrun.toml"} <= names
 
 
 def simrun(env: Path, folder: Path, *args: str) -> subprocess.CompletedProcess:
     # Run the wheel's console script through the new environment's python, so that the
     # installed `simulator` (not this checkout's) is the one imported.
-    script = f"import sys; from simulator.cli.main import main; sys.argv = ['simrun', *sys.argv[1:]]; main()"
+    script = "import sys; from simrun.cli.main import main; sys.argv = ['simrun', *sys.argv[1:]]; main()"
     return subprocess.run([str(env / "bin" / "python"), "-I", "-c", script, *args], cwd=folder,
                           capture_output=True, text=True, timeout=300)
 
 
 def test_the_installed_simrun_runs_the_demo_in_an_empty_folder(installed, tmp_path):
-    where = subprocess.run([str(installed / "bin" / "python"), "-I", "-c", "import simulator; print(simulator.__file__)"],
+    where = subprocess.run([str(installed / "bin" / "python"), "-I", "-c", "import simrun.simulator; print(simrun.simulator.__file__)"],
                            capture_output=True, text=True, check=True).stdout
     assert str(installed) in where and str(ROOT) not in where
     done = simrun(installed, tmp_path, "--budget", "5usd", "-n", "1")

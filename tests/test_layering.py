@@ -1,26 +1,30 @@
 """The layers of simrun, and the one way imports run between them (docs/architecture.md).
 
-    scoring (its own modules)   the shared vocabulary: errors, transcript, protocol, secrets, input_files
-    scoring.dataset             personas and goals
-    scoring.checks              the judge
-    scoring.store               DuckDB
-    scoring.gate                verdicts
-    scoring.pages               the report and the dashboard
-    simulator (its own modules, adapters, users)   runs conversations
-    simulator.cluster           the Ray executor
-    simulator.executors         the one way into it (Ray is optional)
-    simulator.cli               the command line
+    simrun._version             the version, read by every layer
+    simrun.scoring (its own modules)   the shared vocabulary: errors, transcript, protocol, secrets, input_files
+    simrun.scoring.dataset      personas and goals
+    simrun.scoring.checks       the judge
+    simrun.scoring.store        DuckDB
+    simrun.scoring.gate         verdicts
+    simrun.scoring.pages        the report and the dashboard
+    simrun.simulator (its own modules, adapters, users)   runs conversations
+    simrun.simulator.cluster    the Ray executor
+    simrun.simulator.executors  the one way into it (Ray is optional)
+    simrun (its own modules)    the Python API: a run, a gate, their verdicts
+    simrun.cli                  the command line, a thin shell over the API
+    simrun.examples             the reference runtimes
 
 A layer imports itself and the layers listed for it in MAY_IMPORT, and nothing else. Every
 import counts, whether at the top of a module, inside a function or under TYPE_CHECKING: an
 import moved into a function still makes a circle, it only hides it until run time. The
 reference runtimes import nothing of simrun's: they speak the protocol as an outside runtime
-would.
+would. A module holds one concept, whatever its length: no line limit splits one in two.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,37 +32,42 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("scoring", "simulator", "tripdesk", "libdesk")
-SCORING = ("scoring", "scoring.dataset", "scoring.checks", "scoring.store", "scoring.gate", "scoring.pages")
+BOTTOM = ("simrun._version",)
+SCORING = ("simrun.scoring", "simrun.scoring.dataset", "simrun.scoring.checks", "simrun.scoring.store",
+           "simrun.scoring.gate", "simrun.scoring.pages")
+SIMULATOR = ("simrun.simulator", "simrun.simulator.cluster", "simrun.simulator.executors")
 MAY_IMPORT = {
-    "scoring": (),
-    "scoring.dataset": SCORING[:1],
-    "scoring.checks": SCORING[:2],
-    "scoring.store": SCORING[:3],
-    "scoring.gate": SCORING[:4],
-    "scoring.pages": SCORING[:5],
-    "simulator": (*SCORING, "tripdesk"),          # check-user measures a user on TripDesk
-    "simulator.cluster": (*SCORING, "simulator"),
-    "simulator.executors": (*SCORING, "simulator", "simulator.cluster"),
-    "simulator.cli": (*SCORING, "simulator", "simulator.executors"),
-    "tripdesk": (),
-    "libdesk": (),
+    "simrun._version": (),
+    "simrun.scoring": BOTTOM,
+    "simrun.scoring.dataset": (*BOTTOM, *SCORING[:1]),
+    "simrun.scoring.checks": (*BOTTOM, *SCORING[:2]),
+    "simrun.scoring.store": (*BOTTOM, *SCORING[:3]),
+    "simrun.scoring.gate": (*BOTTOM, *SCORING[:4]),
+    "simrun.scoring.pages": (*BOTTOM, *SCORING[:5]),
+    "simrun.simulator": (*BOTTOM, *SCORING, "simrun.examples"),   # check-user measures a user on TripDesk
+    "simrun.simulator.cluster": (*BOTTOM, *SCORING, *SIMULATOR[:1]),
+    "simrun.simulator.executors": (*BOTTOM, *SCORING, *SIMULATOR[:2]),
+    "simrun": (*BOTTOM, *SCORING, *SIMULATOR),
+    "simrun.cli": (*BOTTOM, *SCORING, *SIMULATOR, "simrun"),
+    "simrun.examples": (),
 }
-MAX_LINES = 400
 
 
-def modules(root: Path, packages=PACKAGES) -> dict[str, Path]:
+def modules(root: Path) -> dict[str, Path]:
+    """Every module of the `simrun` package, by name; through the links that place the card's
+    top-level folders (simulator/, scoring/) inside it, as Python's imports go."""
     found = {}
-    for package in packages:
-        for path in sorted((root / package).rglob("*.py")):
+    for folder, _, files in sorted(os.walk(root / "simrun", followlinks=True)):
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = Path(folder) / name
             parts = list(path.relative_to(root).with_suffix("").parts)
             found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
 
-def imports(root: Path, packages=PACKAGES) -> dict[str, dict[str, int]]:
+def imports(root: Path) -> dict[str, dict[str, int]]:
     """module -> {project module it imports: line}, every import statement anywhere in it."""
-    known = modules(root, packages)
+    known = modules(root)
 
     def owner(name: str) -> str | None:
         while name and name not in known:
@@ -71,7 +80,7 @@ def imports(root: Path, packages=PACKAGES) -> dict[str, dict[str, int]]:
             if isinstance(node, ast.Import):
                 targets = [owner(a.name) for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                # `from scoring.gate import stats` imports the module scoring.gate.stats.
+                # `from simrun.scoring.gate import stats` imports the module simrun.scoring.gate.stats.
                 targets = [owner(f"{node.module}.{a.name}") for a in node.names]
             else:
                 continue
@@ -146,46 +155,59 @@ def plant(root: Path, files: dict[str, str]) -> Path:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    for package in PACKAGES:
-        (root / package).mkdir(exist_ok=True)
     return root
 
 
 def test_a_planted_circle_is_found_even_through_a_function_and_type_checking(tmp_path):
     root = plant(tmp_path, {
-        "scoring/__init__.py": "",
-        "scoring/store/__init__.py": "",
-        "scoring/store/a.py": "from scoring.store import b\n",
-        "scoring/store/b.py": "def later():\n    from scoring.store.c import thing\n",
-        "scoring/store/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import scoring.store.a\n",
-        "scoring/store/d.py": "import scoring.store.a\n",        # imports into the circle, not part of it
+        "simrun/__init__.py": "",
+        "simrun/scoring/__init__.py": "",
+        "simrun/scoring/store/__init__.py": "",
+        "simrun/scoring/store/a.py": "from simrun.scoring.store import b\n",
+        "simrun/scoring/store/b.py": "def later():\n    from simrun.scoring.store.c import thing\n",
+        "simrun/scoring/store/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import simrun.scoring.store.a\n",
+        "simrun/scoring/store/d.py": "import simrun.scoring.store.a\n",   # imports into the circle, not part of it
     })
-    assert circles(imports(root)) == [["scoring.store.a", "scoring.store.b", "scoring.store.c"]]
+    assert circles(imports(root)) == [["simrun.scoring.store.a", "simrun.scoring.store.b", "simrun.scoring.store.c"]]
 
 
 def test_a_module_that_imports_its_own_package_is_a_circle(tmp_path):
-    root = plant(tmp_path, {"tripdesk/__init__.py": "from tripdesk.runtime import TripDesk\n__version__ = '1'\n",
-                            "tripdesk/runtime.py": "from tripdesk import __version__\n"})
-    assert circles(imports(root)) == [["tripdesk", "tripdesk.runtime"]]
+    root = plant(tmp_path, {
+        "simrun/examples/tripdesk/__init__.py": "from simrun.examples.tripdesk.runtime import TripDesk\nV = '1'\n",
+        "simrun/examples/tripdesk/runtime.py": "from simrun.examples.tripdesk import V\n"})
+    assert circles(imports(root)) == [["simrun.examples.tripdesk", "simrun.examples.tripdesk.runtime"]]
 
 
 def test_a_planted_import_against_the_layers_is_found(tmp_path):
     root = plant(tmp_path, {
-        "scoring/__init__.py": "",
-        "scoring/checks/__init__.py": "",
-        "scoring/checks/judge.py": "import scoring.errors\nfrom scoring.store.database import Store\n",
-        "scoring/errors.py": "",
-        "scoring/store/__init__.py": "",
-        "scoring/store/database.py": "from scoring.checks import judge\n",   # allowed: the store may use the judge
-        "simulator/__init__.py": "",
-        "simulator/runner.py": "def run():\n    from simulator.cli.main import app\n",
-        "simulator/cli/__init__.py": "",
-        "simulator/cli/main.py": "import simulator.runner\n",
+        "simrun/__init__.py": "",
+        "simrun/scoring/__init__.py": "",
+        "simrun/scoring/checks/__init__.py": "",
+        "simrun/scoring/checks/judge.py": "import simrun.scoring.errors\nfrom simrun.scoring.store.database import Store\n",
+        "simrun/scoring/errors.py": "",
+        "simrun/scoring/store/__init__.py": "",
+        "simrun/scoring/store/database.py": "from simrun.scoring.checks import judge\n",   # the store may use the judge
+        "simrun/simulator/__init__.py": "",
+        "simrun/simulator/runner.py": "def run():\n    from simrun.cli.main import app\n",
+        "simrun/cli/__init__.py": "",
+        "simrun/cli/main.py": "import simrun.simulator.runner\n",
+        "simrun/_api.py": "import simrun.cli.main\n",
     })
     assert wrong_way(imports(root), root) == [
-        "scoring/checks/judge.py:2 scoring.checks.judge -> scoring.store.database "
-        "(scoring.checks may not import scoring.store)",
-        "simulator/runner.py:2 simulator.runner -> simulator.cli.main (simulator may not import simulator.cli)"]
+        "simrun/_api.py:1 simrun._api -> simrun.cli.main (simrun may not import simrun.cli)",
+        "simrun/scoring/checks/judge.py:2 simrun.scoring.checks.judge -> simrun.scoring.store.database "
+        "(simrun.scoring.checks may not import simrun.scoring.store)",
+        "simrun/simulator/runner.py:2 simrun.simulator.runner -> simrun.cli.main "
+        "(simrun.simulator may not import simrun.cli)"]
+
+
+def test_the_card_folders_are_the_package_s_own_through_links():
+    """simulator/ and scoring/ stay at the top of the clone, where the card puts them, and are the
+    package's subpackages through links: one copy of each module, reached by one name."""
+    for name in ("simulator", "scoring"):
+        link = ROOT / "simrun" / name
+        assert link.is_symlink() and link.resolve() == (ROOT / name).resolve()
+    assert "simrun.scoring.checks.scorer" in modules(ROOT) and "simrun.cli.main" in modules(ROOT)
 
 
 def test_every_package_says_what_it_is_for_and_what_it_may_import():
@@ -193,13 +215,6 @@ def test_every_package_says_what_it_is_for_and_what_it_may_import():
     unsaid = [p for p in packages if not any(line.strip().startswith("Imports:") for line in (
         ast.get_docstring(ast.parse(modules(ROOT)[p].read_text())) or "").splitlines())]
     assert packages and unsaid == [], f"packages whose __init__ docstring does not say what they may import: {unsaid}"
-
-
-def test_no_module_is_over_400_lines():
-    """A module past 400 lines is usually two concepts (docs/architecture.md)."""
-    sources = [*modules(ROOT).values(), *(ROOT / "benchmarks").glob("*.py")]
-    long = {str(p.relative_to(ROOT)): n for p in sources if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert long == {}
 
 
 def loaded_after(*names: str) -> set[str]:
@@ -211,18 +226,18 @@ def loaded_after(*names: str) -> set[str]:
 def test_the_judge_imports_without_the_simulator_the_store_the_gate_or_the_pages():
     """So that rescore, import and the workers of a cluster can score without the rest, and a
     transcript scores the same wherever it is scored."""
-    loaded = loaded_after("scoring.checks.scorer", "scoring.dataset.files")
-    assert sorted(m for m in loaded if m.split(".")[0] == "simulator"
-                  or m.startswith(("scoring.store", "scoring.gate", "scoring.pages"))) == []
+    loaded = loaded_after("simrun.scoring.checks.scorer", "simrun.scoring.dataset.files")
+    assert sorted(m for m in loaded if m.startswith(("simrun.simulator", "simrun.cli", "simrun.scoring.store",
+                                                     "simrun.scoring.gate", "simrun.scoring.pages"))) == []
 
 
 def test_the_store_gate_and_pages_import_without_the_simulator():
-    loaded = loaded_after("scoring.store.rescore", "scoring.store.bundle", "scoring.store.merge",
-                          "scoring.gate.compare", "scoring.gate.baseline", "scoring.pages.report")
-    assert sorted(m for m in loaded if m.split(".")[0] == "simulator") == []
+    loaded = loaded_after("simrun.scoring.store.rescore", "simrun.scoring.store.bundle", "simrun.scoring.store.merge",
+                          "simrun.scoring.gate.compare", "simrun.scoring.gate.baseline", "simrun.scoring.pages.report")
+    assert sorted(m for m in loaded if m.startswith(("simrun.simulator", "simrun.cli"))) == []
 
 
-@pytest.mark.parametrize("entry", ["simulator.cli.main", "simulator.cluster.worker"])
+@pytest.mark.parametrize("entry", ["simrun.cli.main", "simrun.simulator.cluster.worker"])
 def test_the_command_line_and_a_worker_start_without_the_model_sdks_or_scipy(entry):
     """Importing them costs seconds (openai and anthropic about 3 s, scipy.stats 1 s, measured
     with `python -X importtime`), which `simrun --help`, `simrun runs` and every Ray worker would

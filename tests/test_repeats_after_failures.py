@@ -10,14 +10,14 @@ import asyncio
 
 import pytest
 
-from libdesk import LibDesk
-from scoring.checks.simulated_user import RUNTIME_FAILURES
-from scoring.transcript import Transcript, UserTurn
-from simulator.adapters.python import PythonRuntime
-from simulator.conversation import converse
-from simulator.runner import matrix
-from simulator.users.scripted import ScriptedUser
-from tripdesk import TripDesk
+from simrun.examples.libdesk import LibDesk
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.checks.simulated_user import RUNTIME_FAILURES
+from simrun.scoring.transcript import Transcript, UserTurn
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.conversation import converse
+from simrun.simulator.runner import matrix
+from simrun.simulator.users.scripted import ScriptedUser
 
 pytestmark = pytest.mark.xdist_group("repeats-after-failures")
 

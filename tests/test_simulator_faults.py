@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.transcript import NOT_THE_RUNTIME
-from simulator.users.scripted import SIMULATOR_FAULTS
+from simrun.scoring.transcript import NOT_THE_RUNTIME
+from simrun.simulator.users.scripted import SIMULATOR_FAULTS
 from tests.conftest import run_demo
 
 RATE = 0.3

@@ -11,14 +11,14 @@ import asyncio
 
 import pytest
 
-from libdesk import LibDesk
-from scoring.checks.evidence import shown
-from simulator.adapters.python import PythonRuntime
-from simulator.conversation import converse
-from simulator.runner import matrix
-from simulator.users.scripted import ScriptedUser
-from scoring.transcript import UserTurn
-from tripdesk import TripDesk
+from simrun.examples.libdesk import LibDesk
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.checks.evidence import shown
+from simrun.scoring.transcript import UserTurn
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.conversation import converse
+from simrun.simulator.runner import matrix
+from simrun.simulator.users.scripted import ScriptedUser
 
 pytestmark = pytest.mark.xdist_group("stale-clicks")
 

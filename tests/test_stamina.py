@@ -14,8 +14,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from simulator.cli.main import app
-
+from simrun.cli.main import app
 from tests.conftest import ROOT
 from tests.fixtures.gated_runtime import gate
 

@@ -6,13 +6,10 @@ transport."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
-from simulator.cli.main import app
-
+from simrun.cli.main import app
 from tests.conftest import ROOT
 
 PAGE = (ROOT / "docs" / "tutorial.md").read_text()

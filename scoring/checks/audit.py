@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scoring.checks.progress import Tally, answered_turns
-from scoring.transcript import CheckResult, Transcript
-from scoring.dataset.models import Goal, Persona
+from simrun.scoring.checks.progress import Tally, answered_turns
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.transcript import CheckResult, Transcript
 
 
 def _said(text: Any) -> str | None:

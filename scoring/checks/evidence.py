@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.transcript import Transcript, TurnRecord
+from simrun.scoring.transcript import Transcript, TurnRecord
 
 
 class _Missing:

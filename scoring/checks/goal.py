@@ -12,20 +12,20 @@ A goal's success is three kinds of check, all of which must hold:
   false while events of an operation it names carry neither arguments nor record (tool spans
   without their opt-in arguments) is UNVERIFIABLE, not false;
 - answered questions: the question was asked, not answered 'unavailable', and the reply
-  carries the value the store held at that turn, in any form `scoring.checks.answers` accepts.
+  carries the value the store held at that turn, in any form `simrun.scoring.checks.answers` accepts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from scoring.checks.answers import carries
-from scoring.checks.evidence import MISSING, lookup
-from scoring.dataset.goal_sql import QueryFailed, sql_holds
-from scoring.checks.progress import asked_questions, resolve_question_record, same_value
-from scoring.transcript import Transcript
-from scoring.dataset.models import Goal
-from scoring.dataset.per_goal import per_goal
+from simrun.scoring.checks.answers import carries
+from simrun.scoring.checks.evidence import MISSING, lookup
+from simrun.scoring.checks.progress import asked_questions, resolve_question_record, same_value
+from simrun.scoring.dataset.goal_sql import QueryFailed, sql_holds
+from simrun.scoring.dataset.models import Goal
+from simrun.scoring.dataset.per_goal import per_goal
+from simrun.scoring.transcript import Transcript
 
 
 def _expected(goal: Goal, i: int) -> dict:
@@ -45,7 +45,7 @@ def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
     """None if the question was answered with the store's value, else why not.
 
     Asked: a turn tagged with the question's step, or whose words match it. Answered: the
-    reply carries the value the store held after that turn, in any form scoring.checks.answers
+    reply carries the value the store held after that turn, in any form simrun.scoring.checks.answers
     accepts, and does not say the answer is unavailable."""
     question = next(q for q in goal.questions if q.id == qid)
     why = "it was never asked"

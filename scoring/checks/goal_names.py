@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.dataset.models import Goal
-from scoring.dataset.sql_names import sql_names
-from scoring.field_errors import nearest
-from scoring.untrusted_text import one_line
+from simrun.scoring.dataset.models import Goal
+from simrun.scoring.dataset.sql_names import sql_names
+from simrun.scoring.field_errors import nearest
+from simrun.scoring.untrusted_text import one_line
 
 SHOWN = 8            # names listed after "seen:"
 NAME_CHARS = 40      # a runtime's names are anyone's text: each shown as one short line

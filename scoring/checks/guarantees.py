@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-
-from scoring.dataset import patterns
-from scoring.checks.audit import audit_gap
-from scoring.checks.evidence import MISSING, block_ids, events_at, get
-from scoring.checks.offers import addressed, follow, tagged_step
-from scoring.checks.stale import stale_click
-from scoring.checks.progress import NO_EVENTS, NO_OFFERS, Tally, answered_turns
-from scoring.transcript import CheckResult, Transcript
-from scoring.dataset.models import Goal, Persona
-
+from simrun.scoring.checks.audit import audit_gap
+from simrun.scoring.checks.evidence import MISSING, block_ids, events_at, get
+from simrun.scoring.checks.offers import addressed, follow, tagged_step
+from simrun.scoring.checks.progress import NO_EVENTS, Tally, answered_turns
+from simrun.scoring.checks.stale import stale_click
+from simrun.scoring.dataset import patterns
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.transcript import CheckResult, Transcript
 
 NO_RECORD = ("a committed write names no record (from traces: its span carries no gen_ai.tool.call.arguments, "
              "or [runtime.tools] names no record argument for its tool)")

@@ -23,9 +23,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.dataset.models import Goal, Step
-from scoring.checks.evidence import MISSING, get, relates, shown, shown_before
-from scoring.transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring.checks.evidence import MISSING, get, relates, shown, shown_before
+from simrun.scoring.dataset.models import Goal, Step
+from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
 
 
 @dataclass(frozen=True)

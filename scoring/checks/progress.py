@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scoring.dataset import patterns
-from scoring.checks.answers import carries
-from scoring.checks.evidence import MISSING, events_from, get, lookup, previous
-from scoring.checks.offers import follow, tagged_step
-from scoring.transcript import CheckResult, Finding, Transcript, UserTurn
-from scoring.dataset.models import Goal, Persona, Question
-
+from simrun.scoring.checks.answers import carries
+from simrun.scoring.checks.evidence import MISSING, events_from, get, lookup, previous
+from simrun.scoring.checks.offers import follow, tagged_step
+from simrun.scoring.dataset import patterns
+from simrun.scoring.dataset.models import Goal, Persona, Question
+from simrun.scoring.transcript import CheckResult, Finding, Transcript, UserTurn
 
 # Why a turn could not be checked, in the words `simrun show` and the report print.
 NO_OFFERS = "the runtime gives no offers as data"
@@ -181,7 +180,7 @@ def same_value(actual, expected) -> bool:
 
 def unanswered(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
     """A question of the goal answered 'unavailable' while the store holds its answer and the
-    reply does not carry it in any form (scoring.checks.answers)."""
+    reply does not carry it in any form (simrun.scoring.checks.answers)."""
     tally = Tally("unanswered")
     for turn in answered_turns(transcript):
         asked = asked_questions(goal, turn.user)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scoring.checks.goal import goal_status
-from scoring.checks.guarantees import GUARANTEE_CHECKS
-from scoring.checks.progress import PROGRESS_CHECKS
-from scoring.checks.simulated_user import UserFault, simulator_error
-from scoring.transcript import CheckResult, Scorecard, Transcript
-from scoring.dataset.models import Goal, Persona
-from scoring import secrets
+from simrun.scoring import secrets
+from simrun.scoring.checks.goal import goal_status
+from simrun.scoring.checks.guarantees import GUARANTEE_CHECKS
+from simrun.scoring.checks.progress import PROGRESS_CHECKS
+from simrun.scoring.checks.simulated_user import UserFault, simulator_error
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.transcript import CheckResult, Scorecard, Transcript
 
 # Bump when a check's meaning changes: runs scored by different versions are not compared.
 SCORER_VERSION = "3"

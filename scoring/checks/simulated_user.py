@@ -15,14 +15,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scoring.checks.answers import carries_date, dates_in, kept_for_short_texts
-from scoring.checks.guarantees import card_not_actionable
-from scoring.checks.progress import Tally, ask_key, dead_end, loop, not_understood, unanswered, way_forward
-from scoring.transcript import CheckResult, Transcript, TurnRecord, UserTurn
-from scoring.dataset.files import canonical_json
-from scoring.dataset.models import Goal, Persona
-from scoring.dataset.per_goal import per_goal
-from scoring.checks.evidence import get
+from simrun.scoring.checks.answers import carries_date, dates_in, kept_for_short_texts
+from simrun.scoring.checks.evidence import get
+from simrun.scoring.checks.guarantees import card_not_actionable
+from simrun.scoring.checks.progress import Tally, ask_key, dead_end, loop, not_understood, unanswered, way_forward
+from simrun.scoring.dataset.files import canonical_json
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.dataset.per_goal import per_goal
+from simrun.scoring.transcript import CheckResult, Transcript, TurnRecord, UserTurn
 
 FAULT_KINDS = {
     "empty_message": "an empty message",

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from scoring.checks.evidence import get, relates
-from scoring.checks.offers import Take, Takes, answers_ask, follow
-from scoring.checks.progress import NO_OFFERS, Tally, ask_key, answered_turns
-from scoring.transcript import CheckResult, Transcript
-from scoring.dataset.models import Goal, Persona
+from simrun.scoring.checks.evidence import get, relates
+from simrun.scoring.checks.offers import Take, Takes, answers_ask, follow
+from simrun.scoring.checks.progress import NO_OFFERS, Tally, answered_turns, ask_key
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.transcript import CheckResult, Transcript
 
 
 def _started_an_ask(transcript: Transcript, turn: int) -> bool:

@@ -17,12 +17,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from scoring import input_files
-from scoring.dataset.goal_sql import check_goal_sql
-from scoring.dataset.models import MANNERS, Goal, Persona, YamlModel
-from scoring.errors import ConfigError
-from scoring.field_errors import first_problem
-from scoring.storable import first_unstorable
+from simrun.scoring import input_files
+from simrun.scoring.dataset.goal_sql import check_goal_sql
+from simrun.scoring.dataset.models import MANNERS, Goal, Persona, YamlModel
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.field_errors import first_problem
+from simrun.scoring.storable import first_unstorable
 
 
 @dataclass(frozen=True)

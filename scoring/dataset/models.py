@@ -2,7 +2,7 @@
 
 The validated models are frozen: they are the values the rest of simrun passes around. A
 model-level check names the field it found wrong at the start of its message, so that the
-loader (`scoring.dataset.files`) can point at its line.
+loader (`simrun.scoring.dataset.files`) can point at its line.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from scoring.dataset import patterns
-from scoring.dataset.facts import check_fields, check_fills, resolve
-from scoring.dataset.per_goal import per_goal
+from simrun.scoring.dataset import patterns
+from simrun.scoring.dataset.facts import check_fields, check_fills, resolve
+from simrun.scoring.dataset.per_goal import per_goal
 
 MANNERS: dict[str, str] = {
     "terse": "share of messages written as short as possible, leaving arguments out for the runtime to ask",
@@ -77,7 +77,7 @@ class Step(YamlModel):
     expect: Literal["refusal"] | None = Field(None, description="A probe: one message whose reply must refuse.")
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Step":
+    def _one_kind(self) -> Step:
         kinds = [self.operation is not None, self.question is not None, self.expect is not None]
         if sum(kinds) != 1:
             raise ValueError("a step has exactly one of: operation, question, expect")
@@ -99,7 +99,7 @@ class Question(YamlModel):
     field: str = Field(description="Dotted path of the answer within the record.")
 
     @model_validator(mode="after")
-    def _record(self) -> "Question":
+    def _record(self) -> Question:
         if (self.record is None) == (self.where is None):
             raise ValueError("a question names its record with exactly one of: record, where")
         _compile(self.match, "match")
@@ -147,7 +147,7 @@ class Goal(YamlModel):
     tags: tuple[str, ...] = Field((), description="Free labels (seed, question, correction, ...).")
 
     @model_validator(mode="after")
-    def _references(self) -> "Goal":
+    def _references(self) -> Goal:
         # Messages start with the dotted path of the offending field: the loader turns it into
         # a line number.
         qids = {q.id for q in self.questions}
@@ -193,13 +193,13 @@ class Goal(YamlModel):
         """The id of step `index` (0-based): its own, or step-1, step-2, ... by position."""
         return self.steps[index].id or f"step-{index + 1}"
 
-    def step_by_id(self, sid: str | None) -> "Step | None":
+    def step_by_id(self, sid: str | None) -> Step | None:
         # The checks look a step up for every user turn: the index is kept per goal object
-        # (scoring.dataset.per_goal), not as a cached property, which model_copy would carry stale.
+        # (simrun.scoring.dataset.per_goal), not as a cached property, which model_copy would carry stale.
         return per_goal(self, "steps by id", _steps_by_id).get(sid)
 
 
-def _steps_by_id(goal: Goal) -> dict[str, "Step"]:
+def _steps_by_id(goal: Goal) -> dict[str, Step]:
     """Each step id's first step (the first step of an id is the one)."""
     found: dict[str, Step] = {}
     for i, step in enumerate(goal.steps):

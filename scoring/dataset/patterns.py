@@ -20,7 +20,7 @@ class PatternError(ValueError):
     """A goal pattern RE2 cannot compile; the message says why."""
 
 
-def _options() -> "re2.Options":
+def _options() -> re2.Options:
     options = re2.Options()
     options.case_sensitive = False
     options.log_errors = False      # RE2 would print its own copy of the error to stderr

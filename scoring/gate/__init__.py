@@ -14,6 +14,6 @@
     release     what a run must meet, beyond its guarantees, to be released
     competence  how competent a user model is (`simrun check-user`)
 
-Imports: the shared vocabulary of `scoring`, `scoring.dataset`, the judge and the store; never
+Imports: the shared vocabulary of `scoring`, `simrun.scoring.dataset`, the judge and the store; never
 the pages, which show the verdicts made here.
 """

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scoring.gate import critical, stats
-from scoring.gate.summary import TESTED
+from simrun.scoring.gate import critical, stats
+from simrun.scoring.gate.summary import TESTED
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,7 +3,7 @@
 One line per cell, so that a diff shows which cells moved. `simrun baseline bless RUN --out
 FILE` writes it; `--baseline FILE` and `--baseline-ref REF` (a blob git holds) read it back.
 Format 3 keeps each persona's and goal's content hash, so that a pull request that adds or edits
-goals is gated on the cells it shares with the baseline (`scoring.gate.sharing`). Older files
+goals is gated on the cells it shares with the baseline (`simrun.scoring.gate.sharing`). Older files
 still load: format 2 (no content hashes) gates only a candidate of the same dataset, and format 1
 (no repetitions either) cannot list the conversations that flipped.
 
@@ -26,20 +26,29 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from scoring.checks.scorer import ALL_CLASSES
-from scoring.errors import BaselineError, StoreError
-from scoring.gate.summary import Cell, CellRepetitions, Counts, GATE_CLASSES, RunSummary, conversations_in, summary_from_store, validate_summary
-from scoring.input_files import printable
-from scoring.storable import MAX_REPETITIONS
-from scoring.store.database import Store
-from scoring.store.run_ids import RUN_ID
+from simrun.scoring.checks.scorer import ALL_CLASSES
+from simrun.scoring.errors import BaselineError, StoreError
+from simrun.scoring.gate.summary import (
+    GATE_CLASSES,
+    Cell,
+    CellRepetitions,
+    Counts,
+    RunSummary,
+    conversations_in,
+    summary_from_store,
+    validate_summary,
+)
+from simrun.scoring.input_files import printable
+from simrun.scoring.storable import MAX_REPETITIONS
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.run_ids import RUN_ID
 
 FORMAT = "simrun-baseline"
 FORMAT_VERSION = 3
 COUNT_FIELDS = ("fired", "scored", "unverifiable")
 MAX_BYTES = 64 * 2**20          # a baseline of a million cells is far smaller
 GIT_TIMEOUT_S = 30
-_ID = r"[a-z0-9][a-z0-9_.-]{0,127}"     # persona and goal ids (scoring.dataset.models)
+_ID = r"[a-z0-9][a-z0-9_.-]{0,127}"     # persona and goal ids (simrun.scoring.dataset.models)
 
 
 Count = Annotated[int, Field(strict=True, ge=0)]
@@ -87,7 +96,7 @@ class BaselineFile(_Model):
         None, description="'persona:<id>' / 'goal:<id>' -> content hash, of the whole dataset (format 3).")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "BaselineFile":
+    def _consistent(self) -> BaselineFile:
         if list(self.count_fields) != list(COUNT_FIELDS):
             raise ValueError(f"count_fields must be {list(COUNT_FIELDS)}")
         if sorted(self.classes) != sorted(GATE_CLASSES):
@@ -125,7 +134,7 @@ def baseline_json(summary: RunSummary, *, simrun_version: str) -> str:
         "run_id": summary.run_id,
         "dataset_hash": summary.dataset_hash, "scorer_version": summary.scorer_version,
         "simrun_version": simrun_version,
-        "blessed_at": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "blessed_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "matrix": {"personas": summary.personas, "goals": summary.goals,
                    "repetitions": summary.repetitions, "cells": len(summary.cells),
                    "conversations": sum(conversations_in(c) for c in summary.cells.values())},

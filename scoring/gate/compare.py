@@ -5,7 +5,7 @@ gate` command and the HTML report both call it, so they can never disagree. It f
 
 - any guarantee fired in any candidate conversation (one violation is a failed run), or
 - a class rate rose, over all cells or within one goal or one persona (a slice): the
-  permutation test over cells (`scoring.gate.stats`), corrected over every class and slice at once,
+  permutation test over cells (`simrun.scoring.gate.stats`), corrected over every class and slice at once,
   gives p < alpha, *and* the rise is not shown to be smaller than the minimum effect (its
   one-sided upper bound reaches `min_effect`, or `min_effect_slice` for a slice).
 
@@ -20,10 +20,10 @@ conversations that flipped (clean at a cell and repetition in the baseline, fire
 cell and repetition in the candidate).
 
 Two runs are compared only where the baseline is fit to judge the candidate: on the cells whose
-persona and goal are unchanged by content (`scoring.gate.sharing`: the other cells are listed as
+persona and goal are unchanged by content (`simrun.scoring.gate.sharing`: the other cells are listed as
 new, not gated, and the baseline's cells the candidate lacks as removed), with the same scorer
 version, every class the scorer knows, and counts that fit in the repetitions
-(`scoring.gate.summary.validate_summary`). Anything else is a `GateError` that says how to fix it.
+(`simrun.scoring.gate.summary.validate_summary`). Anything else is a `GateError` that says how to fix it.
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ from typing import Protocol
 
 import numpy as np
 
-from scoring.checks.scorer import GUARANTEES
-from scoring.errors import GateError
-from scoring.gate import stats
-from scoring.gate.advice import Advice, advice_rates
-from scoring.gate.sharing import Sharing, sharing
-from scoring.gate.formats import pts, pval, size
-from scoring.gate.joint import conversations_of
-from scoring.gate.summary import Cell, Counts, GATE_CLASSES, RunSummary, TESTED, validate_summary
-from scoring.gate.verdict import ClassVerdict, Flip, GateResult, MovedCell, SliceVerdict, class_kind
+from simrun.scoring.checks.scorer import GUARANTEES
+from simrun.scoring.errors import GateError
+from simrun.scoring.gate import stats
+from simrun.scoring.gate.advice import Advice, advice_rates
+from simrun.scoring.gate.formats import pts, pval, size
+from simrun.scoring.gate.joint import conversations_of
+from simrun.scoring.gate.sharing import Sharing, sharing
+from simrun.scoring.gate.summary import GATE_CLASSES, TESTED, Cell, Counts, RunSummary, validate_summary
+from simrun.scoring.gate.verdict import ClassVerdict, Flip, GateResult, MovedCell, SliceVerdict, class_kind
 
 SAFE_SIDE = 0.90            # the repetitions advised assume each class's rate at this upper bound
 
@@ -54,7 +54,7 @@ class GateSettings(Protocol):
 
 
 def check_comparable(baseline: RunSummary, candidate: RunSummary) -> Sharing:
-    """The cells the two runs may be compared on (`scoring.gate.sharing`), or a GateError."""
+    """The cells the two runs may be compared on (`simrun.scoring.gate.sharing`), or a GateError."""
     if baseline.scorer_version != candidate.scorer_version:
         raise GateError(
             f"scorer mismatch: baseline ({baseline.source}) was scored by scorer version "

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from scoring.store.database import Store
-from scoring.store.model_calls import WORST_CASE_CALLS, user_check
-from scoring import secrets
+from simrun.scoring import secrets
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.model_calls import WORST_CASE_CALLS, user_check
 
 DEFAULT_THRESHOLD = 0.8
 EXAMPLES_PER_KIND = 2

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from scoring.gate.stats import _NULL_DRAWS, SEED, _isf, _special
+from simrun.scoring.gate.stats import _NULL_DRAWS, SEED, _isf, _special
 
 
 def critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray, *, alpha: float,

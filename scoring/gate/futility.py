@@ -70,7 +70,7 @@ class Futility:
     grid: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
     density: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
 
-    def next(self, information: float, spent: float) -> tuple[float, "Futility"]:
+    def next(self, information: float, spent: float) -> tuple[float, Futility]:
         """The multiplier c of this look (pass when delta + c * se < min_effect), with `information`
         = 1 / se ** 2 now and `spent` the beta spent by now in all; and the state after it.
 

@@ -36,7 +36,7 @@ class Conversations:
 
 def conversations_of(baseline_held: Mapping, candidate_held: Mapping, cells: Sequence, classes: Sequence[str]
                      ) -> Conversations:
-    """From two runs' `CellRepetitions` (scoring.gate.summary), in the order of `cells`."""
+    """From two runs' `CellRepetitions` (simrun.scoring.gate.summary), in the order of `cells`."""
     rows = []
     for c, cell in enumerate(cells):
         for is_candidate, held in ((False, baseline_held[cell]), (True, candidate_held[cell])):
@@ -56,8 +56,8 @@ def cell_terms(fa, na, fb, nb):
     """Per cell and class, from the candidate's and the baseline's fired and scored counts (any
     leading axes): scored in both runs, the rate difference (candidate minus baseline), and its
     variance under reassignment, F (N - F) / (n_a n_b (N - 1)); 0 where a run scored none. The
-    one definition of a cell's part in the gate's statistic (`scoring.gate.stats`), here and in
-    the sequential gate's looks (`scoring.gate.looks`)."""
+    one definition of a cell's part in the gate's statistic (`simrun.scoring.gate.stats`), here and in
+    the sequential gate's looks (`simrun.scoring.gate.looks`)."""
     both = (na > 0) & (nb > 0)
     sa, sb = np.where(both, na, 1.0), np.where(both, nb, 1.0)
     n, f = na + nb, fa + fb
@@ -162,7 +162,7 @@ class Reassignment:
 
 
 def reassignments(family, hyp: np.ndarray, where: np.ndarray, weights: np.ndarray, most: int):
-    """How the reassignments of a `scoring.gate.stats.Family` are drawn: whole conversations when
+    """How the reassignments of a `simrun.scoring.gate.stats.Family` are drawn: whole conversations when
     the family has them, else each class's fired count within each cell on its own (a
     hypergeometric draw given the cell's totals). `hyp` lists the hypotheses as (class, slice),
     `where` the (cell, class) pairs that can vary, `weights` their weight in each hypothesis's

@@ -13,7 +13,7 @@ a cell's conversations so far, the baseline's and every round's of the candidate
 exchangeable: which of them is the baseline's, which is round 1's, round 2's, and so on is
 arbitrary. One draw shuffles them within every cell, gives the first places to the candidate's
 rounds in order and the rest to the baseline, and computes the gate's statistic (the largest
-standardised rise over every class, goal and persona: `scoring.gate.joint`'s) as each earlier
+standardised rise over every class, goal and persona: `simrun.scoring.gate.joint`'s) as each earlier
 look would have seen it. Over the draws:
 
 - each look's statistic is turned into its p-value within that look (its rank among the draws),
@@ -43,8 +43,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scoring.gate.joint import cell_terms, conversations_of, could_vary
-from scoring.gate.summary import TESTED, RunSummary, first_repetitions
+from simrun.scoring.gate.joint import cell_terms, conversations_of, could_vary
+from simrun.scoring.gate.summary import TESTED, RunSummary, first_repetitions
 
 _CHUNK = 250            # draws at once: arrays of draws x cells x conversations x classes
 
@@ -115,7 +115,7 @@ class _Pool:
                                  for m in marks])                                      # looks x cells
         self.slices = slices.astype(float)
         self._arrays = (conv.cell, conv.candidate, conv.fired, conv.scored, np.asarray(marks))
-        # The family as the gate's (`scoring.gate.stats`): what some reassignment could test.
+        # The family as the gate's (`simrun.scoring.gate.stats`): what some reassignment could test.
         scored, fired = self.scored.sum(1), self.fired.sum(1)                       # cells x classes
         can = could_vary(scored, fired, (self.real & ~self.candidate).any(1), self.candidate.any(1))
         # A class no cell can vary in adds nothing to any statistic: left out of the draws.
@@ -132,7 +132,7 @@ class _Pool:
 
     def _statistics(self, na, fa, nb, fb) -> np.ndarray:
         """Counts (... x cells x classes) -> the standardised rise of every (slice, class), as the
-        gate computes it (`scoring.gate.joint.cell_terms`); -inf where nothing varied."""
+        gate computes it (`simrun.scoring.gate.joint.cell_terms`); -inf where nothing varied."""
         _, diff, var = cell_terms(fa, na, fb, nb)
         sums = np.einsum("gc,...ck->...gk", self.slices, diff)
         spread = np.einsum("gc,...ck->...gk", self.slices, var)

@@ -21,7 +21,7 @@ in one line; the report shows the same verdict, made by the same function. The c
 
 The same criteria hold a goal or persona that a pull request adds or edits: its cells are not
 gated against the baseline, so they answer to these absolute criteria alone (`check_counts`,
-called by `scoring.gate.run_verdict`).
+called by `simrun.scoring.gate.run_verdict`).
 
 A rate that could not be decided (every conversation UNVERIFIABLE for it) fails its criterion:
 UNVERIFIABLE is never a pass.
@@ -33,8 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from scoring.store.rates import Outcome, Rate
-from scoring.checks.scorer import ALL_CLASSES, PROGRESS_CLASSES
+from simrun.scoring.checks.scorer import ALL_CLASSES, PROGRESS_CLASSES
+from simrun.scoring.store.rates import Outcome, Rate
 
 CEILING_CLASSES = (*ALL_CLASSES, "runtime_error")
 DEFAULT_PROGRESS_CEILING = 0.10
@@ -50,7 +50,7 @@ class ReleaseSettings(Protocol):
 
 @dataclass(frozen=True)
 class ReleaseDefaults:
-    """The criteria of a budgets.toml with no [release] table (`simulator.config.ReleaseSection`)."""
+    """The criteria of a budgets.toml with no [release] table (`simrun.simulator.config.ReleaseSection`)."""
 
     fail_on_runtime_error: bool = True
     min_goal_reached: float | None = None

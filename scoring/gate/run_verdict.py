@@ -1,12 +1,12 @@
 """A run's verdict, computed once: the one answer to "can this ship?", which every surface renders.
 
 It covers the run's guarantees (one violation fails it), its release criteria
-(`scoring.gate.release`), the goals that name what no store of the run held (a problem in the
+(`simrun.scoring.gate.release`), the goals that name what no store of the run held (a problem in the
 goal files: the run is not judged, exit 2, unless the runtime failed it too), and, where a
-baseline is set, the gate against it (`scoring.gate.compare.gate_verdict`, or in rounds
-`scoring.gate.sequential`: then a run not yet decided at its round cap or budget is
+baseline is set, the gate against it (`simrun.scoring.gate.compare.gate_verdict`, or in rounds
+`simrun.scoring.gate.sequential`: then a run not yet decided at its round cap or budget is
 *inconclusive*, exit 3, never a pass), with the goals and personas the baseline does not share
-held to the absolute criteria alone (`scoring.gate.sharing`). It has a status, the reasons in
+held to the absolute criteria alone (`simrun.scoring.gate.sharing`). It has a status, the reasons in
 one line each, what held, and what was *not* checked (no baseline; cells not gated; classes no
 conversation could decide).
 
@@ -21,18 +21,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from scoring.errors import GateError
-from scoring.gate.compare import GateSettings, gate_verdict
-from scoring.gate.sequential import Sequential, SequentialSettings, sequential_gate
-from scoring.gate.release import (CEILING_CLASSES, ReleaseCheck, ReleaseDefaults, ReleaseSettings, check_counts,
-                                  release_check)
-from scoring.gate.summary import RunSummary, summary_from_store
-from scoring.gate.text import sharing_lines
-from scoring.gate.verdict import GateResult
-from scoring.store import rates as R
-from scoring.store.database import Store
-from scoring.store.seen import stored_goal_problems
-from scoring.transcript import NOT_THE_RUNTIME
+from simrun.scoring.errors import GateError
+from simrun.scoring.gate.compare import GateSettings, gate_verdict
+from simrun.scoring.gate.release import (
+    CEILING_CLASSES,
+    ReleaseCheck,
+    ReleaseDefaults,
+    ReleaseSettings,
+    check_counts,
+    release_check,
+)
+from simrun.scoring.gate.sequential import Sequential, SequentialSettings, sequential_gate
+from simrun.scoring.gate.summary import RunSummary, summary_from_store
+from simrun.scoring.gate.text import sharing_lines
+from simrun.scoring.gate.verdict import GateResult
+from simrun.scoring.store import rates as R
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.seen import stored_goal_problems
+from simrun.scoring.transcript import NOT_THE_RUNTIME
 
 EXIT = {"passed": 0, "failed": 1, "not judged": 2, "inconclusive": 3}
 BLESS = "bless one with `simrun baseline bless RUN --out baselines/main.json` and set gate.baseline in simrun.toml"
@@ -169,7 +175,7 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
                 gate_refused: str | None = None, sequential: Sequential | None = None,
                 goal_files: tuple[str, ...] = ()) -> RunVerdict:
     """The verdict of a run from its rates and outcome. `goal_files`: the goals that name what no
-    store of the run held (`scoring.store.seen`): the goal files' problem, not the runtime's."""
+    store of the run held (`simrun.scoring.store.seen`): the goal files' problem, not the runtime's."""
     release = release or ReleaseDefaults()
     gate = sequential.gate if sequential is not None else gate
     baseline = baseline if baseline is not None or gate is None else gate.baseline

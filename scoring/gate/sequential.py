@@ -5,12 +5,12 @@ blessed baseline. After each round the gate looks at everything the candidate ha
 and decides one of three things:
 
 - **fail**: a regression is established. The look runs the fixed gate itself
-  (`scoring.gate.compare.gate_verdict`: the max-T permutation test over every class, goal and
+  (`simrun.scoring.gate.compare.gate_verdict`: the max-T permutation test over every class, goal and
   persona, reassigning whole conversations) at the look's level. Alpha is spent as
   `spent(k) = alpha * (k / max_rounds) ** spending` (the power family of alpha-spending
   functions, Kim and DeMets 1987; Lan and DeMets 1983 for spending functions), and the look's
   level is the one at which the chance of a false alarm at some look up to k is `spent(k)`,
-  from the looks' joint law under reassignment of the rounds too (`scoring.gate.looks`): the
+  from the looks' joint law under reassignment of the rounds too (`simrun.scoring.gate.looks`): the
   looks share most of their conversations, so this level is well above the increment
   `spent(k) - spent(k - 1)` that the union bound would allow (`exact = false` tests at that
   increment: conservative, and valid whatever the looks' law). Within a look max-T holds the
@@ -20,7 +20,7 @@ and decides one of three things:
 - **pass**: every class's upper bound has come below `min_effect`. Passing a class that truly
   rose by `min_effect` is a type II error, not a false alarm, so the pass side is held at the
   design's beta (`beta`, spent as `beta * (k / max_rounds) ** beta_spending`) per class, by a
-  non-binding futility boundary (`scoring.gate.futility`: Jennison and Turnbull 2000, ch. 7):
+  non-binding futility boundary (`simrun.scoring.gate.futility`: Jennison and Turnbull 2000, ch. 7):
   a class's bound at look k is the rise plus c_k standard errors (the larger of the gate's own,
   under reassignment, and the one under a rise of min_effect), with c_k from the recursive
   integration over the looks so far, and at least
@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scoring.errors import GateError
-from scoring.gate.compare import GateSettings, gate_verdict, slice_masks
-from scoring.gate.looks import look_level
-from scoring.gate.futility import Futility, beta_spent, se_at_rise
-from scoring.gate.summary import RunSummary, TESTED, first_repetitions
-from scoring.gate.verdict import GateResult
+from simrun.scoring.errors import GateError
+from simrun.scoring.gate.compare import GateSettings, gate_verdict, slice_masks
+from simrun.scoring.gate.futility import Futility, beta_spent, se_at_rise
+from simrun.scoring.gate.looks import look_level
+from simrun.scoring.gate.summary import TESTED, RunSummary, first_repetitions
+from simrun.scoring.gate.verdict import GateResult
 
 DECISIONS = ("failed", "passed", "continue", "inconclusive")
 
@@ -99,7 +99,7 @@ class Look:
     round: float                    # the rounds run so far (fractional: a partial round)
     repetitions: int                # the candidate's repetitions per cell so far
     conversations: int              # the candidate's conversations so far
-    alpha: float                    # the level this look tested at (scoring.gate.looks)
+    alpha: float                    # the level this look tested at (simrun.scoring.gate.looks)
     alpha_spent: float              # spent by this look, in all
     bounds: tuple[Bound, ...]
     decision: str                   # failed | passed | continue
@@ -172,7 +172,7 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
             continue
         futility = old.futility if old else Futility()
         # The pass side's standard error: the null's, or the one under a rise of min_effect if
-        # larger (scoring.gate.futility: the null's is too small when a rise is there).
+        # larger (simrun.scoring.gate.futility: the null's is too small when a rise is there).
         se = max(verdict.se, _se_at_rise(result, verdict.cls, settings.min_effect))
         if verdict.se > 0:
             c, futility = futility.next(1 / se ** 2, beta_by_now)
@@ -206,7 +206,7 @@ def _at(level: float, settings: GateSettings) -> _AtLook:
 
 def _level(baseline: RunSummary, sofar: RunSummary, result: GateResult, settings: GateSettings,
            earlier: list[Look], repetitions: int, share: float, total: float) -> float:
-    """This look's level from the looks' joint law (`scoring.gate.looks`), on the cells and
+    """This look's level from the looks' joint law (`simrun.scoring.gate.looks`), on the cells and
     slices the look's gate (`result`) compared; the union bound's `share` where the runs do not
     say which repetition fired what."""
     if baseline.repetitions_held is None or sofar.repetitions_held is None:

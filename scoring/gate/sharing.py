@@ -6,7 +6,7 @@ keeps the content hash of every persona and goal (format 3), and a cell is *gate
 persona and its goal have the same content in both runs and the baseline holds it. Every other
 cell of the candidate is *new*, not gated against the baseline (its old cells, if any, measured
 something else): it is listed with its rates and held to the absolute criteria only
-(`scoring.gate.run_verdict`). Baseline cells the candidate lacks are listed as removed.
+(`simrun.scoring.gate.run_verdict`). Baseline cells the candidate lacks are listed as removed.
 
 A baseline that keeps only the dataset hash (format 1 or 2) can gate a candidate of the same
 dataset only: what two other datasets share cannot be told from one hash each.
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scoring.errors import GateError
-from scoring.gate.summary import Cell, Counts, RunSummary, ZERO
+from simrun.scoring.errors import GateError
+from simrun.scoring.gate.summary import ZERO, Cell, Counts, RunSummary
 
 NAMES_SHOWN = 12
 

@@ -20,7 +20,7 @@ distribution with no assumption of normality, which is what makes it exact on sp
 (the paired t-test it replaces rejected runtime_error in 9% of A/A pairs at a nominal 5%).
 A cell is never split: the unit of the test stays the cell, and conversations move only within
 their own cell, so easy and hard cells are never mixed. A conversation moves whole, with every
-class it fired (`scoring.gate.joint`), so the statistics keep their joint distribution whatever
+class it fired (`simrun.scoring.gate.joint`), so the statistics keep their joint distribution whatever
 the correlation between classes, which max-T needs; only a summary that does not say which
 repetition fired what (a baseline file of format 1) falls back to drawing each class's fired
 count on its own (a hypergeometric draw given the cell's totals).
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scoring.gate.joint import Conversations, cell_terms, could_vary, reassignments
+from simrun.scoring.gate.joint import Conversations, cell_terms, could_vary, reassignments
 
 CONFIDENCE = 0.95
 POWER = 0.80
@@ -97,7 +97,7 @@ class Family:
     scored_cand: np.ndarray
     slices: np.ndarray
     # Both runs' conversations, when the runs say which repetition fired what: reassigned whole,
-    # every class at once (scoring.gate.joint). Without them, each class is drawn on its own.
+    # every class at once (simrun.scoring.gate.joint). Without them, each class is drawn on its own.
     conversations: Conversations | None = None
 
     def __post_init__(self) -> None:

@@ -1,7 +1,7 @@
 """Run summaries: per-cell counts of every class, the only thing the gate compares.
 
 A summary comes from a stored run, from conversations scored in process (the calibration
-benchmark), or from a blessed baseline file (`scoring.gate.baseline`). Besides the counts, a
+benchmark), or from a blessed baseline file (`simrun.scoring.gate.baseline`). Besides the counts, a
 summary keeps per cell the repetitions where each class fired (and those where it was not
 scored), so that the gate can name the conversations that flipped.
 
@@ -18,17 +18,17 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from scoring.checks.scorer import ALL_CLASSES, GUARANTEES, SCORER_VERSION, kind_of
-from scoring.dataset.files import canonical_json
-from scoring.errors import BaselineError, StoreError
-from scoring.input_files import printable
-from scoring.store import rates as R
-from scoring.store.database import Store
-from scoring.store.run_ids import checked_run_id
-from scoring.transcript import NOT_THE_RUNTIME, Scorecard
+from simrun.scoring.checks.scorer import ALL_CLASSES, GUARANTEES, SCORER_VERSION, kind_of
+from simrun.scoring.dataset.files import canonical_json
+from simrun.scoring.errors import BaselineError, StoreError
+from simrun.scoring.input_files import printable
+from simrun.scoring.store import rates as R
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.run_ids import checked_run_id
+from simrun.scoring.transcript import NOT_THE_RUNTIME, Scorecard
 
 GATE_CLASSES = (*ALL_CLASSES, *R.OUTCOME_CLASSES)   # every class the gate counts
-# Those it tests by statistics; guarantees are decided by the zero rule (`scoring.gate.compare`).
+# Those it tests by statistics; guarantees are decided by the zero rule (`simrun.scoring.gate.compare`).
 TESTED = tuple(c for c in GATE_CLASSES if c not in GUARANTEES)
 
 
@@ -42,7 +42,7 @@ class Counts:
     def rate(self) -> float | None:
         return self.fired / self.scored if self.scored else None
 
-    def __add__(self, other: "Counts") -> "Counts":
+    def __add__(self, other: Counts) -> Counts:
         return Counts(self.fired + other.fired, self.scored + other.scored,
                       self.unverifiable + other.unverifiable)
 
@@ -80,7 +80,7 @@ class RunSummary:
     repetitions_held: Mapping[Cell, CellRepetitions] | None = None
     why_no_repetitions: str = ""
     # "persona:<id>" / "goal:<id>" -> content hash: what tells which cells two datasets share
-    # (`scoring.gate.sharing`); None for a baseline file that kept only the dataset hash.
+    # (`simrun.scoring.gate.sharing`); None for a baseline file that kept only the dataset hash.
     items: Mapping[str, str] | None = None
 
     def total(self, cls: str) -> Counts:
@@ -150,7 +150,7 @@ def _repetitions_from_rows(rows) -> tuple[dict[Cell, CellRepetitions] | None, st
 
 
 def scorecard_counts(scorecard: Scorecard) -> dict[str, Counts]:
-    """One conversation's contribution to its cell, by the rules of `scoring.store.rates`."""
+    """One conversation's contribution to its cell, by the rules of `simrun.scoring.store.rates`."""
     counted = scorecard.end not in NOT_THE_RUNTIME
     out: dict[str, Counts] = {}
     for cls in ALL_CLASSES:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from scoring.gate.formats import cell_name, pct, pts, pval, size
-from scoring.gate.sharing import cell_list
-from scoring.gate.stats import CONFIDENCE, POWER
-from scoring.gate.summary import GATE_CLASSES
-from scoring.gate.verdict import ClassVerdict, GateResult
+from simrun.scoring.gate.formats import cell_name, pct, pts, pval, size
+from simrun.scoring.gate.sharing import cell_list
+from simrun.scoring.gate.stats import CONFIDENCE, POWER
+from simrun.scoring.gate.summary import GATE_CLASSES
+from simrun.scoring.gate.verdict import ClassVerdict, GateResult
 
 MOVED_SHOWN = 10
 FLIPS_SHOWN = 20

@@ -1,17 +1,17 @@
 """What a gate verdict holds: per class over all cells and in each goal and persona (a slice),
 the cells whose rate rose most, the conversations that flipped, and the sample-size advice.
 
-`scoring.gate.compare.gate_verdict` makes it; the command line and the pages show it.
+`simrun.scoring.gate.compare.gate_verdict` makes it; the command line and the pages show it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scoring.checks.scorer import kind_of
-from scoring.gate.advice import Advice
-from scoring.gate.sharing import NewSlice, Sharing, new_slices
-from scoring.gate.summary import Cell, Counts, RunSummary, TESTED
+from simrun.scoring.checks.scorer import kind_of
+from simrun.scoring.gate.advice import Advice
+from simrun.scoring.gate.sharing import NewSlice, Sharing, new_slices
+from simrun.scoring.gate.summary import TESTED, Cell, Counts, RunSummary
 
 SLICES_SHOWN = 5            # goals and personas named per class in the list of regressions
 

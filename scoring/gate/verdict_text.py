@@ -1,16 +1,16 @@
-"""A run's verdict (`scoring.gate.run_verdict`) as Markdown and JUnit XML: the step summary, the
+"""A run's verdict (`simrun.scoring.gate.run_verdict`) as Markdown and JUnit XML: the step summary, the
 pull-request comment and the CI test report say what the exit status says, reason by reason.
 
-The gate's own tables (`scoring.gate.text`) follow the verdict when a baseline was compared.
+The gate's own tables (`simrun.scoring.gate.text`) follow the verdict when a baseline was compared.
 """
 
 from __future__ import annotations
 
 from xml.etree import ElementTree as ET
 
-from scoring.gate import text as T
-from scoring.gate.run_verdict import RunVerdict
-from scoring.gate.sequential import Look, Sequential, SequentialSettings
+from simrun.scoring.gate import text as T
+from simrun.scoring.gate.run_verdict import RunVerdict
+from simrun.scoring.gate.sequential import Look, Sequential, SequentialSettings
 
 
 def markdown(verdict: RunVerdict) -> str:

@@ -10,12 +10,12 @@ where, and at what cost?
   reads as a trend. Each group has a chart per class over its runs: the rate with its 95%
   Wilson interval as a band, the blessed baseline's rate as a line, a point per run.
 - **Can this release ship?** A line at the top names the newest run of each dataset, its labels
-  and its verdict (`scoring.gate.run_verdict`, the one its exit status and its report give: its
+  and its verdict (`simrun.scoring.gate.run_verdict`, the one its exit status and its report give: its
   guarantees, its release criteria and, with a blessed baseline, the gate against it on the cells
   it shares with the baseline by content), with the classes and slices that failed.
 - **The runs table**: identity (labels, runtime version, commit), figures, the gate's verdict
   against the baseline, and against the newest earlier finished run of the same group
-  (`scoring.pages.verdicts`): both by `gate_verdict` itself.
+  (`simrun.scoring.pages.verdicts`): both by `gate_verdict` itself.
 - **Cost over time**, by user backend; **filters** by label, user backend and runtime version.
 
 Every figure is counted in DuckDB (two queries per store, whatever the number of runs); the
@@ -41,17 +41,17 @@ from typing import Any
 
 from markupsafe import Markup
 
-from scoring.gate.release import ReleaseSettings
-from scoring.gate.run_verdict import RunVerdict, verdict_of_run
-from scoring.gate.summary import RunSummary
-from scoring.store.rates import _EXCLUDED, wilson_sql
-from scoring.pages.render import environment, write_page
-from scoring.errors import SimrunError
-from scoring.store.run_ids import checked_run_id
-from scoring.checks.scorer import ALL_CLASSES, GUARANTEES
-from scoring.store.database import Store
-from scoring.store.rows import labels_of
-from scoring.pages.verdicts import Judged, Verdict, judge
+from simrun.scoring.checks.scorer import ALL_CLASSES, GUARANTEES
+from simrun.scoring.errors import SimrunError
+from simrun.scoring.gate.release import ReleaseSettings
+from simrun.scoring.gate.run_verdict import RunVerdict, verdict_of_run
+from simrun.scoring.gate.summary import RunSummary
+from simrun.scoring.pages.render import environment, write_page
+from simrun.scoring.pages.verdicts import Judged, Verdict, judge
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.rates import _EXCLUDED, wilson_sql
+from simrun.scoring.store.rows import labels_of
+from simrun.scoring.store.run_ids import checked_run_id
 
 # Chart order: the outcome first, then each class; goal_reached is the one rate where higher is better.
 CHARTED = ("goal_reached", *ALL_CLASSES, "runtime_error")
@@ -135,7 +135,7 @@ class Run:
 
 
 def collect(store: Store, source: int) -> list[Run]:
-    """Every run of a store with its figures: two queries, counted as `scoring.store.rates` counts."""
+    """Every run of a store with its figures: two queries, counted as `simrun.scoring.store.rates` counts."""
     rows = store.con.execute(f"""
         WITH conv AS (
             SELECT run_id, count(*) AS conversations,
@@ -340,7 +340,7 @@ def page(runs: list[Run], groups: list[Group], files: list[str], reports: set[st
         "versions": sorted({run.runtime_version for run in runs if run.runtime_version}),
         "unversioned": any(not run.runtime_version for run in runs),
         "data": _script_json(data),
-        "built": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "built": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
 

@@ -23,12 +23,12 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from scoring import secrets
-from scoring.errors import SimrunError
-from scoring.gate import text as gate_text
-from scoring.gate.formats import pct, size
-from scoring.store.rates import significant
-from scoring.transcript import error_evidence
+from simrun.scoring import secrets
+from simrun.scoring.errors import SimrunError
+from simrun.scoring.gate import text as gate_text
+from simrun.scoring.gate.formats import pct, size
+from simrun.scoring.store.rates import significant
+from simrun.scoring.transcript import error_evidence
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEXT_CHARS = 2000

@@ -13,19 +13,19 @@ from pathlib import Path
 
 from jinja2 import Environment
 
-from scoring.checks.scorer import GUARANTEES
-from scoring.errors import SimrunError, StoreError
-from scoring.gate.competence import competence
-from scoring.gate.run_verdict import RunVerdict, verdict_of_run
-from scoring.gate.summary import GATE_CLASSES
-from scoring.pages import charts
-from scoring.pages.dashboard import build_dashboard
-from scoring.pages.render import environment, write_page
-from scoring.store import rates as R
-from scoring.store.reasons import unverifiable_reasons
-from scoring.store.database import Store
-from scoring.store.run_ids import checked_run_id
-from scoring.transcript import Transcript
+from simrun.scoring.checks.scorer import GUARANTEES
+from simrun.scoring.errors import SimrunError, StoreError
+from simrun.scoring.gate.competence import competence
+from simrun.scoring.gate.run_verdict import RunVerdict, verdict_of_run
+from simrun.scoring.gate.summary import GATE_CLASSES
+from simrun.scoring.pages import charts
+from simrun.scoring.pages.dashboard import build_dashboard
+from simrun.scoring.pages.render import environment, write_page
+from simrun.scoring.store import rates as R
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.reasons import unverifiable_reasons
+from simrun.scoring.store.run_ids import checked_run_id
+from simrun.scoring.transcript import Transcript
 
 MEMBERS_SHOWN = 300
 FLIPS_EMBEDDED = 20         # flipped conversations shown side by side; the rest are counted
@@ -173,7 +173,7 @@ def build_report(store: Store, run_id: str | None, out_dir: Path | str = "report
 
 def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings=None,
                 baseline=None, release=None, verdict: RunVerdict | None = None) -> Path:
-    """reports/index.html: the dashboard of every run in the store (`scoring.pages.dashboard`), the
+    """reports/index.html: the dashboard of every run in the store (`simrun.scoring.pages.dashboard`), the
     newest run of each dataset judged against the same baseline as the report, under the criteria
     it ran with (`release` for one that kept none)."""
     return build_dashboard([store], Path(out_dir) / "index.html", baseline=baseline, gate_settings=gate_settings,

@@ -1,8 +1,8 @@
 """The gate's verdicts of runs against the run before them and against the blessed baseline,
 for the dashboard, remembered.
 
-Each pair is judged by `scoring.gate.compare.gate_verdict` itself, on summaries from
-`scoring.gate.summary.summary_from_store`, exactly as `simrun gate --baseline RUN --candidate RUN`
+Each pair is judged by `simrun.scoring.gate.compare.gate_verdict` itself, on summaries from
+`simrun.scoring.gate.summary.summary_from_store`, exactly as `simrun gate --baseline RUN --candidate RUN`
 judges it: the page and the gate cannot disagree. Only the verdict's outcome, its headline and
 the classes it names are kept.
 
@@ -33,12 +33,12 @@ from typing import Any
 
 import duckdb
 
-from scoring.gate.summary import GATE_CLASSES, RunSummary, summary_from_store
-from scoring.errors import SimrunError
-from scoring.pages.render import write_file
-from scoring.gate.compare import gate_verdict
-from scoring.gate.sequential import SequentialSettings, sequential_gate
-from scoring.store.database import Store
+from simrun.scoring.errors import SimrunError
+from simrun.scoring.gate.compare import gate_verdict
+from simrun.scoring.gate.sequential import SequentialSettings, sequential_gate
+from simrun.scoring.gate.summary import GATE_CLASSES, RunSummary, summary_from_store
+from simrun.scoring.pages.render import write_file
+from simrun.scoring.store.database import Store
 
 MEMORY = ".gate-verdicts.json"
 FORMAT = "simrun-gate-verdicts-1"

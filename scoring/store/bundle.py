@@ -32,16 +32,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from scoring import input_files
-from scoring.protocol import Audit, State, TurnResult, violations
-from scoring.store.rescore import check_items, dataset_items
-from scoring.checks.scorer import SCORER_VERSION, score
-from scoring.store.database import Store
-from scoring.store.rows import Finished
-from scoring.transcript import END_REASONS, Transcript, TurnRecord, UserTurn
-from scoring.dataset.files import Dataset
-from scoring.errors import BundleError, SimrunError
-from scoring.storable import BIGINT_MAX, BIGINT_MIN, INTEGER_MAX, MAX_REPETITIONS, MONEY_CEILING, first_unstorable
+from simrun.scoring import input_files
+from simrun.scoring.checks.scorer import SCORER_VERSION, score
+from simrun.scoring.dataset.files import Dataset
+from simrun.scoring.errors import BundleError, SimrunError
+from simrun.scoring.protocol import Audit, State, TurnResult, violations
+from simrun.scoring.storable import (
+    BIGINT_MAX,
+    BIGINT_MIN,
+    INTEGER_MAX,
+    MAX_REPETITIONS,
+    MONEY_CEILING,
+    first_unstorable,
+)
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.rescore import check_items, dataset_items
+from simrun.scoring.store.rows import Finished
+from simrun.scoring.transcript import END_REASONS, Transcript, TurnRecord, UserTurn
 
 FORMAT_VERSION = 1
 MAX_BUNDLE_BYTES = 1 << 30
@@ -119,7 +126,7 @@ class Bundle(_Model):
     items: list[Item] = Field(fail_fast=True)              # the first bad one: errors cost memory each
 
     @model_validator(mode="after")
-    def _unique(self) -> "Bundle":
+    def _unique(self) -> Bundle:
         seen: set[str] = set()
         for item in self.items:
             if item.id in seen:
@@ -297,7 +304,7 @@ def import_bundle(store: Store, bundle: Bundle, dataset: Dataset, *, run_id: str
     except SimrunError as exc:
         raise BundleError(str(exc)) from None
     # Everything is read and scored before anything is written: a bad item leaves no run behind.
-    now = dt.datetime.now(dt.timezone.utc).timestamp()
+    now = dt.datetime.now(dt.UTC).timestamp()
     finished = []
     for item in bundle.items:
         transcript = transcript_of(item, source)
@@ -305,7 +312,7 @@ def import_bundle(store: Store, bundle: Bundle, dataset: Dataset, *, run_id: str
         started = record.started_at if record else None
         finished.append(Finished(
             item.id, transcript, score(transcript, goals[item.goal], personas[item.persona]),
-            (started if started.tzinfo else started.replace(tzinfo=dt.timezone.utc)).timestamp() if started else now,
+            (started if started.tzinfo else started.replace(tzinfo=dt.UTC)).timestamp() if started else now,
             (record.duration_ms if record else 0) / 1000, Decimal(str(record.cost_usd if record else 0))))
     warnings = []
     if bundle.dataset_hash != dataset.hash:

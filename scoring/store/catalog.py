@@ -23,8 +23,8 @@ from pathlib import Path
 
 import duckdb
 
-from scoring.errors import StoreError
-from scoring.store.migrations import MIGRATIONS
+from simrun.scoring.errors import StoreError
+from simrun.scoring.store.migrations import MIGRATIONS
 
 _COLUMNS = ("SELECT table_name, column_name, data_type, coalesce(column_default, ''), is_generated "
             "FROM duckdb_columns() WHERE database_name = current_database()")

@@ -20,14 +20,23 @@ from typing import Any
 
 import duckdb
 
-from scoring.errors import StoreError
-from scoring.secrets import cut, redact
-from scoring.store import catalog
-from scoring.store.duck import insert_rows, reason, transaction
-from scoring.store.migrations import OlderSchema, check_current, migrate
-from scoring.store.rows import (Finished, call_row, check_rows, finding_rows, from_json, labels_of,
-                                paid_only, stand_in, to_json)
-from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
+from simrun.scoring.errors import StoreError
+from simrun.scoring.secrets import cut, redact
+from simrun.scoring.store import catalog
+from simrun.scoring.store.duck import insert_rows, reason, transaction
+from simrun.scoring.store.migrations import OlderSchema, check_current, migrate
+from simrun.scoring.store.rows import (
+    Finished,
+    call_row,
+    check_rows,
+    finding_rows,
+    from_json,
+    labels_of,
+    paid_only,
+    stand_in,
+    to_json,
+)
+from simrun.scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
 
 DEFAULT_DB = "simrun.duckdb"
 
@@ -35,7 +44,7 @@ DEFAULT_DB = "simrun.duckdb"
 def _writes(method):
     """A write that fails (a full disk, a read-only file) is one line that says so, and why."""
     @functools.wraps(method)
-    def writing(self: "Store", *args: Any, **kwargs: Any) -> Any:
+    def writing(self: Store, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except duckdb.Error as exc:
@@ -49,7 +58,7 @@ def _why(exc: Exception) -> str:
 
 
 @contextlib.contextmanager
-def reading(path: str | Path) -> Iterator["Store"]:
+def reading(path: str | Path) -> Iterator[Store]:
     """A database from elsewhere (a CI artifact), opened read-only, so nothing in it changes. One
     written by an older simrun cannot be brought up to date in place without writing to it: it
     is read through an up-to-date copy in a temporary folder instead."""
@@ -102,14 +111,14 @@ class Store:
     def close(self) -> None:
         self.con.close()
 
-    def for_another_thread(self) -> "Store":
+    def for_another_thread(self) -> Store:
         """The same database through a connection of its own (a DuckDB cursor), for a writer
         thread: one DuckDB connection must not be used by two threads at once."""
         twin = copy.copy(self)
         twin.con = self.con.cursor()
         return twin
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -197,7 +206,7 @@ class Store:
                                            Decimal(str(cost_usd)), tuple(model_calls))])
 
     @_writes
-    def record_many(self, run_id: str, finished: list["Finished"], calls: list[dict] | tuple = ()) -> None:
+    def record_many(self, run_id: str, finished: list[Finished], calls: list[dict] | tuple = ()) -> None:
         """Write finished conversations in one transaction: each is stored whole, or not at all.
 
         The runner writes a batch at a time; a run killed mid-batch loses only conversations that
@@ -224,8 +233,8 @@ class Store:
                 except (duckdb.Error, ValueError, UnicodeError):
                     self._insert(run_id, [], paid_only(calls))
 
-    def _insert(self, run_id: str, finished: list["Finished"], calls: list[dict] | tuple) -> None:
-        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    def _insert(self, run_id: str, finished: list[Finished], calls: list[dict] | tuple) -> None:
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         conversations, turns, checks, findings, rows = [], [], [], [], []
         for f in finished:
             t, card, cid = f.encoded().transcript, f.scorecard, f.conversation_id
@@ -233,7 +242,7 @@ class Store:
             conversations.append([
                 cid, persona, goal, repetition, seed, card.end, card.goal_reached, card.goal_detail, len(t.turns),
                 f.cost_usd, f.duration_s * 1000,
-                dt.datetime.fromtimestamp(f.started_at, dt.timezone.utc).replace(tzinfo=None), *stored])
+                dt.datetime.fromtimestamp(f.started_at, dt.UTC).replace(tzinfo=None), *stored])
             turns += [(cid, *turn) for turn in t.turns]
             checks += check_rows(run_id, cid, card)
             findings += finding_rows(run_id, cid, card)

@@ -11,7 +11,7 @@ import re
 
 import duckdb
 
-from scoring import secrets
+from simrun.scoring import secrets
 
 _names = itertools.count()
 # What the operating system said, which DuckDB quotes after the file's name: fixed words, so

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import duckdb
 
-from scoring.store.duck import reason, transaction
-from scoring.store.database import Store, reading
-from scoring.errors import ConfigError
-from scoring.store.run_ids import new_run_id
-from scoring.storable import json_text_problem
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.storable import json_text_problem
+from simrun.scoring.store.database import Store, reading
+from simrun.scoring.store.duck import reason, transaction
+from simrun.scoring.store.run_ids import new_run_id
 
 TABLES = ("conversations", "turns", "findings", "checks", "model_calls")
 

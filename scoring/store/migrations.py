@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import duckdb
 
-from scoring.store.duck import transaction
-from scoring.errors import StoreError
+from simrun.scoring.errors import StoreError
+from simrun.scoring.store.duck import transaction
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial", """

@@ -7,9 +7,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from scoring.store.database import Store
-from scoring.store.duck import insert_rows
-from scoring.store.rows import from_json, to_json
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.duck import insert_rows
+from simrun.scoring.store.rows import from_json, to_json
 
 # Calls charged at their worst case, their usage unknown: a server that reports none, an answer
 # that could not be read, a call its worker died holding (a Ray worker; it may have been billed).

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from statistics import NormalDist
 
-from scoring.checks.scorer import ALL_CLASSES, GUARANTEES, kind_of
-from scoring.store.database import Store
-from scoring.transcript import NOT_THE_RUNTIME
+from simrun.scoring.checks.scorer import ALL_CLASSES, GUARANTEES, kind_of
+from simrun.scoring.store.database import Store
+from simrun.scoring.transcript import NOT_THE_RUNTIME
 
 _EXCLUDED = ", ".join(f"'{r}'" for r in sorted(NOT_THE_RUNTIME))
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scoring.checks.scorer import SCORER_VERSION, score
-from scoring.store.database import Store
-from scoring.dataset.files import Dataset
-from scoring.errors import RescoreError
+from simrun.scoring.checks.scorer import SCORER_VERSION, score
+from simrun.scoring.dataset.files import Dataset
+from simrun.scoring.errors import RescoreError
+from simrun.scoring.store.database import Store
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
-from scoring.checks.scorer import kind_of
-from scoring.errors import StoreError
-from scoring.transcript import Scorecard, Transcript
+from simrun.scoring.checks.scorer import kind_of
+from simrun.scoring.errors import StoreError
+from simrun.scoring.transcript import Scorecard, Transcript
 
 
 class JsonText(str):
@@ -87,7 +87,7 @@ class Finished:
     cost_usd: Decimal = Decimal(0)
     model_calls: tuple[dict, ...] = ()
 
-    def encoded(self) -> "Finished":
+    def encoded(self) -> Finished:
         if isinstance(self.transcript, EncodedTranscript):
             return self
         return replace(self, transcript=encode(self.transcript))

@@ -11,14 +11,14 @@ import datetime as dt
 import re
 import secrets
 
-from scoring.errors import StoreError
+from simrun.scoring.errors import StoreError
 
 # r20261130-013451-d29928; imported and merged runs use the same form.
 RUN_ID = re.compile(r"r\d{8}-\d{6}-[0-9a-f]{6}")
 
 
 def new_run_id() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("r%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+    return dt.datetime.now(dt.UTC).strftime("r%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 def checked_run_id(run_id: object, where: str = "the database") -> str:

@@ -1,5 +1,5 @@
 """What the stores of a run held (record types and their fields, operations, arguments), and the
-goals of the run that name something none of them held (`scoring.checks.goal_names`).
+goals of the run that name something none of them held (`simrun.scoring.checks.goal_names`).
 
 Read with DuckDB's JSON functions over the stored states and turn results, so that a run of any
 size is read in the database, not in Python: only the distinct names come back.
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from scoring.checks.goal_names import Seen, goal_problems
-from scoring.dataset.models import Goal
-from scoring.store.database import Store
-from scoring.store.duck import insert_rows, transaction
-from scoring.transcript import NOT_THE_RUNTIME
+from simrun.scoring.checks.goal_names import Seen, goal_problems
+from simrun.scoring.dataset.models import Goal
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.duck import insert_rows, transaction
+from simrun.scoring.transcript import NOT_THE_RUNTIME
 
 MOST_NAMES = 100_000         # a hostile store's names stay bounded
 MOST_RECORDS = 20_000        # distinct records read for their fields; past it, fields are not checked

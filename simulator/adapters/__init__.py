@@ -15,7 +15,7 @@
 Imports: `scoring` (the protocol's wire models, errors, secrets) and nothing else of `simulator`.
 """
 
-from simulator.adapters.base import RuntimeAdapter, check_turn_result
-from simulator.adapters.python import PythonRuntime
+from simrun.simulator.adapters.base import RuntimeAdapter, check_turn_result
+from simrun.simulator.adapters.python import PythonRuntime
 
 __all__ = ["RuntimeAdapter", "PythonRuntime", "check_turn_result"]

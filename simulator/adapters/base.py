@@ -18,11 +18,11 @@ import signal
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from scoring import secrets
-from scoring.storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, unstorable
-from scoring.untrusted_text import one_line
-from scoring.protocol import SNAPSHOT, Audit, Started, State, TurnResult, violations
-from scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.scoring import secrets
+from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.scoring.protocol import SNAPSHOT, Audit, Started, State, TurnResult, violations
+from simrun.scoring.storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, unstorable
+from simrun.scoring.untrusted_text import one_line
 
 PROTOCOL_VERSION = 1
 DEFAULT_MAX_RESULT_BYTES = 1 << 20      # runtime.max_result_bytes

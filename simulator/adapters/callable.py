@@ -28,10 +28,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.foreign import ForeignRuntime
-from simulator.adapters.local_spans import LocalSpans
-from simulator.adapters.python import guarded, load_attribute
+from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.simulator.adapters.foreign import ForeignRuntime
+from simrun.simulator.adapters.local_spans import LocalSpans
+from simrun.simulator.adapters.python import guarded, load_attribute
 
 
 @contextlib.contextmanager

@@ -15,12 +15,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from scoring.errors import RuntimeFault, RuntimeUnavailable
-from scoring.protocol import SNAPSHOT
-from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Checked, as_json, json_excerpt
-from simulator.adapters.otlp import TraceReceiver
-from simulator.adapters.python import guarded, load_attribute
-from simulator.adapters.spans import Tool, TraceBook
+from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.scoring.protocol import SNAPSHOT
+from simrun.simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Checked, as_json, json_excerpt
+from simrun.simulator.adapters.otlp import TraceReceiver
+from simrun.simulator.adapters.python import guarded, load_attribute
+from simrun.simulator.adapters.spans import Tool, TraceBook
 
 
 @dataclass

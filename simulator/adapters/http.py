@@ -14,11 +14,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, KEEPALIVE_S, Checked, check_health, excerpt, exit_text,
-                                     read_answer, stderr_said, too_large)
-from simulator.adapters.process import ManagedProcess, SessionId, free_port
-from simulator.http1 import ConnectFailed, HttpError, Pool, TooLarge
+from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.simulator.adapters.base import (
+    DEFAULT_MAX_RESULT_BYTES,
+    KEEPALIVE_S,
+    Checked,
+    check_health,
+    excerpt,
+    exit_text,
+    read_answer,
+    stderr_said,
+    too_large,
+)
+from simrun.simulator.adapters.process import ManagedProcess, SessionId, free_port
+from simrun.simulator.http1 import ConnectFailed, HttpError, Pool, TooLarge
 
 PORTLESS_WAIT_S = 3.0           # how long a command without {port} may take to exit with its own error
 

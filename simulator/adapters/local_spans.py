@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from simulator.adapters.spans import Span, TraceBook
+from simrun.simulator.adapters.spans import Span, TraceBook
 
-_watchers: set["LocalSpans"] = set()      # the open callable runtimes that read local spans
+_watchers: set[LocalSpans] = set()      # the open callable runtimes that read local spans
 _providers: set[int] = set()              # the providers our processor is attached to (by id)
 FLUSH_TIMEOUT_MS = 3000
 

@@ -22,11 +22,13 @@ from typing import Any
 from aiohttp import web
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (ExportTraceServiceRequest,
-                                                                       ExportTraceServiceResponse)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
-from scoring.errors import RuntimeUnavailable
-from simulator.adapters.spans import Span, TraceBook
+from simrun.scoring.errors import RuntimeUnavailable
+from simrun.simulator.adapters.spans import Span, TraceBook
 
 DEFAULT_MAX_REQUEST_BYTES = 4 << 20
 PATH = "/v1/traces"

@@ -15,16 +15,16 @@ import atexit
 import collections
 import os
 import re
-import signal
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from scoring import secrets
-from scoring.errors import RuntimeUnavailable
+from simrun.scoring import secrets
+from simrun.scoring.errors import RuntimeUnavailable
 
 # Credentials simrun may hold for itself (the user model's API keys, CI tokens) that a runtime it
 # starts is not given unless runtime.env names them: the variables whose names say they are.
@@ -57,7 +57,7 @@ class SessionId(str):
 
     generation: int
 
-    def __new__(cls, sid: str, generation: int) -> "SessionId":
+    def __new__(cls, sid: str, generation: int) -> SessionId:
         obj = super().__new__(cls, sid)
         obj.generation = generation
         return obj
@@ -193,7 +193,7 @@ class ManagedProcess:
         try:
             await asyncio.wait_for(self.proc.wait(), within_s)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     async def stop(self, grace_s: float = 5.0) -> None:
@@ -209,7 +209,7 @@ class ManagedProcess:
                 try:
                     await asyncio.wait_for(proc.wait(), wait)
                     break
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     continue
         else:
             await proc.wait()

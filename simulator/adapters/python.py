@@ -16,9 +16,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from scoring import secrets
-from simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Checked, as_json, check_health
-from scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.scoring import secrets
+from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Checked, as_json, check_health
 
 
 def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
@@ -108,7 +108,7 @@ class PythonRuntime(Checked):
         self.description = f"python:{type(runtime).__module__}.{type(runtime).__name__}"
 
     @classmethod
-    def from_target(cls, target: str, options: dict[str, Any] | None = None, **settings: Any) -> "PythonRuntime":
+    def from_target(cls, target: str, options: dict[str, Any] | None = None, **settings: Any) -> PythonRuntime:
         return cls(load_target(target, options), **settings)
 
     async def health(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
-from scoring import secrets
+from simrun.scoring import secrets
 
 MAX_TEXT = 2000                 # characters of a tool name, a record id, a reason
 MAX_ARGUMENTS_CHARS = 64_000    # of a tool call's arguments, as JSON text

@@ -19,10 +19,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.base import (DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Checked, by_size, check_health,
-                                    excerpt, exit_text, read_answer, stderr_said)
-from simulator.adapters.process import ManagedProcess
+from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.simulator.adapters.base import (
+    DEFAULT_MAX_RESULT_BYTES,
+    EXCERPT_BYTES,
+    Checked,
+    by_size,
+    check_health,
+    excerpt,
+    exit_text,
+    read_answer,
+    stderr_said,
+)
+from simrun.simulator.adapters.process import ManagedProcess
 
 ENVELOPE_BYTES = 1 << 12    # room for {"id": ..., "result": ...} around an answer of the largest size
 
@@ -86,7 +95,7 @@ class StdioRuntime(Checked):
                 proc.stdin.write((json.dumps(message) + "\n").encode())
                 await proc.stdin.drain()
                 line = await asyncio.wait_for(self._read_line(proc.stdout), limit)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.process.mark_down()
                 await self.process.stop(grace_s=1.0)   # a hung child is no use to the next conversation
                 raise self._fault("timeout", f"{op}: no answer within {limit}s ({limit_name})",

@@ -26,10 +26,10 @@ from typing import Any
 
 import aiohttp
 
-from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.adapters.base import KEEPALIVE_S, excerpt, exit_text, parse_json, stderr_said, too_large
-from simulator.adapters.foreign import ForeignRuntime
-from simulator.adapters.process import ManagedProcess, free_port
+from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.simulator.adapters.base import KEEPALIVE_S, excerpt, exit_text, parse_json, stderr_said, too_large
+from simrun.simulator.adapters.foreign import ForeignRuntime
+from simrun.simulator.adapters.process import ManagedProcess, free_port
 
 CHAT_REPLY = "/choices/0/message/content"
 

@@ -7,5 +7,5 @@
 
 Imports: `scoring`, and the rest of `simulator` (a plan, its runtime and user, the conversation
 loop, the ledger), never the command line. Nothing imports this package but
-`simulator.executors`, when `--executor ray` asks for it: Ray is an optional extra.
+`simrun.simulator.executors`, when `--executor ray` asks for it: Ray is an optional extra.
 """

@@ -13,7 +13,7 @@ import socket
 
 import ray
 
-from scoring.errors import ConfigError
+from simrun.scoring.errors import ConfigError
 
 CONNECT_S = 5.0        # how long a cluster's address has to answer
 

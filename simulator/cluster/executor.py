@@ -36,14 +36,14 @@ import ray
 from ray.exceptions import ActorUnavailableError, ObjectLostError, OwnerDiedError, RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from scoring.errors import ClusterLost, SimrunError
-from simulator.cluster.connect import connect, cpus, first_line
-from simulator.cluster.shared import Budget, Rates
-from simulator.conversation import Cell
-from simulator.ledger import Ledger
-from simulator.project import Plan
-from simulator.cluster.worker import Chunk, Worker, WorkerSpec, float_prefix
-from simulator.runner import Finish
+from simrun.scoring.errors import ClusterLost, SimrunError
+from simrun.simulator.cluster.connect import connect, cpus, first_line
+from simrun.simulator.cluster.shared import Budget, Rates
+from simrun.simulator.cluster.worker import Chunk, Worker, WorkerSpec, float_prefix
+from simrun.simulator.conversation import Cell
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.project import Plan
+from simrun.simulator.runner import Finish
 
 CHUNK_S = 0.5          # a chunk's length in its worker's time (what a dead worker's chunk costs to run again)
 MAX_CHUNK = 64         # cells per chunk at most
@@ -181,7 +181,7 @@ class _Dispatch:
         try:
             started = await asyncio.wait_for(asyncio.gather(*(_get(h.start.remote(self.replay, i))
                                                               for i, h in enumerate(self.handles))), START_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ClusterLost(f"the Ray workers did not start within {START_S:.0f} s; does the cluster have "
                               "free CPUs? (`ray status`)") from None
         except RayTaskError as exc:
@@ -273,7 +273,7 @@ class _Dispatch:
                 if asyncio.get_running_loop().time() < deadline:
                     await asyncio.sleep(RETRY_S)
                     continue
-            except (asyncio.TimeoutError, *DIED):
+            except (TimeoutError, *DIED):
                 pass
             except RayTaskError as exc:
                 raise _cause(exc) from None

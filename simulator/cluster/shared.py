@@ -11,7 +11,7 @@ status `lost`. That is the price of the floats: a dead worker costs at most its 
 runner's ledger follows the budget (`take`): the records of the calls it settled are stored by
 the driver, as in-process.
 
-`Rates` holds the [limits] windows of budgets.toml (`simulator.limits.RateWindow`): one window
+`Rates` holds the [limits] windows of budgets.toml (`simrun.simulator.limits.RateWindow`): one window
 for the cluster, so that eight workers do not send eight times the allowed rate. A booking is a
 quick computation that returns how long to wait; the worker waits out its turn itself, so the
 actor is never held. `RemoteLimiter` is what a worker's model user is given in place of a
@@ -29,10 +29,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from scoring.errors import ClusterLost
-from simulator.ledger import Ledger
-from simulator.limits import RateLimiter, RateWindow
-
+from simrun.scoring.errors import ClusterLost
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.limits import RateLimiter, RateWindow
 
 FLOAT = "(budget float)"    # the conversation id a dead worker's float is stored under, as the probe's calls are
 
@@ -59,7 +58,7 @@ class Budget:
         self.dead: set[str] = set()           # floats forfeited: what they report late is not counted again
         self.draws = 0                        # calls from the workers (benchmarks/ray_scaling.py counts them)
 
-    def draw(self, name: str, report: "Report", want: Decimal, need: Decimal = Decimal(0)
+    def draw(self, name: str, report: Report, want: Decimal, need: Decimal = Decimal(0)
              ) -> tuple[Decimal, bool, bool]:
         """Take float `name`'s report, then give it up to `want` more (a `want` below zero gives
         that much back): (what is given, whether the budget is exhausted, whether this float was

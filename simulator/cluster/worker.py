@@ -26,13 +26,13 @@ from typing import Any
 
 import ray
 
-from scoring import secrets
-from scoring.errors import SimrunError
-from scoring.store.rows import Finished, encoded_or_stand_in
-from simulator.cluster.floats import FloatLedger
-from simulator.cluster.shared import LedgerLost, RemoteLimiter
-from simulator.conversation import Cell, converse
-from simulator.project import Plan, environment_of, runtime_for, user_backend
+from simrun.scoring import secrets
+from simrun.scoring.errors import SimrunError
+from simrun.scoring.store.rows import Finished, encoded_or_stand_in
+from simrun.simulator.cluster.floats import FloatLedger
+from simrun.simulator.cluster.shared import LedgerLost, RemoteLimiter
+from simrun.simulator.conversation import Cell, converse
+from simrun.simulator.project import Plan, environment_of, runtime_for, user_backend
 
 CellKey = tuple[str, str, int, int]          # persona id, goal id, repetition, seed: what travels
 
@@ -49,7 +49,7 @@ class WorkerSpec:
     rates: str | None
 
     @classmethod
-    def for_plan(cls, plan: Plan, user, workers: int, budget: str, rates: str | None) -> "WorkerSpec":
+    def for_plan(cls, plan: Plan, user, workers: int, budget: str, rates: str | None) -> WorkerSpec:
         """What a worker needs to run `plan` as the driver would, given the driver's user backend."""
         project = plan.project
         if getattr(user, "output", None) is not None:
@@ -133,7 +133,7 @@ class Worker:
             await self.stop()
             raise
         # What lives now (Ray, the plan, the clients) is never garbage: frozen, the collector
-        # stops scanning it, as the runner does in-process (simulator.runner.frozen_heap).
+        # stops scanning it, as the runner does in-process (simrun.simulator.runner.frozen_heap).
         gc.freeze()
 
     async def run(self, cells: list[CellKey]) -> Chunk:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Protocol
 
-from scoring.transcript import TurnRecord, UserTurn
-from scoring.dataset.models import Goal, Persona
-from scoring.errors import ConfigError
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.transcript import TurnRecord, UserTurn
 
 
 class UserSession(Protocol):
@@ -43,18 +43,18 @@ def make_user(spec: str, *, budgets=None, ledger=None, replay=None, settings=Non
     run.user_output. `limiter` keeps the spec's [limits] (default: a window of this process's own;
     a cluster's workers share one)."""
     if spec == "scripted":
-        from simulator.users.scripted import ScriptedUser
+        from simrun.simulator.users.scripted import ScriptedUser
 
         return ScriptedUser(**options)
     kind = spec.split(":", 1)[0]
     if kind in ("openai", "anthropic"):
-        from simulator.config import Budgets, UserSection
-        from simulator.ledger import Ledger
-        from simulator.limits import RateLimiter
-        from simulator.money import parse_usd
-        from simulator.pricing import price_for
-        from simulator.users.model import ModelUser
-        from simulator.users.providers import provider_for
+        from simrun.simulator.config import Budgets, UserSection
+        from simrun.simulator.ledger import Ledger
+        from simrun.simulator.limits import RateLimiter
+        from simrun.simulator.money import parse_usd
+        from simrun.simulator.pricing import price_for
+        from simrun.simulator.users.model import ModelUser
+        from simrun.simulator.users.providers import provider_for
 
         budgets, settings = budgets or Budgets(), settings or UserSection()
         price = price_for(budgets, spec)

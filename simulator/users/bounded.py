@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
-from simulator.users.wire import MAX_ANSWER_BYTES
+from simrun.simulator.users.wire import MAX_ANSWER_BYTES
 
 
 class AnswerTooLarge(httpx2.ReadError):

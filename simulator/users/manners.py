@@ -14,7 +14,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.dataset import patterns
+from simrun.scoring.dataset import patterns
 
 WORDY_OPENERS = (
     "Hi there, I hope you're having a good day.",

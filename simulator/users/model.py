@@ -27,19 +27,19 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from scoring import secrets
-from scoring.dataset.files import canonical_json
-from scoring.dataset.models import Goal, Persona
-from scoring.errors import BudgetCut, ProviderFailure, UserModelUnavailable
-from scoring.store.rows import JsonText
-from scoring.transcript import TurnRecord, UserTurn
-from simulator.config import Price
-from simulator.ledger import Ledger
-from simulator.limits import RateLimiter
-from simulator.pricing import Usage, cost, worst_case
-from simulator.retry import RetryPolicy
-from simulator.users.prompt import OPENING, REPAIR, action_schema, parse_action, render_result, stable_prefix
-from simulator.users.providers import Completion, MalformedResponse, redact
+from simrun.scoring import secrets
+from simrun.scoring.dataset.files import canonical_json
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.errors import BudgetCut, ProviderFailure, UserModelUnavailable
+from simrun.scoring.store.rows import JsonText
+from simrun.scoring.transcript import TurnRecord, UserTurn
+from simrun.simulator.config import Price
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.limits import RateLimiter
+from simrun.simulator.pricing import Usage, cost, worst_case
+from simrun.simulator.retry import RetryPolicy
+from simrun.simulator.users.prompt import OPENING, REPAIR, action_schema, parse_action, render_result, stable_prefix
+from simrun.simulator.users.providers import Completion, MalformedResponse, redact
 
 STOP_AFTER = 3      # conversations failed the same way in a row before the run stops
 PROBE = "(output probe)"    # the conversation id the probe's calls are stored under
@@ -97,7 +97,7 @@ class ModelUser:
     async def aclose(self) -> None:
         await self.provider.client.close()
 
-    def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> "ModelSession":
+    def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> ModelSession:
         return ModelSession(self, persona, goal, seed, repetition)
 
     # --- the output form --------------------------------------------------------------------

@@ -12,9 +12,9 @@ import json
 import re
 from typing import Any
 
-from scoring import secrets
-from scoring.transcript import UserTurn
-from scoring.dataset.models import Goal, Persona
+from simrun.scoring import secrets
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.transcript import UserTurn
 
 ACTION_SCHEMA: dict[str, Any] = {
     "type": "object",

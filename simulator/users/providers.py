@@ -11,8 +11,8 @@ each form (`OUTPUT_FORMS`, in the order `run.user_output = "auto"` tries them):
 - `guided_json`: vLLM's extra request field;
 - `tools`: a forced function call, whose arguments are the answer;
 - `prompt`: nothing but the prompt; the answer's JSON is read out of whatever text comes back.
-Anthropic has one form, a forced tool. SDK retries are off (`max_retries=0`): `simulator.retry` owns retries.
-OpenAI-compatible calls go through simrun's light client (`simulator.users.wire`), which raises
+Anthropic has one form, a forced tool. SDK retries are off (`max_retries=0`): `simrun.simulator.retry` owns retries.
+OpenAI-compatible calls go through simrun's light client (`simrun.simulator.users.wire`), which raises
 the openai SDK's own exceptions; the SDK's client stays available (`client="sdk"`). The API key
 is read from the environment only here; it is never part of a request record, an error message
 or anything stored.
@@ -27,11 +27,12 @@ from typing import Any
 
 import httpx
 
-from scoring import secrets
-from scoring.dataset.files import canonical_json
-from scoring.errors import ConfigError
-from simulator.pricing import Usage
-from simulator.users.wire import LightClient
+from simrun.scoring import secrets
+from simrun.scoring.dataset.files import canonical_json
+from simrun.scoring.errors import ConfigError
+from simrun.simulator.pricing import Usage
+from simrun.simulator.users.wire import LightClient
+
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OUTPUT_FORMS = ("json_schema", "json_object", "guided_json", "tools", "prompt")
 TOOL_NAME, TOOL_DESCRIPTION = "act", "Your next move in the conversation."
@@ -86,7 +87,7 @@ class OpenAIProvider:
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 60.0,
                  temperature: float = 1.0, output: str = "json_schema",
                  http_client: httpx.AsyncClient | None = None, offline: bool = False, client: str = "light") -> None:
-        """`client`: "light" (simrun's own, `simulator.users.wire`: a finished body POSTed, the
+        """`client`: "light" (simrun's own, `simrun.simulator.users.wire`: a finished body POSTed, the
         answer read as bytes) or "sdk" (the openai SDK's `post`, kept for comparison: see
         benchmarks/call_cpu.py). Both raise the SDK's exceptions, so retries are the same."""
         self.model, self.temperature, self.output = model, temperature, output
@@ -167,7 +168,7 @@ class AnthropicProvider:
                  temperature: float = 1.0, output: str = "tools", http_client=None, offline: bool = False) -> None:
         import anthropic
 
-        from simulator.users.bounded import bounded
+        from simrun.simulator.users.bounded import bounded
 
         if output not in ("auto", "tools"):
             raise ConfigError(f"the anthropic backend answers through a tool only; {output!r} is an OpenAI-"

@@ -24,13 +24,13 @@ import random
 import re
 from typing import Any
 
-from scoring.checks.evidence import MISSING, get, relates, shown
-from scoring.transcript import TurnRecord, UserTurn
-from scoring.dataset.models import Goal, Persona, Step
-from scoring.dataset.per_goal import per_goal
-from scoring.errors import ConfigError
-from simulator.users import manners as m
-from simulator.users.asked import asked_by_name
+from simrun.scoring.checks.evidence import MISSING, get, relates, shown
+from simrun.scoring.dataset.models import Goal, Persona, Step
+from simrun.scoring.dataset.per_goal import per_goal
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.transcript import TurnRecord, UserTurn
+from simrun.simulator.users import manners as m
+from simrun.simulator.users.asked import asked_by_name
 
 SIMULATOR_FAULTS = ("empty_message", "role_leak", "leaked_instructions", "early_stop",
                     "false_success", "contradict_facts")
@@ -51,7 +51,7 @@ class ScriptedUser:
     async def aclose(self) -> None:
         pass   # nothing to release: the scripted user holds no connections
 
-    def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> "ScriptedSession":
+    def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> ScriptedSession:
         return ScriptedSession(self, persona, goal, seed)
 
 

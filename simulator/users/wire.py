@@ -11,7 +11,7 @@ none of that is needed: this client posts the bytes on simrun's lean HTTP/1.1 cl
 
 Failures are raised as the openai SDK's own exceptions (`openai.RateLimitError`,
 `openai.InternalServerError`, `openai.APITimeoutError`, ...), with the response, its headers and
-its body, so that `simulator.retry` treats them exactly as the SDK's: Retry-After honoured, 5xx
+its body, so that `simrun.simulator.retry` treats them exactly as the SDK's: Retry-After honoured, 5xx
 retried unless the message blames the request, other 4xx never retried. The API key goes in the
 Authorization header only. An `httpx.AsyncClient` can be given instead of the pool (tests answer
 through `httpx.MockTransport`): the same path, the same errors.
@@ -25,8 +25,8 @@ from typing import Any
 
 import httpx
 
-from scoring.errors import UserModelUnavailable
-from simulator.http1 import HttpError, Pool
+from simrun.scoring.errors import UserModelUnavailable
+from simrun.simulator.http1 import HttpError, Pool
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # The variables the SDK reads for these headers, read the same way: a team that scopes its key

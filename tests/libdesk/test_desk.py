@@ -9,14 +9,14 @@ import json
 
 import pytest
 
-from libdesk import LibDesk
-from libdesk.truth import UnknownFault
-from scoring.checks.answers import carries
-from scoring.dataset.files import canonical_json, load_dataset
+from simrun.examples.libdesk import LibDesk
+from simrun.examples.libdesk.truth import UnknownFault
+from simrun.scoring.checks.answers import carries
+from simrun.scoring.dataset.files import canonical_json, load_dataset
 from tests.conftest import ROOT
 
 SETUP = json.loads(canonical_json(
-    load_dataset(ROOT / "libdesk" / "personas", ROOT / "libdesk" / "goals").goal("renew-dune").setup))
+    load_dataset(ROOT / "simrun" / "examples" / "libdesk" / "personas", ROOT / "simrun" / "examples" / "libdesk" / "goals").goal("renew-dune").setup))
 
 
 class Talk:

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from scoring.dataset.files import load_model
-from scoring.dataset.models import Goal, Persona
-from scoring.errors import ConfigError
-from scoring.field_errors import did_you_mean
-from simulator.config import load_budgets, load_project
-
+from simrun.scoring.dataset.files import load_model
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.field_errors import did_you_mean
+from simrun.simulator.config import load_budgets, load_project
 from tests.conftest import ROOT
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoring.transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
 
 
 def turn(index: int, user: UserTurn, result: dict | None) -> TurnRecord:

@@ -10,8 +10,8 @@ through a shell, with its size bounded.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path

@@ -16,17 +16,17 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from scoring.dataset import goal_sql, sql_sandbox
-from scoring.dataset.files import load_dataset
-from scoring.checks.goal import goal_status
-from scoring.dataset.goal_sql import QueryRefused, check_goal_sql, parse_select
-from scoring.transcript import Transcript
-from simulator.adapters.python import PythonRuntime
-from simulator.conversation import converse
-from simulator.runner import matrix
-from simulator.users.scripted import ScriptedUser
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.checks.goal import goal_status
+from simrun.scoring.dataset import goal_sql, sql_sandbox
+from simrun.scoring.dataset.files import load_dataset
+from simrun.scoring.dataset.goal_sql import QueryRefused, check_goal_sql, parse_select
+from simrun.scoring.transcript import Transcript
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.conversation import converse
+from simrun.simulator.runner import matrix
+from simrun.simulator.users.scripted import ScriptedUser
 from tests.security.conftest import one_line_error
-from tripdesk import TripDesk
 
 SECRET = "TOP-SECRET-9f2c41"
 GOAL = "goals/cancel-trip.yaml"

@@ -8,11 +8,11 @@ import asyncio
 import json
 from decimal import Decimal
 
-from scoring.store.database import Store
-from simulator.adapters.python import PythonRuntime
-from simulator.runner import run_matrix
-from simulator.users.scripted import ScriptedUser
-from tripdesk import TripDesk
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.store.database import Store
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.scripted import ScriptedUser
 
 LIMIT = 64 * 1024          # runtime.max_result_bytes, small so that the oversized snapshot stays cheap
 SNAPSHOTS = {              # goal -> the store its runtime sends with every turn, and the fault's kind

@@ -13,9 +13,9 @@ import anthropic
 import pytest
 from aiohttp import web
 
-from simulator.users.bounded import BoundedTransport
-from simulator.users.providers import AnthropicProvider
-from simulator.users.wire import MAX_ANSWER_BYTES
+from simrun.simulator.users.bounded import BoundedTransport
+from simrun.simulator.users.providers import AnthropicProvider
+from simrun.simulator.users.wire import MAX_ANSWER_BYTES
 
 HUGE = 64 * 1024 * 1024
 OK = {"id": "m1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
@@ -97,8 +97,8 @@ def test_the_sdk_client_of_the_anthropic_backend_is_the_bounded_one(monkeypatch)
 
 def test_a_call_given_up_on_says_the_answer_was_too_large(monkeypatch):
     """What the user reads of the failed call names the bound, not only the SDK's 'Connection error.'"""
-    from scoring.errors import ProviderFailure
-    from simulator.retry import RetryPolicy
+    from simrun.scoring.errors import ProviderFailure
+    from simrun.simulator.retry import RetryPolicy
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-real-key-000")
 

@@ -16,19 +16,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoring.errors import BundleError
-from scoring.store.bundle import import_bundle, load_bundle
-from scoring.dataset.files import load_dataset, load_model
-from scoring.dataset.models import Goal, Persona
-from scoring.errors import ConfigError, RuntimeFault, SimrunError
-from scoring.checks.guarantees import GUARANTEE_CHECKS
-from scoring.checks.progress import PROGRESS_CHECKS
-from scoring.protocol import State, violations
-from scoring.store.run_ids import new_run_id
-from scoring.checks.simulated_user import simulator_error
-from scoring.store.database import Store
-from scoring.transcript import Transcript, TurnRecord, UserTurn
-from simulator.adapters.base import check_turn_result, parse_json
+from simrun.scoring.checks.guarantees import GUARANTEE_CHECKS
+from simrun.scoring.checks.progress import PROGRESS_CHECKS
+from simrun.scoring.checks.simulated_user import simulator_error
+from simrun.scoring.dataset.files import load_dataset, load_model
+from simrun.scoring.dataset.models import Goal, Persona
+from simrun.scoring.errors import BundleError, ConfigError, RuntimeFault, SimrunError
+from simrun.scoring.protocol import State, violations
+from simrun.scoring.store.bundle import import_bundle, load_bundle
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.run_ids import new_run_id
+from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
+from simrun.simulator.adapters.base import check_turn_result, parse_json
 from tests.conftest import ROOT
 
 EXAMPLES = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow,
@@ -151,8 +150,8 @@ def test_any_yaml_document_loads_or_is_one_config_error(tmp_path_factory, text):
 # --- bundles --------------------------------------------------------------------------------
 
 def _bundle() -> dict:
+    from simrun.scoring.store.bundle import item_of
     from tests.conftest import run_demo
-    from scoring.store.bundle import item_of
 
     demo_run = run_demo(DEMO, repetitions=1)
     items = [item_of(c.cell.id, c.transcript, {"started_at": dt.datetime(2026, 1, 1), "duration_ms": 5})

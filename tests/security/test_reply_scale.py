@@ -14,10 +14,10 @@ import os
 import sys
 import time
 
-from simulator.adapters.http import HttpRuntime
-from simulator.conversation import converse
-from simulator.runner import matrix
-from simulator.users.scripted import ScriptedUser
+from simrun.simulator.adapters.http import HttpRuntime
+from simrun.simulator.conversation import converse
+from simrun.simulator.runner import matrix
+from simrun.simulator.users.scripted import ScriptedUser
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "hostile_runtime.py"
@@ -65,12 +65,13 @@ def test_a_reply_with_100000_offers_never_holds_the_loop_past_the_bound(demo, mo
 
 
 def test_the_report_embeds_a_bounded_amount_per_turn_whatever_the_reply(demo, tmp_path):
-    from simulator.adapters.python import PythonRuntime
-    from scoring.pages.report import build_report
-    from scoring.store.database import Store
-    from simulator.runner import run_matrix
-    from tripdesk import TripDesk
     from decimal import Decimal
+
+    from simrun.examples.tripdesk import TripDesk
+    from simrun.scoring.pages.report import build_report
+    from simrun.scoring.store.database import Store
+    from simrun.simulator.adapters.python import PythonRuntime
+    from simrun.simulator.runner import run_matrix
 
     class Flood(TripDesk):
         """TripDesk, with a 500 KB reply and 100,000 offers in every turn."""

@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from scoring.errors import RuntimeUnavailable
-from simulator.adapters.base import IDENTITY_CHARS, check_health
+from simrun.scoring.errors import RuntimeUnavailable
+from simrun.simulator.adapters.base import IDENTITY_CHARS, check_health
 from tests.security.conftest import one_line_error
 
 # Each is a way data can command a terminal, or hide or reorder what it shows.
@@ -47,12 +47,13 @@ def _plant(db: Path, text: str) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory) -> Path:
     """One demo run, made once; each test plants its text in a copy."""
-    from typer.testing import CliRunner
-
-    from simulator.cli.main import app
-    from tests.conftest import ROOT
     import os
     import shutil
+
+    from typer.testing import CliRunner
+
+    from simrun.cli.main import app
+    from tests.conftest import ROOT
 
     folder = tmp_path_factory.mktemp("terminal")
     for name in ("personas", "goals"):

@@ -14,14 +14,14 @@ from decimal import Decimal
 import duckdb
 import pytest
 
-from scoring.errors import RuntimeFault
-from scoring.store.database import Store
-from scoring.store.rows import Finished, encoded_or_stand_in
-from scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
-from simulator.adapters.base import parse_json, read_answer
+from simrun.scoring.errors import RuntimeFault
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.rows import Finished, encoded_or_stand_in
+from simrun.scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
+from simrun.simulator.adapters.base import parse_json, read_answer
 
 POISONED = '''
-from tripdesk import TripDesk
+from simrun.examples.tripdesk import TripDesk
 
 POISONS = {
     "cancel-trip": ("reply", "\\ud800"),
@@ -70,7 +70,7 @@ POISONED_GOALS = ("cancel-trip", "rename-trip", "new-trip-full", "remove-bag", "
 def test_each_unstorable_reply_costs_its_conversation_only(simrun, project):
     (project / "poisoned.py").write_text(POISONED)
     toml = project / "simrun.toml"
-    toml.write_text(toml.read_text().replace('target = "tripdesk:TripDesk"', 'target = "poisoned.py:PoisonedDesk"'))
+    toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"', 'target = "poisoned.py:PoisonedDesk"'))
     code, output = simrun("--budget", "5usd", "-n", "1")
     assert code in (0, 1), output                  # the run ends normally: a verdict, not a crash
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)

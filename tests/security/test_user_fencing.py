@@ -11,19 +11,18 @@ from decimal import Decimal
 
 import pytest
 
-from scoring.dataset.files import Dataset
-from scoring.store.database import Store
-from simulator.adapters.python import PythonRuntime
-from simulator.config import Price
-from simulator.ledger import Ledger
-from simulator.retry import RetryPolicy
-from simulator.runner import run_matrix
-from simulator.users.model import ModelUser
-from simulator.users.providers import OpenAIProvider
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.dataset.files import Dataset
+from simrun.scoring.store.database import Store
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.config import Price
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.retry import RetryPolicy
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.model import ModelUser
+from simrun.simulator.users.prompt import OPENING, QUOTE, REPAIR, RULES, render_result
+from simrun.simulator.users.providers import OpenAIProvider
 from tests.fixtures.model_api import FakeModelAPI
-from tripdesk import TripDesk
-
-from simulator.users.prompt import OPENING, QUOTE, REPAIR, RULES, parse_action, render_result
 
 PRICE = Price(input_per_mtok=Decimal("2.00"), cached_input_per_mtok=Decimal("0.50"),
               cache_write_per_mtok=Decimal("2.50"), output_per_mtok=Decimal("8.00"))

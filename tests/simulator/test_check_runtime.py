@@ -10,21 +10,20 @@ from decimal import Decimal
 import pytest
 from typer.testing import CliRunner
 
-from scoring.store import rates as R
-from scoring.store.database import Store
-from simulator.adapters.python import PythonRuntime
-from simulator.cli.main import app
-from simulator.conformance import NEEDS, check_runtime
-from simulator.runner import run_matrix
-from simulator.users.scripted import ScriptedUser
-
+from simrun.cli.main import app
+from simrun.scoring.store import rates as R
+from simrun.scoring.store.database import Store
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.conformance import NEEDS, check_runtime
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.scripted import ScriptedUser
 from tests.conftest import ROOT
 
 PY = sys.executable
 # A user's own runtime file, as they would point simrun.toml at it.
 MINIMAL = (ROOT / "tests" / "fixtures" / "minimal_runtime.py").read_text()
 SLOPPY = '''
-from tripdesk import TripDesk
+from simrun.examples.tripdesk import TripDesk
 class Sloppy(TripDesk):
     def turn(self, session, request):
         result = super().turn(session, request)
@@ -41,12 +40,12 @@ def cli(project, monkeypatch):
 def use_runtime(project, source: str, target: str) -> None:
     (project / "mine.py").write_text(source)
     toml = project / "simrun.toml"
-    toml.write_text(toml.read_text().replace('target = "tripdesk:TripDesk"', f'target = "mine.py:{target}"'))
+    toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"', f'target = "mine.py:{target}"'))
 
 
 @pytest.mark.parametrize("flags", [
-    [], ["--transport", "stdio", "--runtime-command", f"{PY} -m tripdesk.stdio"],
-    ["--transport", "http", "--runtime-command", f"{PY} -m tripdesk.server --port {{port}}"]])
+    [], ["--transport", "stdio", "--runtime-command", f"{PY} -m simrun.examples.tripdesk.stdio"],
+    ["--transport", "http", "--runtime-command", f"{PY} -m simrun.examples.tripdesk.server --port {{port}}"]])
 def test_the_reference_runtime_passes_over_every_transport(cli, flags):
     result = cli("check-runtime", *flags)
     assert result.exit_code == 0, result.output
@@ -67,7 +66,7 @@ def test_a_reply_only_runtime_is_told_what_it_lacks(cli, project):
 
 def test_a_reply_only_runtimes_run_is_unverifiable_never_passed(tmp_path, demo, project):
     use_runtime(project, MINIMAL, "OnlyReplies")
-    from simulator.adapters.python import load_target
+    from simrun.simulator.adapters.python import load_target
 
     runtime = PythonRuntime(load_target(f"{project / 'mine.py'}:OnlyReplies"))
     report = asyncio.run(check_runtime(PythonRuntime(load_target(f"{project / 'mine.py'}:OnlyReplies")),
@@ -102,7 +101,7 @@ def test_violations_are_shown_with_their_json_and_fail(cli, project):
 
 
 STALE = '''
-from tripdesk import TripDesk
+from simrun.examples.tripdesk import TripDesk
 
 class Stale(TripDesk):
     def turn(self, session, request):
@@ -114,7 +113,7 @@ class Stale(TripDesk):
 
 
 STARTS_STALE = '''
-from tripdesk import TripDesk
+from simrun.examples.tripdesk import TripDesk
 
 class StartsStale(TripDesk):
     def start(self, request):
@@ -145,7 +144,7 @@ def test_an_unreachable_runtime_is_a_usage_error(cli):
 
 
 CRASHY = '''
-from tripdesk import TripDesk
+from simrun.examples.tripdesk import TripDesk
 class Crashy(TripDesk):
     def turn(self, session, request):
         raise ZeroDivisionError("the fare table is empty")
@@ -180,8 +179,8 @@ def test_after_a_server_dies_no_route_is_called_not_supported(cli, project):
 CLOSES_STALE = '''
 import sys
 import uvicorn
-from tripdesk import TripDesk
-from tripdesk.server import create_app
+from simrun.examples.tripdesk import TripDesk
+from simrun.examples.tripdesk.server import create_app
 
 class ClosesStale(TripDesk):
     def close(self, session):
@@ -194,11 +193,11 @@ uvicorn.run(create_app(ClosesStale()), host="127.0.0.1", port=int(sys.argv[1]), 
 
 
 def test_an_audit_sent_with_the_close_answer_that_is_not_the_audit_is_a_violation(tmp_path):
-    from simulator.adapters.http import HttpRuntime
+    from simrun.simulator.adapters.http import HttpRuntime
 
     server = tmp_path / "closes_stale.py"
     server.write_text(CLOSES_STALE)
-    honest = asyncio.run(check_runtime(HttpRuntime(command=[sys.executable, "-m", "tripdesk.server", "--port", "{port}"],
+    honest = asyncio.run(check_runtime(HttpRuntime(command=[sys.executable, "-m", "simrun.examples.tripdesk.server", "--port", "{port}"],
                                                    cwd=str(ROOT))))
     stale = asyncio.run(check_runtime(HttpRuntime(command=[sys.executable, str(server), "{port}"], cwd=str(ROOT),
                                                   env={"PYTHONPATH": str(ROOT)})))

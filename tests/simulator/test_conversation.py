@@ -7,15 +7,14 @@ import dataclasses
 
 import pytest
 
-from scoring.checks.scorer import ALL_CLASSES
-from simulator.adapters.python import PythonRuntime, load_target
-from simulator.conversation import Cell, as_json_setup, converse
-from simulator.runner import matrix
-from scoring.errors import RuntimeUnavailable
-from simulator.users.scripted import ScriptedUser
-from libdesk import LibDesk
-from tripdesk import TripDesk
-
+from simrun.examples.libdesk import LibDesk
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.checks.scorer import ALL_CLASSES
+from simrun.scoring.errors import RuntimeUnavailable
+from simrun.simulator.adapters.python import PythonRuntime, load_target
+from simrun.simulator.conversation import Cell, as_json_setup, converse
+from simrun.simulator.runner import matrix
+from simrun.simulator.users.scripted import ScriptedUser
 from tests.fixtures.minimal_runtime import OnlyReplies
 
 
@@ -92,9 +91,9 @@ def test_bad_targets_say_what_is_wrong(tmp_path):
     with pytest.raises(RuntimeUnavailable, match="cannot import"):
         load_target("no_such_module:X")
     with pytest.raises(RuntimeUnavailable, match="has no Nope"):
-        load_target("tripdesk:Nope")
+        load_target("simrun.examples.tripdesk:Nope")
     with pytest.raises(RuntimeUnavailable, match="bad runtime options"):
-        load_target("tripdesk:TripDesk", {"colour": "red"})
+        load_target("simrun.examples.tripdesk:TripDesk", {"colour": "red"})
     path = tmp_path / "mine.py"
     path.write_text("class R:\n    def __init__(self, x=1):\n        self.x = x\n")
     assert load_target(f"{path}:R", {"x": 3}).x == 3

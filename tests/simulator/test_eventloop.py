@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from simulator import eventloop
+from simrun.simulator import eventloop
 
 
 async def loop_module() -> str:

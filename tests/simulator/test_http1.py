@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.http1 import MAX_HEADER_BYTES, ConnectFailed, Disconnected, NotHttp, Pool, TooLarge
-from simulator.adapters.process import free_port
+from simrun.simulator.adapters.process import free_port
+from simrun.simulator.http1 import MAX_HEADER_BYTES, ConnectFailed, Disconnected, NotHttp, Pool, TooLarge
 
 
 class Server:
@@ -30,7 +30,7 @@ class Server:
         self.connections = 0
         self.open = self.most_open = 0
 
-    async def __aenter__(self) -> "Server":
+    async def __aenter__(self) -> Server:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl_context)
         self.port = self.server.sockets[0].getsockname()[1]
         return self

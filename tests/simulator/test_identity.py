@@ -11,14 +11,14 @@ from decimal import Decimal
 
 import pytest
 
-from scoring.errors import ConfigError
-from scoring.store.database import Store
-from simulator import identity
-from simulator.adapters.python import PythonRuntime
-from simulator.identity import GitState, clean_labels, git_state, labels_flag, runtime_version
-from simulator.runner import run_matrix
-from simulator.users.scripted import ScriptedUser
-from tripdesk import TripDesk
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.store.database import Store
+from simrun.simulator import identity
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.identity import GitState, clean_labels, git_state, labels_flag, runtime_version
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.scripted import ScriptedUser
 
 
 class Versioned(TripDesk):

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.config import load_budgets, load_project
-from scoring.errors import BudgetSyntaxError, ConfigError
-from simulator.ledger import Ledger
-from simulator.money import parse_usd
+from simrun.scoring.errors import BudgetSyntaxError, ConfigError
+from simrun.simulator.config import load_budgets, load_project
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.money import parse_usd
 
 
 @pytest.mark.parametrize("text, amount", [
@@ -114,7 +114,7 @@ def test_price_table_keys_with_quotes(tmp_path):
 
 def test_missing_files_mean_defaults(tmp_path):
     assert load_budgets(tmp_path / "nope.toml").budget.default == "5usd"
-    assert load_project(tmp_path / "nope.toml").runtime.target == "tripdesk:TripDesk"
+    assert load_project(tmp_path / "nope.toml").runtime.target == "simrun.examples.tripdesk:TripDesk"
 
 
 def test_the_bundled_files_are_valid():
@@ -143,9 +143,9 @@ tokens = st.integers(min_value=0, max_value=20_000_000)
 @given(prices, prices, prices, prices, tokens, tokens, tokens, tokens, st.integers(0, 4_000_000))
 def test_a_cost_is_counted_to_the_store_s_precision_never_below_and_never_above_its_worst_case(
         input_price, cached_price, write_price, output_price, uncached, cached, written, output, extra_bytes):
-    from simulator.config import Price
-    from simulator.money import UNIT
-    from simulator.pricing import Usage, cost, worst_case
+    from simrun.simulator.config import Price
+    from simrun.simulator.money import UNIT
+    from simrun.simulator.pricing import Usage, cost, worst_case
 
     price = Price(input_per_mtok=input_price, cached_input_per_mtok=cached_price,
                   cache_write_per_mtok=write_price, output_per_mtok=output_price)

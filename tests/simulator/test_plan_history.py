@@ -8,14 +8,13 @@ from decimal import Decimal
 
 import pytest
 
-from scoring.store.database import Store
-from simulator.adapters.python import PythonRuntime
-from simulator.config import Budgets
-from simulator.ledger import Ledger
-from simulator.plan import estimate
-from simulator.runner import run_matrix
-from tripdesk import TripDesk
-
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.store.database import Store
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.config import Budgets
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.plan import estimate
+from simrun.simulator.runner import run_matrix
 from tests.fixtures.model_api import FakeModelAPI
 from tests.simulator.users.test_model_users import PRICE, small, user_for
 

@@ -10,17 +10,16 @@ from decimal import Decimal
 
 from rich.console import Console
 
-from scoring.store.database import Store
-from simulator import progress
-from simulator.adapters.process import free_port
-from simulator.adapters.python import PythonRuntime
-from simulator.ledger import Ledger
-from simulator.progress import RunProgress
-from simulator.runner import run_matrix
-from simulator.users.model import ModelUser
-from simulator.users.providers import OpenAIProvider
-from tripdesk import TripDesk
-
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.store.database import Store
+from simrun.simulator import progress
+from simrun.simulator.adapters.process import free_port
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.progress import RunProgress
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.model import ModelUser
+from simrun.simulator.users.providers import OpenAIProvider
 from tests.fixtures.model_api import FakeModelAPI, serve
 from tests.simulator.users.test_model_users import PRICE, small
 

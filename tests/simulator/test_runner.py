@@ -10,12 +10,12 @@ from decimal import Decimal
 
 import pytest
 
-from scoring.store.database import Store
-from simulator.adapters.python import PythonRuntime
-from simulator import runner
-from simulator.runner import cell_seed, matrix, run_matrix
-from simulator.users.scripted import ScriptedUser
-from tripdesk import TripDesk
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.store.database import Store
+from simrun.simulator import runner
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.runner import cell_seed, matrix, run_matrix
+from simrun.simulator.users.scripted import ScriptedUser
 
 
 def test_cells_cover_the_matrix_each_with_its_own_stable_seed(demo):
@@ -127,7 +127,7 @@ def test_the_heap_is_frozen_during_a_run_and_a_callers_freeze_is_kept(demo):
 
 
 def test_a_named_run_is_finished_only_by_its_own_configuration(demo):
-    from scoring.errors import ConfigError
+    from simrun.scoring.errors import ConfigError
 
     with Store(":memory:") as store:
         first = asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=1, seed=1,

@@ -1,6 +1,6 @@
 """The rule reader of the reference runtime: typing errors mended, values pulled out, intent named.
 
-These drive `tripdesk.reading` directly: `mend` (one typing error per word of 4+ letters),
+These drive `simrun.examples.tripdesk.reading` directly: `mend` (one typing error per word of 4+ letters),
 `parse_date` (every date shape the runtime promises), and `read` (terse, wordy and mistyped
 phrasing read the same).
 """
@@ -11,7 +11,7 @@ import datetime as dt
 
 import pytest
 
-from tripdesk.reading import PartialDate, mend, parse_date, read, within_one_edit
+from simrun.examples.tripdesk.reading import PartialDate, mend, parse_date, read, within_one_edit
 
 # --- within_one_edit ----------------------------------------------------------------------------
 

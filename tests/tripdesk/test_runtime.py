@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tripdesk import TripDesk, __version__
-from tripdesk.domain import SetupError
-from tripdesk.faults import FAULTS, FORBIDDEN_NOTE, UnknownFault, parse_faults
+from simrun.examples.tripdesk import TripDesk, __version__
+from simrun.examples.tripdesk.domain import SetupError
+from simrun.examples.tripdesk.faults import FAULTS, FORBIDDEN_NOTE, UnknownFault, parse_faults
 
 TODAY = "2026-12-01"
 VERDICT_KEYS = {"refusal_emitted", "hedge_injected", "identity_score", "safety", "ethics"}

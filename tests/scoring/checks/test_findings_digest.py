@@ -16,13 +16,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from libdesk import LibDesk
-from libdesk.truth import FAULTS as LIBDESK_FAULTS
-from scoring.checks.scorer import SCORER_VERSION, score
-from simulator import load_dataset
-from simulator.users.scripted import SIMULATOR_FAULTS
+from simrun.examples.libdesk import LibDesk
+from simrun.examples.libdesk.truth import FAULTS as LIBDESK_FAULTS
+from simrun.examples.tripdesk.faults import FAULTS as TRIPDESK_FAULTS
+from simrun.scoring.checks.scorer import SCORER_VERSION, score
+from simrun.simulator import load_dataset
+from simrun.simulator.users.scripted import SIMULATOR_FAULTS
 from tests.conftest import run_demo
-from tripdesk.faults import FAULTS as TRIPDESK_FAULTS
 
 ROOT = Path(__file__).resolve().parents[3]
 PINNED = {
@@ -46,7 +46,7 @@ def digests(which: str) -> tuple[str, str, int]:
     if which == "demo":
         dataset, runtime_class, faults = load_dataset(ROOT / "personas", ROOT / "goals"), None, TRIPDESK_FAULTS
     else:
-        dataset = load_dataset(ROOT / "libdesk" / "personas", ROOT / "libdesk" / "goals")
+        dataset = load_dataset(ROOT / "simrun" / "examples" / "libdesk" / "personas", ROOT / "simrun" / "examples" / "libdesk" / "goals")
         runtime_class, faults = LibDesk, LIBDESK_FAULTS
     run = run_demo(dataset, faults={name: 0.15 for name in faults},
                    user_faults={name: 0.1 for name in SIMULATOR_FAULTS}, repetitions=3, seed=7, fault_seed=5,

@@ -12,12 +12,12 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoring.checks.evidence import lookup
-from scoring.checks.goal import goal_status
-from scoring.checks.progress import same_value
-from scoring.dataset.files import load_dataset
-from scoring.transcript import Transcript, UserTurn
-from simulator.users.scripted import ScriptedUser
+from simrun.scoring.checks.evidence import lookup
+from simrun.scoring.checks.goal import goal_status
+from simrun.scoring.checks.progress import same_value
+from simrun.scoring.dataset.files import load_dataset
+from simrun.scoring.transcript import Transcript, UserTurn
+from simrun.simulator.users.scripted import ScriptedUser
 from tests.conftest import ROOT
 
 DEMO = load_dataset(ROOT / "personas", ROOT / "goals")
@@ -120,7 +120,7 @@ def test_step_arguments_are_the_goals_own():
 def test_a_conversation_with_no_fault_drawn_skips_the_fault_step_as_the_old_one_would():
     """The step returns the turn at once when no fault was drawn: what the old step did then too,
     since each of its `_fault` calls said no and changed nothing."""
-    from simulator.users.scripted import SIMULATOR_FAULTS, ScriptedSession
+    from simrun.simulator.users.scripted import SIMULATOR_FAULTS, ScriptedSession
     turn = UserTurn("message", "Move my trip to 12 March 2027.", meta={"step": 0})
     for faults in ({}, {name: 1.0 for name in SIMULATOR_FAULTS}, {"contradict_facts": 0.5, "role_leak": 0.3}):
         for goal in DEMO.goals:

@@ -9,15 +9,34 @@ from typing import Any
 
 import pytest
 
-from scoring.checks.guarantees import (audit_gap, card_not_actionable, integrity_leak, phantom_receipt,
-                                refusal_with_hedge, stale_click, wrong_record)
-from scoring.transcript import Transcript, UserTurn
-from tests.scoring.checks.builders import (RECORDS, G, P, card, click, drop, event, goal, msg,
-                                    offer, persona, result, state, transcript, turns_of,
-                                    with_state)
-
-
-
+from simrun.scoring.checks.guarantees import (
+    audit_gap,
+    card_not_actionable,
+    integrity_leak,
+    phantom_receipt,
+    refusal_with_hedge,
+    stale_click,
+    wrong_record,
+)
+from simrun.scoring.transcript import Transcript, UserTurn
+from tests.scoring.checks.builders import (
+    RECORDS,
+    G,
+    P,
+    card,
+    click,
+    drop,
+    event,
+    goal,
+    msg,
+    offer,
+    persona,
+    result,
+    state,
+    transcript,
+    turns_of,
+    with_state,
+)
 
 # --- wrong_record ----------------------------------------------------------------------------
 

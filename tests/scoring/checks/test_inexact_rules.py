@@ -9,12 +9,25 @@ import dataclasses
 
 import pytest
 
-from scoring.checks.audit import audit_gap
-from scoring.checks.simulated_user import simulator_error, user_turn_fault
-from scoring.checks.stale import stale_click
-from scoring.transcript import Transcript, TurnRecord
-from tests.scoring.checks.builders import (G, P, ask, card, click, event, goal, msg, offer, result, state,
-                                           transcript, turns_of)
+from simrun.scoring.checks.audit import audit_gap
+from simrun.scoring.checks.simulated_user import simulator_error, user_turn_fault
+from simrun.scoring.checks.stale import stale_click
+from simrun.scoring.transcript import Transcript, TurnRecord
+from tests.scoring.checks.builders import (
+    G,
+    P,
+    ask,
+    card,
+    click,
+    event,
+    goal,
+    msg,
+    offer,
+    result,
+    state,
+    transcript,
+    turns_of,
+)
 
 # --- audit_gap: an event belongs to turn k only if it is turn k's own ---------------------------
 

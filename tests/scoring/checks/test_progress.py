@@ -11,14 +11,26 @@ from typing import Any
 
 import pytest
 
-from scoring.dataset.models import Goal
-from scoring.checks.progress import dead_end, loop, not_understood, refused_offer, unanswered
-from scoring.transcript import Transcript, TurnRecord, UserTurn
-from tests.scoring.checks.builders import (RECORDS, G, P, ask, click, drop, event, goal, msg,
-                                    offer, result, state, transcript, turns_of, with_state)
-
-
-
+from simrun.scoring.checks.progress import dead_end, loop, not_understood, refused_offer, unanswered
+from simrun.scoring.dataset.models import Goal
+from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
+from tests.scoring.checks.builders import (
+    RECORDS,
+    G,
+    P,
+    ask,
+    click,
+    drop,
+    event,
+    goal,
+    msg,
+    offer,
+    result,
+    state,
+    transcript,
+    turns_of,
+    with_state,
+)
 
 # --- dead_end --------------------------------------------------------------------------------
 

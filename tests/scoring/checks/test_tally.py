@@ -8,7 +8,7 @@ import collections
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.checks.progress import Tally
+from simrun.scoring.checks.progress import Tally
 
 verdicts = st.lists(st.one_of(st.just(("ok", None)), st.tuples(st.just("unknown"), st.sampled_from(["", "a", "b", "c", "d"])),
                               st.tuples(st.just("found"), st.integers(1, 5))), max_size=30)

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from scoring.dataset.files import json_schemas, load_dataset
-from scoring.dataset.models import MANNERS
-from scoring.errors import ConfigError
-
+from simrun.scoring.dataset.files import json_schemas, load_dataset
+from simrun.scoring.dataset.models import MANNERS
+from simrun.scoring.errors import ConfigError
 from tests.conftest import ROOT
 
 

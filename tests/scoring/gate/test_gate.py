@@ -12,21 +12,27 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pytest
 
-from scoring.store import rates as R
-from scoring.errors import BaselineError
-from scoring.gate.baseline import baseline_json, load_baseline
-from scoring.gate.summary import CellRepetitions, Counts, GATE_CLASSES, RunSummary, summary_from_scorecards, summary_from_store
-from scoring.errors import GateError
-from scoring.gate.compare import gate_verdict
-from scoring.gate.summary import TESTED
-from scoring.gate.text import junit_xml, markdown
-from scoring.store.database import Store
-from simulator.adapters.python import PythonRuntime
-from simulator.config import GateSection
-from simulator.runner import run_matrix
-from simulator.users.scripted import ScriptedUser
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.errors import BaselineError, GateError
+from simrun.scoring.gate.baseline import baseline_json, load_baseline
+from simrun.scoring.gate.compare import gate_verdict
+from simrun.scoring.gate.summary import (
+    GATE_CLASSES,
+    TESTED,
+    CellRepetitions,
+    Counts,
+    RunSummary,
+    summary_from_scorecards,
+    summary_from_store,
+)
+from simrun.scoring.gate.text import junit_xml, markdown
+from simrun.scoring.store import rates as R
+from simrun.scoring.store.database import Store
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.config import GateSection
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.scripted import ScriptedUser
 from tests.conftest import run_demo
-from tripdesk import TripDesk
 
 SETTINGS = GateSection(permutations=4_000)
 DATASET = "0123456789abcdef"

@@ -16,17 +16,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from scoring.dataset.files import canonical_json
-from scoring.errors import BaselineError, GateError
-from scoring.gate.baseline import baseline_json, parse_baseline
-from scoring.gate.compare import gate_verdict
-from scoring.gate.release import ReleaseDefaults
-from scoring.gate.run_verdict import judged_with, never_run, run_verdict
-from scoring.gate.summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
-from scoring.gate.verdict_text import junit_xml, markdown
-from scoring.store.rates import Outcome, Rate
-from scoring.checks.scorer import ALL_CLASSES, PROGRESS_CLASSES, kind_of
-from simulator.config import GateSection, ReleaseSection
+from simrun.scoring.checks.scorer import ALL_CLASSES, PROGRESS_CLASSES, kind_of
+from simrun.scoring.dataset.files import canonical_json
+from simrun.scoring.errors import BaselineError, GateError
+from simrun.scoring.gate.baseline import baseline_json, parse_baseline
+from simrun.scoring.gate.compare import gate_verdict
+from simrun.scoring.gate.release import ReleaseDefaults
+from simrun.scoring.gate.run_verdict import judged_with, never_run, run_verdict
+from simrun.scoring.gate.summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
+from simrun.scoring.gate.verdict_text import junit_xml, markdown
+from simrun.scoring.store.rates import Outcome, Rate
+from simrun.simulator.config import GateSection, ReleaseSection
 
 SETTINGS = GateSection(permutations=2_000)
 PERSONAS = ("anna", "ben", "cleo", "dan")

@@ -1,4 +1,4 @@
-"""Every comparison draws its own reassignments (`scoring.gate.stats.seed_of`).
+"""Every comparison draws its own reassignments (`simrun.scoring.gate.stats.seed_of`).
 
 A Monte Carlo permutation p-value, (1 + count) / (1 + draws), holds its level averaged over the
 draws. With one seed fixed for every comparison, the A/A pairs that hold the same conversations
@@ -11,12 +11,10 @@ measured once with many draws). The fixed seed missed it by a factor of two to t
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from scoring.gate import stats
-from scoring.gate.joint import Conversations, Reassignment
+from simrun.scoring.gate import stats
+from simrun.scoring.gate.joint import Conversations, Reassignment
 
 PERSONAS, GOALS, REPS, CLASSES = 3, 4, 5, 4
 CELLS = PERSONAS * GOALS

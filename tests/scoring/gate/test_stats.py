@@ -10,9 +10,17 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from scoring.gate.critical import critical_value
-from scoring.gate.stats import (Family, bonferroni, compare, correct, detectable_rise, holm,
-                                power_of_rise, repetitions_for)
+from simrun.scoring.gate.critical import critical_value
+from simrun.scoring.gate.stats import (
+    Family,
+    bonferroni,
+    compare,
+    correct,
+    detectable_rise,
+    holm,
+    power_of_rise,
+    repetitions_for,
+)
 
 
 def family(fb, nb, fa, na, slices=None) -> Family:
@@ -218,7 +226,7 @@ def test_detectable_rise_and_the_repetitions_advice_agree_and_shrink_with_size()
 
 
 def test_the_advice_s_binomial_draws_have_the_binomial_s_distribution():
-    from scoring.gate.critical import _binomial
+    from simrun.scoring.gate.critical import _binomial
 
     p = np.array([0.0, 0.004, 0.07, 0.5, 0.93, 1.0])
     for n in (1, 3, 12, 40):

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from scoring.store.rates import significant
+from simrun.scoring.store.rates import significant
 
 
 @pytest.mark.parametrize(("amount", "shown"), [

@@ -14,21 +14,21 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from scoring.pages import dashboard as D
-from scoring.store import rates as R
-from scoring.pages import verdicts as V
-from scoring.gate.summary import summary_from_store
-from scoring.dataset.files import load_dataset
-from scoring.errors import StoreError
-from scoring.gate.compare import gate_verdict
-from scoring.gate.run_verdict import verdict_of_run
-from scoring.checks.scorer import ALL_CLASSES
-from scoring.store.database import Store, reading
-from simulator.adapters.python import PythonRuntime
-from simulator.config import Budgets, GateSection
-from simulator.identity import GitState
-from simulator.runner import run_matrix
-from simulator.users.scripted import ScriptedUser
+from simrun.scoring.checks.scorer import ALL_CLASSES
+from simrun.scoring.dataset.files import load_dataset
+from simrun.scoring.errors import StoreError
+from simrun.scoring.gate.compare import gate_verdict
+from simrun.scoring.gate.run_verdict import verdict_of_run
+from simrun.scoring.gate.summary import summary_from_store
+from simrun.scoring.pages import dashboard as D
+from simrun.scoring.pages import verdicts as V
+from simrun.scoring.store import rates as R
+from simrun.scoring.store.database import Store, reading
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.config import Budgets, GateSection
+from simrun.simulator.identity import GitState
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.scripted import ScriptedUser
 from tests.conftest import ROOT
 from tests.simulator.test_identity import Versioned
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from scoring.store import rates as R
-from scoring.pages.dashboard import build_dashboard
-from scoring.pages.report import build_report
-from scoring.store.database import Store, reading
+from simrun.scoring.pages.dashboard import build_dashboard
+from simrun.scoring.pages.report import build_report
+from simrun.scoring.store import rates as R
+from simrun.scoring.store.database import Store, reading
 from tests.conftest import ROOT
-from tests.scoring.pages.test_dashboard import HOSTILE, SETTINGS, a_run, fewer_goals
 from tests.fixtures.browser import open_page
+from tests.scoring.pages.test_dashboard import HOSTILE, SETTINGS, a_run, fewer_goals
 
 # On one xdist worker: its browser and its runs are made once.
 pytestmark = pytest.mark.xdist_group("dashboard-browser")

@@ -8,7 +8,7 @@ import tempfile
 
 from jinja2 import DictLoader, Environment
 
-from scoring.pages import render
+from simrun.scoring.pages import render
 
 
 def _env(cache) -> Environment:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import html as html_lib
 import re
 
-from scoring.pages.report import build_report
-from scoring.checks.scorer import ALL_CLASSES
-from scoring.store.database import Store
-
+from simrun.scoring.checks.scorer import ALL_CLASSES
+from simrun.scoring.pages.report import build_report
+from simrun.scoring.store.database import Store
 from tests.scoring.store.test_store import stored_run
 
 
@@ -29,7 +28,7 @@ def test_report_is_self_contained_and_complete(tmp_path, demo):
 
 
 def test_replies_are_shown_as_text(tmp_path, demo, monkeypatch):
-    from tripdesk.session import Session
+    from simrun.examples.tripdesk.session import Session
 
     original = Session._finish
 
@@ -54,7 +53,7 @@ def test_the_report_and_the_gate_always_agree(tmp_path, demo, monkeypatch):
 
     from typer.testing import CliRunner
 
-    from simulator.cli.main import app
+    from simrun.cli.main import app
     from tests.conftest import ROOT
 
     for name in ("personas", "goals"):
@@ -97,7 +96,7 @@ def test_charts_are_inline_svg_and_pass_k_is_shown(tmp_path, demo):
 
 
 def test_each_reason_of_the_verdict_links_the_evidence_behind_it():
-    from scoring.pages.report import evidence_anchor
+    from simrun.scoring.pages.report import evidence_anchor
 
     fired = ["dead_end", "audit_gap", "phantom_receipt"]
     gate = object()

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from scoring.pages.report import build_report
-from scoring.store.database import Store
-
+from simrun.scoring.pages.report import build_report
+from simrun.scoring.store.database import Store
 from tests.fixtures.browser import open_page
 from tests.scoring.store.test_store import stored_run
 
@@ -38,7 +37,7 @@ FAULTS = {"phantom_receipt": 0.4, "loop": 0.4, "dead_end": 0.3, "audit_gap": 0.3
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, demo) -> Path:
     """A report of the demo matrix with faults planted, every runtime reply prefixed with markup."""
-    from tripdesk.session import Session
+    from simrun.examples.tripdesk.session import Session
 
     tmp = tmp_path_factory.mktemp("browser-report")
     original = Session._finish
@@ -166,8 +165,8 @@ def test_the_listeners_hear_what_the_other_tests_say_is_absent(browser, tmp_path
 def changed_report(tmp_path_factory, demo) -> Path:
     """A candidate run that breaks what its baseline (the same seeds, no fault) did not, reported
     against it: the flipped conversations shown side by side."""
-    from scoring.gate.summary import summary_from_store
-    from simulator.config import GateSection, ReleaseSection
+    from simrun.scoring.gate.summary import summary_from_store
+    from simrun.simulator.config import GateSection, ReleaseSection
 
     tmp = tmp_path_factory.mktemp("changed-report")
     db = tmp / "s.duckdb"

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from scoring.gate.run_verdict import verdict_of_run
-from scoring.pages.report import build_report
-from scoring.store.database import Store
+from simrun.scoring.gate.run_verdict import verdict_of_run
+from simrun.scoring.pages.report import build_report
+from simrun.scoring.store.database import Store
 from tests.fixtures.browser import open_page
 from tests.simulator.cli.test_verdict_cli import blessed, broken_goal, with_baseline
 

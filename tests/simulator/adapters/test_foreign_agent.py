@@ -13,20 +13,19 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scoring.dataset.files import load_dataset
-from scoring.store.database import Store
-from simulator.adapters.callable import CallableRuntime
-from simulator.adapters.python import PythonRuntime
-from simulator.adapters.spans import Tool
-from simulator.adapters.template import ChatRuntime
-from simulator.conformance import check_runtime
-from simulator.ledger import Ledger
-from simulator.runner import run_matrix
-from simulator.users.model import ModelUser
-from simulator.users.providers import OpenAIProvider
-from simulator.users.scripted import ScriptedUser
-from tripdesk import TripDesk
-
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.dataset.files import load_dataset
+from simrun.scoring.store.database import Store
+from simrun.simulator.adapters.callable import CallableRuntime
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.adapters.spans import Tool
+from simrun.simulator.adapters.template import ChatRuntime
+from simrun.simulator.conformance import check_runtime
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.model import ModelUser
+from simrun.simulator.users.providers import OpenAIProvider
+from simrun.simulator.users.scripted import ScriptedUser
 from tests.conftest import ROOT
 from tests.fixtures import foreign_agent
 from tests.fixtures.minimal_runtime import OnlyReplies
@@ -142,7 +141,7 @@ def test_the_same_agent_over_an_openai_compatible_endpoint_with_a_model_user(tmp
 
 
 def _price():
-    from simulator.config import Price
+    from simrun.simulator.config import Price
 
     return Price(input_per_mtok=Decimal("1"), output_per_mtok=Decimal("1"))
 

@@ -16,23 +16,22 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from scoring.store.database import Store
-from simulator.adapters.http import HttpRuntime
-from simulator.adapters.python import PythonRuntime
-from simulator.adapters.stdio import StdioRuntime
-from scoring.dataset.files import load_dataset
-from scoring.errors import RuntimeFault, RuntimeUnavailable
-from simulator.runner import run_matrix
-from simulator.users.scripted import ScriptedUser
-from tripdesk import TripDesk
-
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.dataset.files import load_dataset
+from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
+from simrun.scoring.store.database import Store
+from simrun.simulator.adapters.http import HttpRuntime
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.adapters.stdio import StdioRuntime
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.scripted import ScriptedUser
 from tests.conftest import ROOT
 from tests.fixtures.processes import leftovers, port_is_free
 
 PY = sys.executable
 ODD = str(ROOT / "tests" / "fixtures" / "odd_runtime.py")
-SERVER = [PY, "-m", "tripdesk.server", "--port", "{port}"]
-STDIO = [PY, "-m", "tripdesk.stdio"]
+SERVER = [PY, "-m", "simrun.examples.tripdesk.server", "--port", "{port}"]
+STDIO = [PY, "-m", "simrun.examples.tripdesk.stdio"]
 MODES = ("crash", "hang", "garbage", "status", "noreply")
 
 pytestmark = pytest.mark.usefixtures("tagged")
@@ -66,7 +65,7 @@ def test_python_http_and_stdio_give_identical_transcripts_and_findings_with_the_
     assert http[:3] == python[:3]
     assert stdio[:3] == python[:3]
     assert asked[:3] == python[:3]
-    assert not leftovers("tripdesk.server") and not leftovers("tripdesk.stdio")
+    assert not leftovers("simrun.examples.tripdesk.server") and not leftovers("simrun.examples.tripdesk.stdio")
 
 
 def odd_dataset(tmp_path: Path, demo):
@@ -140,7 +139,7 @@ def test_a_finished_run_leaves_no_process_and_no_port(tmp_path, demo):
     runtime = HttpRuntime(command=SERVER)
     port = int(runtime.url.rsplit(":", 1)[1])
     stored(tmp_path / "f.duckdb", load_dataset(ROOT / "personas", ROOT / "goals"), runtime)
-    assert not leftovers("tripdesk.server") and port_is_free(port)
+    assert not leftovers("simrun.examples.tripdesk.server") and port_is_free(port)
 
 
 def test_another_protocol_version_is_refused_before_the_run():
@@ -180,7 +179,7 @@ def test_a_protocol_that_is_not_a_number_is_named_as_the_runtime_s_mistake(proto
 
 def test_a_command_without_port_is_named_not_the_startup_timeout(monkeypatch):
     # The runtime listens on a port of its own: alive, but never on the port simrun chose.
-    monkeypatch.setattr("simulator.adapters.http.PORTLESS_WAIT_S", 0.5)
+    monkeypatch.setattr("simrun.simulator.adapters.http.PORTLESS_WAIT_S", 0.5)
     runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "0"], startup_timeout_s=30.0)
     started = time.monotonic()
     with pytest.raises(RuntimeUnavailable) as raised:
@@ -210,7 +209,7 @@ def test_a_runtime_that_will_not_start_says_why(tmp_path):
 def test_headers_come_from_the_environment_and_are_never_stored(project, monkeypatch):
     from typer.testing import CliRunner
 
-    from simulator.cli.main import app
+    from simrun.cli.main import app
 
     monkeypatch.chdir(project)
     secret = "s3cr3t-token-4f9a"
@@ -225,7 +224,7 @@ def test_headers_come_from_the_environment_and_are_never_stored(project, monkeyp
     assert result.exit_code == 2   # nothing listens there: refused before the run
     toml = project / "simrun.toml"
     toml.write_text(toml.read_text().replace('transport = "python"', 'transport = "http"').replace(
-        'target = "tripdesk:TripDesk"   # the bundled reference runtime',
+        'target = "simrun.examples.tripdesk:TripDesk"   # the bundled reference runtime',
         f'command = "{PY} {ODD} http --port {{port}}"\nheaders = {{Authorization = "Bearer ${{ODD_TOKEN}}"}}'))
     result = CliRunner().invoke(app, ["-n", "1"])
     assert result.exit_code == 0, result.output
@@ -257,7 +256,7 @@ def test_a_started_command_gets_its_env_and_working_directory(tmp_path):
 def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
     from aiohttp import web
 
-    from scoring.errors import RuntimeFault
+    from simrun.scoring.errors import RuntimeFault
 
     seen = []
 
@@ -301,7 +300,7 @@ def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
 def test_conversations_a_dying_server_takes_down_with_it_are_marked_collateral(transport):
     """A's turn kills the started server; B, still talking to it, fails only because of A (and
     is marked collateral); C starts on a new server, where B's session no longer exists."""
-    from scoring.errors import RuntimeFault
+    from simrun.scoring.errors import RuntimeFault
 
     if transport == "http":
         runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}"], timeout_s=5.0)

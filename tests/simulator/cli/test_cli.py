@@ -13,9 +13,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from scoring.store.database import Store
-from simulator.cli.main import app
-
+from simrun.cli.main import app
+from simrun.scoring.store.database import Store
 from tests.conftest import ROOT
 
 
@@ -270,13 +269,13 @@ def test_a_started_runtime_runs_in_the_folder_of_simrun_toml_whatever_the_shells
     rt = project / "rt"
     rt.mkdir()
     (rt / "desk.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-                                "from tripdesk.stdio import main\nmain()\n")
+                                "from simrun.examples.tripdesk.stdio import main\nmain()\n")
     launcher = rt / "run"
     launcher.write_text(f"#!/bin/sh\nexec {sys.executable} rt/desk.py \"$@\"\n")   # relative to its folder
     launcher.chmod(0o755)
     toml = project / "simrun.toml"
     toml.write_text(toml.read_text().replace('transport = "python"', 'transport = "stdio"').replace(
-        'target = "tripdesk:TripDesk"   # the bundled reference runtime', 'command = "./rt/run"'))
+        'target = "simrun.examples.tripdesk:TripDesk"   # the bundled reference runtime', 'command = "./rt/run"'))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -294,7 +293,7 @@ def test_the_ray_executor_without_its_extra_is_one_line_saying_what_to_install(p
     """Ray is an optional extra: without it, `--executor ray` stops before anything runs or is
     written, with the pip command to run (the import is made to fail, as on a machine without it)."""
     code = ("import sys; sys.modules['ray'] = None; sys.argv = ['simrun', '--user', 'scripted', '--executor', 'ray']; "
-            "from simulator.cli.main import main; main()")
+            "from simrun.cli.main import main; main()")
     result = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip().splitlines() == ["error: --executor: Ray is not installed; pip install 'simrun[ray]'"]

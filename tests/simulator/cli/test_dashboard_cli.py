@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from tripdesk import __version__ as TRIPDESK_VERSION
+from simrun.examples.tripdesk import __version__ as TRIPDESK_VERSION
 
 
 def commit_all(folder, branch="release/1.4") -> str:

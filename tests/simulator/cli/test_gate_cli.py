@@ -9,10 +9,9 @@ from xml.etree import ElementTree as ET
 
 import duckdb
 
-from scoring.gate.summary import GATE_CLASSES
-from scoring.checks.scorer import SCORER_VERSION
-from simulator.cli.main import app
-
+from simrun.cli.main import app
+from simrun.scoring.checks.scorer import SCORER_VERSION
+from simrun.scoring.gate.summary import GATE_CLASSES
 from tests.conftest import ROOT
 
 
@@ -254,7 +253,7 @@ def test_one_goal_broken_outright_fails_the_gate_naming_it_and_the_report_shows_
     base = run(cli, "--seed", "1", repetitions=2)
     assert cli("baseline", "bless", base, "--out", "baseline.json").exit_code == 0
     toml = project / "simrun.toml"
-    toml.write_text(toml.read_text().replace('target = "tripdesk:TripDesk"', 'target = "benchmarks.gate_calibration:ByGoal"')
+    toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"', 'target = "benchmarks.gate_calibration:ByGoal"')
                     .replace("[runtime.options]", '[runtime.options]\nfaults = {}\ngoal = "rename-trip"\n'
                              'goal_faults = {dead_end = 1.0}\nfault_seed = 1'))
     cand = run(cli, "--seed", "1", repetitions=2)

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import duckdb
 
-from tests.conftest import ROOT
-
 BY_GOAL = 'target = "benchmarks.gate_calibration:ByGoal"'
 
 
@@ -24,7 +22,7 @@ def with_baseline(project: Path, baseline: str) -> None:
 def broken_goal(project: Path, goal: str, cls: str = "dead_end") -> None:
     """The runtime breaks one goal outright: every conversation of `goal` has `cls`."""
     toml = project / "simrun.toml"
-    toml.write_text(toml.read_text().replace('target = "tripdesk:TripDesk"', BY_GOAL).replace(
+    toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"', BY_GOAL).replace(
         "[runtime.options]", f'[runtime.options]\nfaults = {{}}\ngoal = "{goal}"\ngoal_faults = {{{cls} = 1.0}}\n'
                              'fault_seed = 1'))
 

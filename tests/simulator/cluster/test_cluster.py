@@ -8,9 +8,9 @@ import asyncio
 import time
 from decimal import Decimal
 
-from simulator.cluster.floats import FloatLedger
-from simulator.cluster.shared import FLOAT, Budget, LedgerLost, Rates, Report
-from simulator.ledger import Ledger
+from simrun.simulator.cluster.floats import FloatLedger
+from simrun.simulator.cluster.shared import FLOAT, Budget, LedgerLost, Rates, Report
+from simrun.simulator.ledger import Ledger
 
 
 def call(conversation: str, turn: int = 1) -> dict:

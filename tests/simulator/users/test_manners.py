@@ -11,10 +11,9 @@ import math
 import random
 import re
 
-from scoring.dataset.files import Dataset
-from simulator.users import manners as m
-from simulator.users.manners import COMPLAINTS, WORDY_CLOSERS, WORDY_OPENERS
-
+from simrun.scoring.dataset.files import Dataset
+from simrun.simulator.users import manners as m
+from simrun.simulator.users.manners import COMPLAINTS, WORDY_CLOSERS, WORDY_OPENERS
 from tests.conftest import run_demo
 
 

@@ -12,19 +12,18 @@ import httpx
 import httpx2
 import pytest
 
-from scoring.errors import UserModelUnavailable
-from scoring.store.database import Store
-from scoring.transcript import NOT_THE_RUNTIME
-from simulator.adapters.process import free_port
-from simulator.adapters.python import PythonRuntime
-from simulator.ledger import Ledger
-from simulator.retry import RetryPolicy
-from simulator.runner import run_matrix
-from simulator.users.model import ModelUser
-from simulator.users.prompt import REPAIR
-from simulator.users.providers import AnthropicProvider, OpenAIProvider
-from tripdesk import TripDesk
-
+from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.errors import UserModelUnavailable
+from simrun.scoring.store.database import Store
+from simrun.scoring.transcript import NOT_THE_RUNTIME
+from simrun.simulator.adapters.process import free_port
+from simrun.simulator.adapters.python import PythonRuntime
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.retry import RetryPolicy
+from simrun.simulator.runner import run_matrix
+from simrun.simulator.users.model import ModelUser
+from simrun.simulator.users.prompt import REPAIR
+from simrun.simulator.users.providers import AnthropicProvider, OpenAIProvider
 from tests.fixtures.model_api import FakeModelAPI, serve
 from tests.simulator.users.test_model_users import PRICE, small
 
@@ -117,7 +116,7 @@ def test_the_answer_schema_offers_the_goals_step_ids_in_every_form(demo):
 
 
 def test_a_probe_step_is_named_as_a_probe_in_the_prompt(demo):
-    from simulator.users.prompt import stable_prefix
+    from simrun.simulator.users.prompt import stable_prefix
 
     goal = demo.goal("passport-refusal")
     probes = [goal.step_id(i) for i, s in enumerate(goal.steps) if s.expect == "refusal"]
