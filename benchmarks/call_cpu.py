@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 from benchmarks.throughput import MeteredRuntime, cpu_seconds, start_fake_api  # noqa: E402
+from simrun.scoring.settings import load_budgets  # noqa: E402
 from simrun.scoring.store.database import Store  # noqa: E402
 from simrun.simulator import eventloop, load_dataset, run_matrix  # noqa: E402
-from simrun.simulator.config import load_budgets  # noqa: E402
 from simrun.simulator.ledger import Ledger  # noqa: E402
 from simrun.simulator.users.model import ModelUser  # noqa: E402
 from simrun.simulator.users.providers import OpenAIProvider  # noqa: E402

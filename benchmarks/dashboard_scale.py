@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from simrun.scoring.checks.scorer import ALL_CLASSES, kind_of  # noqa: E402
 from simrun.scoring.pages import dashboard  # noqa: E402
+from simrun.scoring.settings import Budgets  # noqa: E402
 from simrun.scoring.store.database import Store, reading  # noqa: E402
 from simrun.scoring.store.duck import insert_rows  # noqa: E402
-from simrun.simulator.config import Budgets  # noqa: E402
 
 PERSONAS, GOALS, REPETITIONS = 7, 10, 5
 START = dt.datetime(2026, 1, 1)

@@ -51,7 +51,7 @@ from simrun.scoring.gate.compare import gate_verdict  # noqa: E402
 from simrun.scoring.gate.critical import critical_value  # noqa: E402
 from simrun.scoring.gate.summary import TESTED, Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
 from simrun.scoring.gate.verdict import GateResult  # noqa: E402
-from simrun.simulator.config import GateSection, load_budgets, load_project  # noqa: E402
+from simrun.scoring.settings import GateSection, load_budgets, load_project  # noqa: E402
 
 # Moderate rates: each class fires in roughly 2-10% of the demo's conversations.
 RUNTIME_FAULTS = {"dead_end": 0.10, "not_understood": 0.10, "loop": 0.30, "refused_offer": 0.20,
@@ -350,8 +350,8 @@ def advice_table(settings: GateSection, out: Report) -> None:
     for p in rates:
         base = np.full((len(cells), len(TESTED)), p)
         needed.append(stats.repetitions_for(
-            BROAD_RISE, base[:, 0], lambda n: critical_value(base, n, slices, alpha=settings.alpha,
-                                                                 correction=settings.correction),
+            BROAD_RISE, base[:, 0], lambda n, base=base: critical_value(base, n, slices, alpha=settings.alpha,
+                                                                            correction=settings.correction),
             alpha=settings.alpha, min_effect=settings.min_effect))
     out.say(f"    for +{100 * BROAD_RISE:.0f} pts" + "".join(f"  {str(n) + ' reps':>10s}" for n in needed))
 

@@ -37,7 +37,6 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -48,9 +47,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from gate_calibration import BROAD_RISE, LOCAL_RISE, PLANTED, RUNTIME_FAULTS, demo_dataset, demo_run, wilson  # noqa: E402
 
 from simrun.scoring.gate.compare import gate_verdict  # noqa: E402
-from simrun.scoring.gate.sequential import SequentialSettings, sequential_gate  # noqa: E402
+from simrun.scoring.gate.sequential import sequential_gate  # noqa: E402
 from simrun.scoring.gate.summary import summary_from_counts  # noqa: E402
-from simrun.simulator.config import GateSection, load_budgets  # noqa: E402
+from simrun.scoring.settings import GateSection, SequentialSection, load_budgets  # noqa: E402
 
 PARTS = ("fixed-aa", "aa", "local", "broad")
 FIXED_SIZES = {"local": (1, 2, 3, 5), "broad": (5, 10, 15, 20)}
@@ -153,7 +152,8 @@ def screened(base, cand, settings, seq):
     SCREEN_P when it truly is below 0.05 with chance 1e-7), and the pass side does not depend
     on the reassignments: the outcome is the full test's. Otherwise the full test is run. A
     benchmark-only shortcut: the gate itself always draws its `permutations`."""
-    quick = sequential_gate(base, cand, SimpleNamespace(**{**settings.model_dump(), "permutations": SCREEN}), seq)
+    # model_copy does not validate: SCREEN is below the settings' floor of 1,000 on purpose.
+    quick = sequential_gate(base, cand, settings.model_copy(update={"permutations": SCREEN}), seq)
     lowest = min((look.gate.lowest_p() for look in quick.looks), default=1.0)
     return quick if lowest >= SCREEN_P else sequential_gate(base, cand, settings, seq)
 
@@ -188,7 +188,7 @@ def pair_job(args) -> dict:
         base, cand = draw_pair(pools, rng, 5, 5)
         # Screened as the sequential looks are: a pair whose corrected p-values all stay at or above
         # 0.15 over 500 reassignments cannot fail at 0.05 (chance below 1e-6 that its true p is below).
-        quick = gate_verdict(base, cand, SimpleNamespace(**{**fixed.model_dump(), "permutations": 500}))
+        quick = gate_verdict(base, cand, fixed.model_copy(update={"permutations": 500}))
         if quick.lowest_p() >= 0.15:
             return {"failed": False, "rules": []}
         result = gate_verdict(base, cand, fixed)
@@ -218,7 +218,7 @@ def pair_job(args) -> dict:
 
 # --- the figures ---------------------------------------------------------------------------------
 
-def tally(part: str, results: list[dict], seq: SequentialSettings, cells: int, alpha: float,
+def tally(part: str, results: list[dict], seq: SequentialSection, cells: int, alpha: float,
           sizes: dict = FIXED_SIZES) -> list[str]:
     n = len(results)
     if part == "fixed-aa":
@@ -237,7 +237,8 @@ def tally(part: str, results: list[dict], seq: SequentialSettings, cells: int, a
              f"mean {mean_conv:.0f} candidate conversations ({mean_conv / cells:.1f} rounds), "
              f"median {np.median([r['rounds'] for r in results]):.0f} rounds, cap {seq.max_rounds}"]
     if part == "aa":
-        lines[-1] += f"; false alarms required <= {alpha:.0%}: " + ("OK" if counts["failed"] / n <= alpha else "NOT MET")
+        lines[-1] += (f"; false alarms required <= {alpha:.0%}: "
+                      + ("OK" if counts["failed"] / n <= alpha else "NOT MET"))
     if part == "local":
         named = sum(bool(r["named"]) for r in results)
         lines.append(f"    the goal named in the deciding look: {named}/{n} = {named / n:.1%} (95% {wilson(named, n)})")
@@ -255,12 +256,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parts", default=",".join(PARTS))
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--baseline-reps", type=int, default=30)
-    parser.add_argument("--max-rounds", type=int, default=SequentialSettings.max_rounds)
+    parser.add_argument("--max-rounds", type=int, default=SequentialSection().max_rounds)
     parser.add_argument("--spending", type=float, default=None, help="alpha spending's rho (budgets.toml's)")
     parser.add_argument("--beta", type=float, default=None, help="the pass side's beta (budgets.toml's)")
     parser.add_argument("--beta-spending", type=float, default=None, help="beta spending's rho (budgets.toml's)")
     parser.add_argument("--fixed-sizes", default="", help="the fixed gate's candidate repetitions to measure "
-                        "beside the broad part, e.g. 5,10,15,16,20 (default: " + ",".join(map(str, FIXED_SIZES["broad"])) + ")")
+                        "beside the broad part, e.g. 5,10,15,16,20 "
+                        "(default: " + ",".join(map(str, FIXED_SIZES["broad"])) + ")")
     parser.add_argument("--union", action="store_true", help="the fail side by the union bound, not the exact levels")
     parser.add_argument("--permutations", type=int, default=2_000, help="the sequential looks' (the fixed A/A "
                         "uses budgets.toml's)")
@@ -295,13 +297,15 @@ def main(argv: list[str] | None = None) -> int:
     seq_gate = GateSection(**{**fixed.model_dump(), "permutations": args.permutations})
     given = {"max_rounds": args.max_rounds, "spending": args.spending, "beta": args.beta,
              "beta_spending": args.beta_spending, "exact": False if args.union else None}
-    seq = SequentialSettings(**{**fixed.sequential.model_dump(), **{k: v for k, v in given.items() if v is not None}})
+    seq = SequentialSection(**{**fixed.sequential.model_dump(), **{k: v for k, v in given.items() if v is not None}})
     cells = len(pools["normal"])
     print(f"sequential: baseline {args.baseline_reps} repetitions per cell, rounds of 1, cap {seq.max_rounds}, "
-          f"spending alpha * t^{seq.spending} ({'exact levels' if seq.exact else 'union bound'}), pass side beta {seq.beta} spent as beta * t^{seq.beta_spending}, "
+          f"spending alpha * t^{seq.spending} ({'exact levels' if seq.exact else 'union bound'}), "
+          f"pass side beta {seq.beta} spent as beta * t^{seq.beta_spending}, "
           f"{args.permutations} permutations per look; alpha {fixed.alpha}, "
           f"min effect {fixed.min_effect}", flush=True)
-    sizes = {**FIXED_SIZES, **({"broad": tuple(int(n) for n in args.fixed_sizes.split(","))} if args.fixed_sizes else {})}
+    broad_sizes = {"broad": tuple(int(n) for n in args.fixed_sizes.split(","))} if args.fixed_sizes else {}
+    sizes = {**FIXED_SIZES, **broad_sizes}
     unmet = []
     for part in parts:
         n = args.pairs if part in ("fixed-aa", "aa") else args.power_pairs

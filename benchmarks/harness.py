@@ -90,7 +90,8 @@ def main() -> None:
     print(f"turns/s, loop + scoring, no store:  {turns / wall:8.0f}")
     print(f"turns/s, with DuckDB writes:        {turns / stored_wall:8.0f}")
     print(f"store overhead: writes take {stored_wall / wall:.2f}x the time of the loop alone")
-    print(f"CPU ms per turn, no store:   runtime {per_turn(runtime_cpu):.3f}, harness {per_turn(cpu - runtime_cpu):.3f}")
+    print(f"CPU ms per turn, no store:   runtime {per_turn(runtime_cpu):.3f}, "
+          f"harness {per_turn(cpu - runtime_cpu):.3f}")
     print(f"CPU ms per turn, with store: runtime {per_turn(stored_tripdesk.cpu_s):.3f}, harness "
           f"{per_turn(stored_cpu - stored_tripdesk.cpu_s):.3f} (the writer thread's included)")
 

@@ -28,9 +28,9 @@ import httpx  # noqa: E402
 import httpx2  # noqa: E402
 
 from simrun.examples.tripdesk import TripDesk  # noqa: E402
+from simrun.scoring.settings import load_budgets  # noqa: E402
 from simrun.scoring.store.database import Store  # noqa: E402
 from simrun.simulator import PythonRuntime, load_dataset, run_matrix  # noqa: E402
-from simrun.simulator.config import load_budgets  # noqa: E402
 from simrun.simulator.ledger import Ledger  # noqa: E402
 from simrun.simulator.users.model import ModelUser  # noqa: E402
 from simrun.simulator.users.providers import AnthropicProvider, OpenAIProvider  # noqa: E402
@@ -66,7 +66,8 @@ def main() -> None:
     print(f"{'':22}{'full-rate input':>16}{'read from cache':>17}{'cost/conversation':>19}")
     for cache in (False, True):
         full, cached, per, _ = rows[cache]
-        print(f"{'with caching' if cache else 'without caching':22}{full:16.0f}{cached:17.0f}{'$' + format(per, '.6f'):>19}")
+        label = "with caching" if cache else "without caching"
+        print(f"{label:22}{full:16.0f}{cached:17.0f}{'$' + format(per, '.6f'):>19}")
     saved = 1 - float(rows[True][2] / rows[False][2])
     print(f"caching bills {rows[True][0] / rows[False][0]:.0%} of the full-rate input tokens, "
           f"and saves {saved:.0%} of the cost")

@@ -28,10 +28,12 @@ def fill(store: Store, turns: int) -> int:
     con = store.con
     con.execute("""INSERT INTO runs (run_id, started_at, status, config, dataset_hash, dataset, scorer_version,
                    simrun_version, user_backend, runtime, seed, repetitions, budget_usd)
-                   VALUES ('r20260101-000000-5e7e71', now(), 'finished', '{}', 'd', '{}', '1', '0', 'scripted', 'x', 1, 1, 5)""")
+                   VALUES ('r20260101-000000-5e7e71', now(), 'finished', '{}', 'd', '{}', '1', '0', 'scripted', 'x',
+                           1, 1, 5)""")
     con.execute(f"""
         INSERT INTO conversations
-        SELECT 'r20260101-000000-5e7e71', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70), 'p' || (i % 7), 'g' || (i % 10),
+        SELECT 'r20260101-000000-5e7e71', 'p' || (i % 7) || '/g' || (i % 10) || '/' || (i // 70),
+               'p' || (i % 7), 'g' || (i % 10),
                i // 70, i, CASE WHEN i % 50 = 0 THEN 'user_stopped' ELSE 'goal_reached' END,
                i % 50 <> 0, 'synthetic', 3, 0, 10.0, now(), '{{}}', '{{"records": {{}}, "events": []}}',
                '[]', NULL, NULL, NULL, NULL

@@ -31,6 +31,7 @@ os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 import httpx  # noqa: E402
 
+from simrun.scoring.settings import load_budgets  # noqa: E402
 from simrun.scoring.store.database import Store  # noqa: E402
 from simrun.simulator import (  # noqa: E402
     eventloop,  # noqa: E402
@@ -39,7 +40,6 @@ from simrun.simulator import (  # noqa: E402
 )
 from simrun.simulator.adapters.http import HttpRuntime  # noqa: E402
 from simrun.simulator.adapters.process import free_port  # noqa: E402
-from simrun.simulator.config import load_budgets  # noqa: E402
 from simrun.simulator.ledger import Ledger  # noqa: E402
 from simrun.simulator.users.model import ModelUser  # noqa: E402
 from simrun.simulator.users.providers import OpenAIProvider  # noqa: E402

@@ -4,17 +4,20 @@ Imports: each layer below may import the ones above it in this list, never one b
 imports the simulator, so that rescore, import and the workers of a cluster can judge without
 it (`tests/test_layering.py` holds every rule here):
 
-    scoring (these modules)   the shared vocabulary: errors (the one error hierarchy),
-                              transcript (the evidence a conversation leaves, and findings),
-                              protocol (what a runtime may send), secrets, untrusted_text,
-                              input_files, field_errors (validation errors in words)
-    simrun.scoring.dataset           personas and goals: the YAML models, loading, goal SQL, patterns
-    simrun.scoring.checks            the judge: pure functions from a transcript to findings
-    simrun.scoring.store             DuckDB: runs, conversations, turns, findings; rates; bundles
-    simrun.scoring.gate              verdicts: the merge gate, baselines, statistics, release criteria
-    simrun.scoring.pages             the HTML report and the dashboard
+    simrun.scoring (these modules)  the shared vocabulary: errors (the one error hierarchy),
+                                    transcript (the evidence a conversation leaves, and findings),
+                                    protocol (what a runtime may send), secrets, untrusted_text,
+                                    input_files, field_errors (validation errors in words),
+                                    settings (simrun.toml's and budgets.toml's models, read from a
+                                    file or a store), classes (the classes' names), labels, money
+    simrun.scoring.dataset          personas and goals: the YAML models, loading, goal SQL, patterns
+    simrun.scoring.checks           the judge: pure functions from a transcript to findings
+    simrun.scoring.store            DuckDB: runs, conversations, turns, findings; rates; bundles
+    simrun.scoring.gate             verdicts: the merge gate, baselines, statistics, release criteria
+    simrun.scoring.pages            the HTML report and the dashboard
 
-The public surface, for Python users (imported on first use, so `import scoring` stays cheap):
+The public surface, for Python users (imported on first use, so `import simrun.scoring` stays
+cheap):
 
     score(transcript, goal, persona) -> Scorecard     (pure; no I/O, no model)
     Store(path)                                       (DuckDB: runs, conversations, turns, findings)
@@ -27,10 +30,12 @@ The public surface, for Python users (imported on first use, so `import scoring`
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
+_CHECKS = "simrun.scoring.checks.scorer"
 _EXPORTS = {
-    "score": "simrun.scoring.checks.scorer", "ALL_CLASSES": "simrun.scoring.checks.scorer", "GUARANTEES": "simrun.scoring.checks.scorer",
-    "PROGRESS_CLASSES": "simrun.scoring.checks.scorer", "SCORER_VERSION": "simrun.scoring.checks.scorer",
+    "score": _CHECKS, "ALL_CLASSES": _CHECKS, "GUARANTEES": _CHECKS, "PROGRESS_CLASSES": _CHECKS,
+    "SCORER_VERSION": _CHECKS,
     "Store": "simrun.scoring.store.database",
     "class_rates": "simrun.scoring.store.rates", "outcome": "simrun.scoring.store.rates",
     "gate_verdict": "simrun.scoring.gate.compare",
@@ -39,7 +44,7 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'scoring' has no attribute {name!r}")
+    raise AttributeError(f"module 'simrun.scoring' has no attribute {name!r}")

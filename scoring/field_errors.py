@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import UnionType
 from typing import Any, Union, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 
 @dataclass(frozen=True)
@@ -31,13 +33,13 @@ class FieldProblem:
         return ".".join(str(p) for p in self.path) or None
 
 
-def nearest(word: str, known) -> str | None:
+def nearest(word: str | int, known: Iterable[object]) -> str | None:
     """The known word closest to `word`, if one is close enough to be a misspelling of it."""
     close = difflib.get_close_matches(str(word), [str(k) for k in known], n=1, cutoff=0.6)
     return close[0] if close else None
 
 
-def did_you_mean(word: str, known: list[str] | tuple[str, ...]) -> str:
+def did_you_mean(word: str | int, known: list[str] | tuple[str, ...]) -> str:
     """"; did you mean 'x'?" when one known word is close to `word`, else ""."""
     close = nearest(word, known)
     return f"; did you mean {close!r}?" if close else ""
@@ -75,13 +77,13 @@ def _members(annotation: Any) -> list[Any]:
     return [m for a in args for m in _members(a)]
 
 
-def _choices(err: dict[str, Any]) -> list[str]:
+def _choices(err: ErrorDetails) -> list[str]:
     expected = (err.get("ctx") or {}).get("expected", "")
     return re.findall(r"'([^']*)'", str(expected))
 
 
 def first_problem(exc: ValidationError, model: type[BaseModel], *, noun: str = "field",
-                  choices: dict[str, tuple[str, str]] | None = None) -> FieldProblem:
+                  choices: dict[str, tuple[str, tuple[str, ...]]] | None = None) -> FieldProblem:
     """The problem to show for `exc`, raised validating `model`.
 
     noun: what the file calls a key ("field" in YAML, "setting" in TOML).

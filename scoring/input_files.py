@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
@@ -33,7 +33,13 @@ class InputRefused(ValueError):
         self.line = line
 
 
-class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+if TYPE_CHECKING:     # the type checker sees one base; libyaml's, when PyYAML has it, is as safe
+    _SafeLoader = yaml.SafeLoader
+else:
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class Loader(_SafeLoader):
     """SafeLoader with YAML 1.2's booleans and numbers (the rest of its resolvers kept), on
     libyaml's parser where PyYAML has it: a goal file may be hostile, and a megabyte of YAML takes
     seconds to parse in pure Python, about a seventh of that in libyaml."""
@@ -71,13 +77,13 @@ def read_text(path: Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> st
 
 def _check_shape(text: str) -> None:
     """Count nesting and expanded size from the event stream (the parser does not recurse)."""
-    sizes: dict[str, int] = {}                  # anchor -> nodes it stands for
-    open_: list[list] = []                      # per open collection: [anchor, nodes so far]
+    sizes: dict[str | None, int] = {}           # anchor -> nodes it stands for
+    open_: list[list[Any]] = []                 # per open collection: [anchor, nodes so far]
     total = 0
     for event in yaml.parse(text, Loader=Loader):
         if isinstance(event, yaml.CollectionStartEvent):
             if len(open_) >= MAX_DEPTH:
-                raise InputRefused(f"nested more than {MAX_DEPTH} levels deep", event.start_mark.line + 1)
+                raise InputRefused(f"nested more than {MAX_DEPTH} levels deep", _line(event.start_mark))
             open_.append([event.anchor, 1])
             total += 1
             continue
@@ -99,7 +105,18 @@ def _check_shape(text: str) -> None:
             open_[-1][1] += nodes
         if total > MAX_NODES:
             raise InputRefused(f"expands to more than {MAX_NODES:,} values (aliases counted each time they "
-                              "are used)", event.start_mark.line + 1)
+                              "are used)", _line(event.start_mark))
+
+
+class _Mark(Protocol):
+    """Where the parser was: PyYAML's mark, or libyaml's."""
+
+    line: int       # 0-based
+
+
+def _line(mark: _Mark | None) -> int | None:
+    """The 1-based line of a parser mark (every event has one)."""
+    return mark.line + 1 if mark is not None else None
 
 
 def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:

@@ -140,7 +140,7 @@ def split_snapshot(result: dict[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 @functools.cache
-def _adapter(shape: type) -> TypeAdapter:
+def _adapter(shape: type) -> TypeAdapter[Any]:
     return TypeAdapter(shape)
 
 

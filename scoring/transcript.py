@@ -8,10 +8,11 @@ UNVERIFIABLE rather than pass), the store after every turn, and the audit stream
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
-END_REASONS = ("goal_reached", "user_stopped", "turn_cap", "runtime_error", "simulator_error",
-               "provider_error", "budget_cut")
+EndReason = Literal["goal_reached", "user_stopped", "turn_cap", "runtime_error", "simulator_error",
+                    "provider_error", "budget_cut"]
+END_REASONS: tuple[EndReason, ...] = get_args(EndReason)
 # Conversations that ended for reasons that are not the runtime's doing are kept out of its rates.
 NOT_THE_RUNTIME = frozenset({"simulator_error", "provider_error", "budget_cut"})
 
@@ -74,7 +75,7 @@ class Transcript:
         label (else its operation), or a card action's label. None if no earlier turn showed it."""
         for turn in reversed(self.turns[:max(index - 1, 0)]):
             result = turn.result if isinstance(turn.result, dict) else {}
-            card = result.get("card") if isinstance(result.get("card"), dict) else {}
+            card = found if isinstance(found := result.get("card"), dict) else {}
             for item in [*_dicts(result.get("next_steps")), *_dicts(card.get("actions"))]:
                 if item.get("id") == offer:
                     label = item.get("label") or item.get("operation")

@@ -6,7 +6,7 @@ the window title, clear the screen or move the cursor; bidi controls (U+202E...)
 shown, and zero-width characters hide text inside text. None of them is ever needed to read
 what a runtime said, so every such character is shown escaped (`\\x1b`, `\\u202e`), visible and
 inert. `escaped` is what the CLI's console applies to every piece of text it prints
-(`simulator/cli/common.py`); `one_line` is for short identities (a runtime's name and version)
+(`simrun/cli/common.py`); `one_line` is for short identities (a runtime's name and version)
 that are stored and shown as plain text, with such characters dropped.
 """
 

@@ -7,17 +7,17 @@ The public surface, for Python users (the CLI is a thin shell over these):
     converse(cell, user, runtime) -> Conversation
     PythonRuntime, ScriptedUser
 
-Names are imported on first use, so that `import simulator` stays cheap.
+Names are imported on first use, so that `import simrun.simulator` stays cheap. A run as a
+whole (a verdict, a report) is `simrun.run()`, above this layer.
 
-    adapters/   how simrun reaches a runtime: python, http, stdio
+    adapters/   how simrun reaches a runtime: python, http, stdio, callable, chat, template
     users/      the simulated users: scripted, or played by a model
-    cli/        the `simrun` command
     cluster/    the Ray executor and its workers
     conversation, runner, project, ledger, ...: the run itself, one concept a module
 
 Imports: `scoring` (the judge, the store, the gate and the pages, with the persona and goal
-models and the error hierarchy), never the reverse. Inside, the command line is on top and
-nothing imports it; only `simrun.simulator.executors` imports the Ray executor, and only when asked.
+models and the error hierarchy), never the reverse. Inside, only `simrun.simulator.executors`
+imports the Ray executor, and only when asked.
 """
 
 from __future__ import annotations
@@ -30,9 +30,11 @@ _EXPORTS = {
     "PythonRuntime": "simrun.simulator.adapters.python",
     "Cell": "simrun.simulator.conversation", "Conversation": "simrun.simulator.conversation",
     "converse": "simrun.simulator.conversation",
-    "Dataset": "simrun.scoring.dataset.files", "Goal": "simrun.scoring.dataset.files", "Persona": "simrun.scoring.dataset.files",
+    "Dataset": "simrun.scoring.dataset.files", "Goal": "simrun.scoring.dataset.files",
+    "Persona": "simrun.scoring.dataset.files",
     "load_dataset": "simrun.scoring.dataset.files",
-    "RunResult": "simrun.simulator.runner", "matrix": "simrun.simulator.runner", "run_matrix": "simrun.simulator.runner",
+    "RunResult": "simrun.simulator.runner", "matrix": "simrun.simulator.runner",
+    "run_matrix": "simrun.simulator.runner",
     "ScriptedUser": "simrun.simulator.users.scripted",
 }
 __all__ = ["__version__", *_EXPORTS]
@@ -41,4 +43,4 @@ __all__ = ["__version__", *_EXPORTS]
 def __getattr__(name: str):
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'simulator' has no attribute {name!r}")
+    raise AttributeError(f"module 'simrun.simulator' has no attribute {name!r}")

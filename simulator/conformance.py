@@ -109,8 +109,9 @@ def _offers(result: Any) -> list[str]:
 
 def _probe_turns(goal: Goal | None):
     """The user turns of the probe, each chosen from what the runtime showed so far."""
-    step = next((s for s in (goal.steps if goal else ()) if s.say), None)
-    values = {**goal.facts, **{k: goal.resolve(v) for k, v in step.arguments.items()}} if step else {}
+    step = next((s for s in goal.steps if s.say), None) if goal is not None else None
+    values = {**goal.facts, **{k: goal.resolve(v) for k, v in step.arguments.items()}} \
+        if goal is not None and step is not None else {}
     first = step.say[0].format(**values) if step else "Hello"
     question = goal.questions[0].ask.format(**goal.facts) if goal and goal.questions else "What can you do for me?"
 
@@ -133,9 +134,8 @@ async def check_runtime(runtime: RuntimeAdapter, goal: Goal | None = None) -> Co
     try:
         return await _converse(runtime, goal, report)
     finally:
-        book = getattr(runtime, "book", None)
-        if book is not None:
-            report.traces = dataclasses.asdict(book.counts)
+        if runtime.book is not None:
+            report.traces = dataclasses.asdict(runtime.book.counts)
         await runtime.aclose()
 
 
@@ -146,7 +146,7 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
 
     # A runtime with no protocol code has its state built by simrun, from what it gives (tool
     # spans, a state hook): what is absent there is a rung not reached, not a violation.
-    state_model = None if getattr(runtime, "builds_state", False) else State
+    state_model = None if runtime.builds_state else State
     report.health = check_health(await runtime.health(), runtime.description)
     report.operations["health"] = "supplied"
     setup = json.loads(canonical_json(goal.setup)) if goal else {}
@@ -159,7 +159,7 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
         report.violations.append(Violation("start", f"{fault.kind}: {fault}", _excerpt(fault)))
         return report
     report.operations["start"] = "supplied"
-    first = runtime.first_state(session) if hasattr(runtime, "first_state") and state_model is not None else None
+    first = runtime.first_state(session) if state_model is not None else None
     note("start", Started, {"session": session, **({SNAPSHOT: first} if first is not None else {})})
     if first is not None:
         # As for a turn's: the store sent with the start reply must be what `state` answers then.

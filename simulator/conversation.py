@@ -14,6 +14,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from simrun.scoring import secrets
 from simrun.scoring.checks.goal import goal_status
@@ -66,14 +67,15 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     persona, goal = cell.persona, cell.goal
     turns: list[TurnRecord] = []
     faults: list = []          # user_turn_fault of each turn as it was sent, for the scorer
-    end, error, stop = "turn_cap", None, None
+    end, stop = "turn_cap", None
+    error: dict[str, Any] | None = None    # the evidence of what ended it, when it failed
     initial = final = audit = None
     session = talker = goal_seen = None
     try:
         session = await runtime.start({"seed": cell.seed, "persona": persona.id, "goal": goal.id,
                                        "setup": as_json_setup(goal)})
         # The store as the session starts: sent with the start reply by a runtime that can.
-        sent = runtime.first_state(session) if hasattr(runtime, "first_state") else None
+        sent = runtime.first_state(session)
         initial = final = sent if sent is not None else await runtime.state(session)
         talker = user.session(persona, goal, cell.seed, cell.repetition)
         for index in range(1, goal.max_turns + 1):
@@ -107,7 +109,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 break
             latency = _ms(t0)
             # (An assistant whose store simrun builds from its traces has no snapshot to send.)
-            result, snapshot = (result, None) if getattr(runtime, "builds_state", False) else split_snapshot(result)
+            result, snapshot = (result, None) if runtime.builds_state else split_snapshot(result)
             try:
                 # The store after the turn: sent with it by a runtime that can (one request, not two).
                 final = snapshot if snapshot is not None else await runtime.state(session)
@@ -122,7 +124,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
             if status[0]:
                 end = "goal_reached"
                 break
-        if end == "runtime_error":
+        if end == "runtime_error" and error is not None:     # (a runtime_error always has its evidence)
             final, audit = await _evidence_after_error(runtime, session, final, error)
         else:
             audit = await runtime.audit(session)
@@ -140,7 +142,7 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
         persona=persona.id, goal=goal.id, seed=cell.seed, repetition=cell.repetition,
         turns=tuple(turns), end=end, initial_state=initial, final_state=final, audit=audit,
         stop=stop, error=error, session_id=None if session is None else str(session))
-    calls = tuple(getattr(talker, "calls", ())) if talker is not None else ()
+    calls = tuple(talker.calls) if talker is not None else ()
     # Scoring is linear in the transcript. A large one (a runtime's 100,000-offer reply) is scored
     # off the event loop, so that it does not hold up every other conversation in flight; an
     # ordinary one is scored here, where the hop to a thread would cost more than the scoring.

@@ -40,9 +40,9 @@ def in_use(personas: str, goals: str, base: Path) -> bool:
 
 
 def faulty_run(db: str = "simrun-demo.duckdb", reports: str = "reports") -> dict:
-    """`load_plan`'s arguments for the demo with FAULTS planted (`simrun demo`), whatever folder
+    """`simrun.prepare`'s arguments for the demo with FAULTS planted (`simrun demo`), whatever folder
     it is called from: its own database by default, so that a team's `latest` run stays theirs."""
     here = folder()
     return {"config": here / "simrun.toml", "budgets": here / "budgets.toml", "db": db, "reports": reports,
-            "runtime_flags": {"options": {"faults": FAULTS, "fault_seed": FAULT_SEED}},
+            "runtime": {"options": {"faults": FAULTS, "fault_seed": FAULT_SEED}},
             "labels": ["demo-with-faults"]}

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from simrun.scoring.errors import ConfigError
 from simrun.simulator.project import Plan
+from simrun.simulator.runner import ClusterExecutor
 
 EXECUTORS = ("in-process", "ray")
 
 
-def executor_for(plan: Plan, name: str | None = None, *, address: str | None = None, workers: int | None = None):
+def executor_for(plan: Plan, name: str | None = None, *, address: str | None = None,
+                 workers: int | None = None) -> ClusterExecutor | None:
     """The executor `--executor` names: None for in-process (the default), or a Ray executor,
     which needs the optional extra; without it, one line says what to install."""
     if name in (None, "in-process"):

@@ -75,8 +75,11 @@ class Answer:
 class _Connection(asyncio.Protocol):
     """One keep-alive connection, reading one answer at a time into `waiter`."""
 
+    # Set by `connection_made`, which asyncio calls before `create_connection` hands the
+    # connection over: every connection the pool holds or hands out has it.
+    transport: asyncio.Transport
+
     def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.waiter: asyncio.Future | None = None
         self.closed = False
@@ -93,6 +96,7 @@ class _Connection(asyncio.Protocol):
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # asyncio.Protocol's stub names the base class; a stream connection is given a Transport.
         self.transport = transport   # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
@@ -171,8 +175,7 @@ class _Connection(asyncio.Protocol):
 
     def abort(self) -> None:
         self.closed = True
-        if self.transport is not None:
-            self.transport.abort()
+        self.transport.abort()
 
 
 class _Stop(Exception):
@@ -230,10 +233,11 @@ class Pool:
         if body is not None:
             head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
         message = (head + "\r\n").encode("utf-8") + (body or b"")
+        loop = asyncio.get_running_loop()
         async with asyncio.timeout(self.timeout_s if timeout_s is None else timeout_s):
-            async with self._slot():
-                connection = await self._connection()
-                waiter = asyncio.get_running_loop().create_future()
+            async with self._slot(loop):
+                connection = await self._connection(loop)
+                waiter = loop.create_future()
                 connection.expect(waiter, limit)
                 try:
                     connection.transport.write(message)
@@ -244,12 +248,11 @@ class Pool:
                 finally:
                     connection.waiter = None
                 if not connection.closed:
-                    connection.idle_since = asyncio.get_running_loop().time()
+                    connection.idle_since = loop.time()
                     self._idle.append(connection)
                 return answer
 
-    def _slot(self) -> asyncio.Semaphore | contextlib.nullcontext:
-        loop = asyncio.get_running_loop()
+    def _slot(self, loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore | contextlib.nullcontext:
         if self._loop is not loop:       # a client may serve several event loops, one after another
             for connection in self._idle:
                 connection.abort()
@@ -258,8 +261,8 @@ class Pool:
             self._slots = asyncio.Semaphore(self.connections) if self.connections > 0 else None
         return self._slots if self._slots is not None else contextlib.nullcontext()
 
-    async def _connection(self) -> _Connection:
-        now = self._loop.time()
+    async def _connection(self, loop: asyncio.AbstractEventLoop) -> _Connection:
+        now = loop.time()
         while self._idle:
             connection = self._idle.pop()
             if not connection.closed and now - connection.idle_since < self.keepalive_s:
@@ -268,7 +271,7 @@ class Pool:
         if self.tls and self._ssl is None:
             self._ssl = ssl.create_default_context()
         try:
-            _, connection = await self._loop.create_connection(
+            _, connection = await loop.create_connection(
                 _Connection, self.host, self.port, ssl=self._ssl if self.tls else None,
                 server_hostname=self.host if self.tls else None)
         except OSError as exc:      # refused, unreachable, unknown host, a certificate refused

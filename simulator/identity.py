@@ -2,8 +2,8 @@
 
 A run carries these so that a dashboard over many runs can say which release each one was.
 
-- Labels come from `--label` or `run.labels` (a release, a branch name), checked here once for
-  both: plain one-line text, bounded.
+- Labels come from `--label` or `run.labels` (a release, a branch name), both checked by
+  `simrun.scoring.labels.clean_labels`: plain one-line text, bounded.
 - The version is whatever the runtime's health answer says, which may be any JSON: it is made
   one line of bounded text, or left out.
 - The commit and branch come from git, run without a shell, bounded in time, in the folder
@@ -22,33 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from simrun.scoring.errors import ConfigError
+from simrun.scoring.labels import clean_labels
 from simrun.scoring.untrusted_text import one_line
 
-LABEL_CHARS = 100
-MAX_LABELS = 20
 VERSION_CHARS = 100
 BRANCH_CHARS = 200
 GIT_TIMEOUT_S = 2.0
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")     # SHA-1, or SHA-256 repositories
-
-
-def clean_labels(labels: Iterable[str]) -> tuple[str, ...]:
-    """Labels as stored: each trimmed, one line of at most LABEL_CHARS characters, repeats
-    dropped, in the order given; a ValueError says what is wrong with the first bad one."""
-    out: list[str] = []
-    for text in labels:
-        label = text.strip()
-        if not label:
-            raise ValueError("a label cannot be empty")
-        if len(label) > LABEL_CHARS:
-            raise ValueError(f"the label {label[:30]!r}... is longer than {LABEL_CHARS} characters")
-        if any(unicodedata.category(ch) == "Cc" for ch in label):
-            raise ValueError(f"the label {label[:30]!r} holds a control character (a newline, a tab...)")
-        if label not in out:
-            out.append(label)
-    if len(out) > MAX_LABELS:
-        raise ValueError(f"{len(out)} labels given; a run takes at most {MAX_LABELS}")
-    return tuple(out)
 
 
 def labels_flag(labels: Iterable[str]) -> tuple[str, ...]:

@@ -71,7 +71,8 @@ class Rung:
 
 def rungs(given: set[str]) -> list[Rung]:
     """Every rung, with what `given` (names of evidence the runtime gives) makes of it."""
-    found, below = [], set()
+    found: list[Rung] = []
+    below: set[str] = set()
     for level, (name, evidence, how) in enumerate(LADDER):
         upto = below | set(evidence)
         checks = tuple(cls for cls, needs in NEEDS.items() if set(needs) <= upto and not set(needs) <= below)

@@ -17,13 +17,33 @@ the figures the progress line shows.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any, Protocol, TypeVar
 
 
 @dataclass(frozen=True)
 class Reservation:
     amount: Decimal
+
+
+R = TypeVar("R", bound=Reservation)
+
+
+class CallLedger(Protocol[R]):
+    """What a paid user backend holds and settles its calls against: the run's `Ledger`, or on a
+    Ray cluster a worker's float of the cluster's budget (`simulator/cluster/floats.py`), whose
+    reservations are its own kind (`R`)."""
+
+    exhausted: bool     # a hold was refused: no new conversation starts
+
+    @property
+    def remaining(self) -> Decimal: ...
+    async def hold(self, worst_case: Decimal, call: dict[str, Any] | None = None) -> R | None: ...
+    def settle(self, reservation: R, actual: Decimal, record: dict[str, Any] | None = None) -> None: ...
+    def release(self, reservation: R) -> None: ...
+    def log(self, record: dict[str, Any]) -> None: ...
 
 
 class Ledger:
@@ -99,7 +119,7 @@ class Ledger:
         with self._lock:
             self.reserved -= amount
 
-    def charge(self, amount: Decimal, calls: int = 0, overruns: int = 0, records: list[dict] = ()) -> None:
+    def charge(self, amount: Decimal, calls: int = 0, overruns: int = 0, records: Sequence[dict] = ()) -> None:
         """What was spent out of a float: from held to spent, with the records of its calls."""
         with self._lock:
             self.reserved -= amount

@@ -2,8 +2,8 @@
 
 A sliding window, a minute long unless budgets.toml says `window_s` (some providers enforce a
 minute's limits over shorter spans: Anthropic's "60 RPM may be enforced as 1 request per
-second"), kept as bookings; a shorter window holds its share of the minute's limits: a call asks for the earliest moment at
-which it fits among the calls already booked (requests and tokens), books it, and waits until
+second"), kept as bookings; a shorter window holds its share of the minute's limits: a call asks
+for the earliest moment at which it fits among the calls already booked (requests and tokens), books it, and waits until
 then. Bookings are made in the order calls ask, so a burst of concurrent conversations is
 spread out in turn rather than rejected by the provider with 429s, which would only cost
 retries. Booking is a plain, quick computation with no waiting inside it, which is what lets one

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from simrun.scoring.dataset.files import Dataset, canonical_json
+from simrun.scoring.settings import Budgets, Price
 from simrun.scoring.store.model_calls import conversation_costs, user_check
-from simrun.simulator.config import Budgets, Price
 from simrun.simulator.conversation import converse
 from simrun.simulator.pricing import Usage, cost
 from simrun.simulator.runner import matrix
@@ -94,7 +94,8 @@ async def call_shapes(dataset: Dataset, runtime, repetitions: int, seed: int) ->
             schema = len(canonical_json(action_schema(cell.goal)))
             for n, answer in enumerate(answers):
                 if n:
-                    history += len(action_json(answers[n - 1])) + len(render_result(conv.transcript.turns[n - 1].result))
+                    history += (len(action_json(answers[n - 1]))
+                                + len(render_result(conv.transcript.turns[n - 1].result)))
                 calls.append(CallShape(len(prefix), history + schema, len(action_json(answer))))
             shapes.append(calls)
     finally:
@@ -152,14 +153,15 @@ def from_history(backend: str, price: Price, samples: list[dict], dataset: Datas
     if n * BOOTSTRAP <= MAX_DRAWS:
         rng = random.Random(seed)
         draws = [costs[gid] for gid, count in cells.items() for _ in range(count)]
-        totals = sorted(sum(rng.choice(c) for c in draws) for _ in range(BOOTSTRAP))
+        totals = sorted(sum((rng.choice(c) for c in draws), Decimal(0)) for _ in range(BOOTSTRAP))
         p50, p90 = totals[len(totals) // 2], totals[int(len(totals) * 0.9)]
     else:
         # Many cells: their total is as good as normal (the central limit theorem), and drawing
         # it thousands of times would take longer than the run.
-        means = {gid: sum(c) / len(c) for gid, c in costs.items()}
-        variance = sum(cells[gid] * sum((x - means[gid]) ** 2 for x in c) / len(c) for gid, c in costs.items())
-        p50 = sum(cells[gid] * m for gid, m in means.items())
+        means = {gid: sum(c, Decimal(0)) / len(c) for gid, c in costs.items()}
+        variance = sum((cells[gid] * sum(((x - means[gid]) ** 2 for x in c), Decimal(0)) / len(c)
+                        for gid, c in costs.items()), Decimal(0))
+        p50 = sum((cells[gid] * m for gid, m in means.items()), Decimal(0))
         p90 = p50 + Decimal("1.2816") * variance.sqrt()
 
     def total(name: str) -> int:
@@ -190,7 +192,9 @@ async def estimate(dataset: Dataset, runtime, budgets: Budgets, budget: Decimal,
     """Each backend's estimate: from its history in `store` where it has one, else the prior
     (one scripted dry run of the matrix, which closes `runtime`)."""
     chosen = [b for b in (backends or sorted(budgets.prices)) if b in budgets.prices]
-    estimates, shapes, high = [], None, None
+    estimates: list[Estimate] = []
+    shapes: list[list[CallShape]] | None = None     # the scripted dry run's, made once if any backend needs it
+    high: list[list[CallShape]] = []
     for backend in chosen:
         price = budgets.prices[backend]
         found = history(store, backend)

@@ -1,7 +1,7 @@
 """What a model call costs: its usage times the prices in budgets.toml, in exact decimals.
 
 A model with no price refuses to start: it is never counted as $0. Amounts are rounded up to
-the store's precision (`simrun.simulator.money`). Before a call the ledger
+the store's precision (`simrun.scoring.money`). Before a call the ledger
 holds its worst case: every byte of the prompt counted as a token (no tokenizer yields more
 tokens than bytes) at the dearest input rate, plus `max_tokens` of output.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from simrun.scoring.errors import ConfigError
-from simrun.simulator.config import Budgets, Price
-from simrun.simulator.money import stored_usd
+from simrun.scoring.money import stored_usd
+from simrun.scoring.settings import Budgets, Price
 
 MILLION = Decimal(1_000_000)
 

@@ -22,14 +22,14 @@ from simrun.scoring.dataset.files import Dataset, load_dataset
 from simrun.scoring.errors import ConfigError, SimrunError
 from simrun.scoring.gate.baseline import baseline_from_git, load_baseline
 from simrun.scoring.gate.summary import RunSummary
+from simrun.scoring.money import parse_usd
+from simrun.scoring.settings import FOREIGN, Budgets, Project, RunSection, RuntimeSection, load_budgets, load_project
 from simrun.scoring.store.seen import record_goal_problems
 from simrun.simulator import demo
 from simrun.simulator.adapters.python import PythonRuntime
 from simrun.simulator.adapters.stdio import StdioRuntime
-from simrun.simulator.config import FOREIGN, Budgets, Project, RunSection, RuntimeSection, load_budgets, load_project
 from simrun.simulator.identity import git_state, labels_flag
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.money import parse_usd
+from simrun.simulator.ledger import CallLedger, Ledger
 from simrun.simulator.runner import RunResult, run_matrix
 from simrun.simulator.users.base import UserBackend, make_user
 
@@ -164,7 +164,8 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
                 baseline=project_baseline(project, config_file), sequential=sequential)
     if sequential and plan.baseline is None:
         raise ConfigError("--sequential judges the run against a baseline: set gate.baseline in simrun.toml "
-                          "(bless one with `simrun baseline bless RUN --out baselines/main.json`)", field="--sequential")
+                          "(bless one with `simrun baseline bless RUN --out baselines/main.json`)",
+                          field="--sequential")
     if not plan.db.parent.is_dir():
         raise ConfigError(f"the folder {plan.db.parent} does not exist", field="--db")
     if plan.reports.exists() and not plan.reports.is_dir():
@@ -234,7 +235,7 @@ def command_list(command: list[str] | str | None) -> list[str] | None:
 
 def runtime_summary(runtime: RuntimeSection) -> dict[str, Any]:
     """The runtime as stored with a run: header and environment values left out (secrets)."""
-    summary = {"transport": runtime.transport, "timeout_s": runtime.timeout_s}
+    summary: dict[str, Any] = {"transport": runtime.transport, "timeout_s": runtime.timeout_s}
     if runtime.transport == "python":
         summary |= {"target": runtime.target, "options": runtime.options}
     elif runtime.transport == "callable":
@@ -274,7 +275,9 @@ def runtime_of(rt: RuntimeSection, concurrency: int = 8):
         return HttpRuntime(url=rt.url, command=command_list(rt.command), env=env, cwd=rt.cwd,
                            timeout_s=rt.timeout_s, startup_timeout_s=rt.startup_timeout_s, headers=headers,
                            concurrency=concurrency, max_result_bytes=rt.max_result_bytes)
-    return StdioRuntime(command_list(rt.command), env=env, cwd=rt.cwd, timeout_s=rt.timeout_s,
+    command = command_list(rt.command)
+    assert command is not None      # RuntimeSection's validation: stdio needs its command
+    return StdioRuntime(command, env=env, cwd=rt.cwd, timeout_s=rt.timeout_s,
                         startup_timeout_s=rt.startup_timeout_s, max_result_bytes=rt.max_result_bytes)
 
 
@@ -283,24 +286,28 @@ def foreign_runtime(rt: RuntimeSection, env: dict[str, str], headers: dict[str, 
     endpoint through a body template (docs/any-assistant.md)."""
     from simrun.simulator.adapters.spans import Tool
 
-    settings = {"tools": {name: Tool(t.record, t.read_only) for name, t in rt.tools.items()},
-                "traces": rt.wants_traces, "trace_wait_s": rt.trace_wait_s, "trace_port": rt.trace_port,
-                "state": rt.state,
-                "max_result_bytes": rt.max_result_bytes}
+    settings: dict[str, Any] = {
+        "tools": {name: Tool(t.record, t.read_only) for name, t in rt.tools.items()},
+        "traces": rt.wants_traces, "trace_wait_s": rt.trace_wait_s, "trace_port": rt.trace_port,
+        "state": rt.state, "max_result_bytes": rt.max_result_bytes}
     if rt.transport == "callable":
         from simrun.simulator.adapters.callable import CallableRuntime
 
         return CallableRuntime(rt.target, timeout_s=rt.timeout_s, **settings)
     from simrun.simulator.adapters.template import ChatRuntime, TemplateRuntime
 
-    http = {"url": rt.url, "headers": headers, "command": command_list(rt.command), "env": env, "cwd": rt.cwd,
-            "timeout_s": rt.timeout_s, "startup_timeout_s": rt.startup_timeout_s, "concurrency": concurrency}
+    http: dict[str, Any] = {
+        "url": rt.url, "headers": headers, "command": command_list(rt.command), "env": env, "cwd": rt.cwd,
+        "timeout_s": rt.timeout_s, "startup_timeout_s": rt.startup_timeout_s, "concurrency": concurrency}
+    # RuntimeSection's validation gives a chat transport its model, a template one its body and reply.
     if rt.transport == "chat":
+        assert rt.model is not None
         return ChatRuntime(model=rt.model, **http, **settings)
+    assert rt.body is not None and rt.reply is not None
     return TemplateRuntime(body=rt.body, reply=rt.reply, **http, **settings)
 
 
-def user_backend(plan: Plan, ledger: Ledger | None = None, replay=None, limiter=None) -> UserBackend:
+def user_backend(plan: Plan, ledger: CallLedger[Any] | None = None, replay=None, limiter=None) -> UserBackend:
     run = plan.project.run
     options = {"base_url": run.user_base_url} if run.user_base_url else {}
     return make_user(plan.user, budgets=plan.budgets, ledger=ledger, replay=replay, settings=plan.project.user,

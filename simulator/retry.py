@@ -16,7 +16,7 @@ import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
@@ -24,15 +24,22 @@ from simrun.scoring import secrets
 from simrun.scoring.errors import BudgetCut, ProviderFailure
 from simrun.simulator.users.providers import MalformedResponse
 
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+
+    # An SDK's error for an answer with an HTTP status (`status_code`, `body`, `response`).
+    StatusError = openai.APIStatusError | anthropic.APIStatusError
+
 T = TypeVar("T")
 
 
-def _errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+def _errors() -> tuple[tuple[type[BaseException], ...], tuple[type[StatusError], ...]]:
     """The SDKs' errors: (transient ones, ones with an HTTP status), of the SDKs this process has
     imported. An SDK that was never imported raised nothing, so it is not imported here: a
     llama.cpp server's first refused form used to import both SDKs, which took seconds."""
     transient: list[type[BaseException]] = [MalformedResponse]
-    status: list[type[BaseException]] = []
+    status: list[type[StatusError]] = []
     for name in ("openai", "anthropic"):
         sdk = sys.modules.get(name)
         if sdk is not None:
@@ -60,7 +67,8 @@ def server_message(exc: BaseException) -> str:
     body = getattr(exc, "body", None)
     text = str(exc)
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        error = body.get("error")
+        inner = error if isinstance(error, dict) else body
         text = next((str(inner[key]) for key in ("message", "detail", "error")
                      if isinstance(inner.get(key), (str, list))), text)
     text = re.split(r'\n\s*(?:Traceback \(most recent call last\)|File ")', text, maxsplit=1)[0]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from simrun.scoring.gate.sequential import Sequential, SequentialSettings, sequential_gate
+from simrun.scoring.errors import ConfigError
+from simrun.scoring.gate.sequential import Sequential, sequential_gate
 from simrun.scoring.gate.summary import summary_from_store
 from simrun.simulator.ledger import Ledger
 from simrun.simulator.project import Plan, execute
@@ -24,7 +25,10 @@ async def run_in_rounds(plan: Plan, store, *, runtime_for: Callable, resume: boo
     cap) against `plan.baseline`. `runtime_for(plan)` gives each round its runtime (a round's
     end closes it); `execute_args` go to `simrun.simulator.project.execute` (executor, replay, callbacks)."""
     gate = plan.budgets.gate
-    seq = SequentialSettings(**gate.sequential.model_dump())
+    seq = gate.sequential
+    if plan.baseline is None:
+        raise ConfigError("a run in rounds is judged against a baseline: set gate.baseline in simrun.toml",
+                          field="--sequential")
     outcome: Sequential | None = None
     result: RunResult | None = None
     for round_ in range(1, seq.max_rounds + 1):
@@ -39,4 +43,5 @@ async def run_in_rounds(plan: Plan, store, *, runtime_for: Callable, resume: boo
             on_round(outcome)
         if outcome.decision != "continue" or stopped:
             break
+    assert result is not None and outcome is not None     # max_rounds >= 1: at least one round ran
     return result, outcome

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Protocol
+from typing import Any, Protocol
 
 from simrun.scoring.checks.scorer import SCORER_VERSION
 from simrun.scoring.dataset.files import Dataset, canonical_json
@@ -100,6 +100,17 @@ class Executor(Protocol):
                   ledger: Ledger, concurrency: int) -> None: ...
 
 
+class ClusterExecutor(Executor, Protocol):
+    """An executor whose conversations run on other processes or machines (the Ray executor,
+    `simrun.simulator.executors`): reached before anything is spent, and watched as it runs."""
+
+    alive: int          # its workers up now, for the progress line
+
+    def connect(self) -> str:
+        """Join or start the cluster, before anything is spent; says which one."""
+        ...
+
+
 class InProcess:
     """`concurrency` conversations at once on this event loop: the default executor."""
 
@@ -107,7 +118,7 @@ class InProcess:
                   ledger: Ledger, concurrency: int) -> None:
         async def worker() -> None:
             for cell in cells:
-                if ledger.exhausted or getattr(user, "stopped", None):
+                if ledger.exhausted or user.stopped:
                     return
                 await finish((await converse(cell, user, runtime)).finished())
 
@@ -162,6 +173,7 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     """
     key = run_key(dataset, config, seed=seed, repetitions=repetitions, user=user.name,
                   runtime=runtime.identity, shard=shard)
+    earlier: dict[str, Any] | None
     if isinstance(resume, str):
         earlier = store.run(resume)
         if earlier.get("run_key") != key:
@@ -169,8 +181,10 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                               "matrix, seed or scorer); it cannot be finished as the same run", field="RUN")
     else:
         earlier = store.resumable(key) if resume and run_id is None else None
-    ledger = ledger or getattr(user, "ledger", None) or Ledger(budget)
-    output = None
+    # The one the backend holds its calls against, when that is a run's ledger (a cluster
+    # worker's float never reaches a runner): the run's spend is then the backend's.
+    ledger = ledger or (user.ledger if isinstance(user.ledger, Ledger) else None) or Ledger(budget)
+    output: str | None = None
     try:
         version = runtime_version(await runtime.health())
         if earlier is not None and earlier.get("runtime_version") not in (None, version):
@@ -180,11 +194,10 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
                                   "finished as the same run; run `simrun` to start a new run of this version",
                                   field="RUN")
             earlier = None
-        if hasattr(user, "start"):
-            # Before the run is recorded: a server that answers no form is bad input, one line.
-            output = await user.start(earlier.get("user_output") if earlier is not None else None)
-            if on_user_ready is not None:
-                on_user_ready(user.describe_output())
+        # Before the run is recorded: a server that answers no form is bad input, one line.
+        output = await user.start(earlier.get("user_output") if earlier is not None else None)
+        if output is not None and on_user_ready is not None:
+            on_user_ready(user.describe_output())
     except BaseException:
         await runtime.aclose()   # a runtime that never answered still has a session, or a process, to stop
         await user.aclose()
@@ -287,7 +300,7 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
         drain()   # before the status: a failed write leaves the run unfinished
         # A run the budget stopped is unfinished: run it again with more budget to finish it.
         # So is one stopped by its user model: fix the model's settings, and resume it.
-        stopped = getattr(user, "stopped", None)
+        stopped = user.stopped
         status = "budget_spent" if ledger.exhausted else "stopped" if stopped else "finished"
     return RunResult(run_id, done + len(stored), ledger.spent, budget, planned=len(planned),
                      budget_stopped=ledger.exhausted, resumed=len(stored) if earlier is not None else None,

@@ -20,8 +20,8 @@ import yaml
 from pydantic import ValidationError
 
 from simrun.scoring.errors import ConfigError, RuntimeFault, SimrunError
+from simrun.scoring.settings import RuntimeSection
 from simrun.simulator import __version__
-from simrun.simulator.config import RuntimeSection
 from simrun.simulator.scaffold_files import PERSONAS, REFUSAL_GOAL, WORKFLOW
 
 GREETING = "Hello! What can you help me with?"
@@ -162,7 +162,8 @@ def files_for(section: RuntimeSection, seen: Seen, package: str | None = None) -
     goals = [goal_for(offer) for offer in seen.offers] + [REFUSAL_GOAL]
     header = f"# A starter goal for {seen.runtime}, written by `simrun init` from its first reply: edit it.\n"
     if seen.record_types:
-        header += f"# Its store held records of type: {', '.join(seen.record_types)} (success.records can check them).\n"
+        header += (f"# Its store held records of type: {', '.join(seen.record_types)} "
+                   "(success.records can check them).\n")
     files = {"simrun.toml": toml_text(section)}
     for persona in PERSONAS:
         files[f"personas/{persona['id']}.yaml"] = _yaml(persona)

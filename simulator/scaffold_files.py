@@ -24,6 +24,7 @@ REFUSAL_GOAL = {
     "max_turns": 2,
 }
 
+# (A line of the workflow may be longer than this repository's limit: it is the file `init` writes.)
 WORKFLOW = """\
 # simrun on every pull request: run the persona x goal matrix against this repository's runtime,
 # then gate the pull request against the baseline blessed on main (simrun's docs/how-to/gate.md).
@@ -76,4 +77,4 @@ jobs:
             gate.md
             gate.xml
           if-no-files-found: ignore
-"""
+"""  # noqa: E501

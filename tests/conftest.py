@@ -83,7 +83,8 @@ def demo() -> Dataset:
 @pytest.fixture(scope="session")
 def library() -> Dataset:
     """LibDesk's own personas and goals."""
-    return load_dataset(ROOT / "simrun" / "examples" / "libdesk" / "personas", ROOT / "simrun" / "examples" / "libdesk" / "goals")
+    libdesk = ROOT / "simrun" / "examples" / "libdesk"
+    return load_dataset(libdesk / "personas", libdesk / "goals")
 
 
 @pytest.fixture(scope="session")

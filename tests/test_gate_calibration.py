@@ -19,7 +19,7 @@ import pytest
 
 from benchmarks.gate_calibration import BROAD_RISE, PLANTED, RUNTIME_FAULTS, pilot_runs, plan_from, run_pairs
 from simrun.scoring.gate.summary import TESTED
-from simrun.simulator.config import GateSection
+from simrun.scoring.settings import GateSection
 
 # On one xdist worker: its pilot runs are made once.
 pytestmark = pytest.mark.xdist_group("gate-calibration")

@@ -1,19 +1,25 @@
-"""simrun installs anywhere from a built wheel, with its demo inside it.
+"""simrun installs anywhere as one package, `simrun`, from a wheel built from its sdist, with its
+demo inside it.
 
-One wheel is built offline (`pip wheel --no-deps --no-build-isolation`) from a copy of the
-sources, installed into a fresh virtual environment that borrows this one's dependencies (a .pth
-line, so simrun itself comes only from the wheel), and run in an empty folder: plain
-`simrun --budget 5usd` runs the bundled demo, and `simrun demo` shows its planted findings.
+The sdist and the wheel are built offline (`python -m build --no-isolation`, the wheel from the
+sdist, as an index builds it) from a copy of the sources, checked as an index would check them
+(`twine check`), and the wheel is installed into a fresh virtual environment that borrows this
+one's dependencies (a .pth line, so simrun itself comes only from the wheel). There: installing
+adds `simrun` and its console script and nothing else; plain `simrun --budget 5usd` runs the
+bundled demo in an empty folder; `simrun demo` shows its planted findings; check-user finds
+TripDesk's goals; and a team's own `scoring.py` and `simulator/` on the path break nothing.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import site
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import venv
 import zipfile
 from pathlib import Path
@@ -23,35 +29,58 @@ import pytest
 from simrun.simulator.demo import FILES
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "simrun", *FILES)
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "CONTRIBUTING.md",
+           "simrun", "simulator", "scoring", *FILES)
 
 pytestmark = pytest.mark.xdist_group("install")
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def built(tmp_path_factory) -> tuple[Path, Path]:
+    """(sdist, wheel): the sources copied as a clone has them (simrun/simulator and simrun/scoring
+    are links to the top-level folders), then built as `python -m build` builds them."""
     src = tmp_path_factory.mktemp("src")
     for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        if (ROOT / name).is_symlink() or not (ROOT / name).is_dir():
+            shutil.copy2(ROOT / name, src / name, follow_symlinks=False)
         else:
-            shutil.copy2(ROOT / name, src / name)
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                    "-q", "-w", str(out), str(src)], check=True, capture_output=True, timeout=300)
-    return next(out.glob("simrun-*.whl"))
+            shutil.copytree(ROOT / name, src / name, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(out), str(src)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return next(out.glob("simrun-*.tar.gz")), next(out.glob("simrun-*.whl"))
 
 
 @pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> Path:
+def wheel(built) -> Path:
+    return built[1]
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> tuple[Path, set[str], set[str]]:
+    """(environment, what the wheel added to its site-packages, what it added to its bin/)."""
     env = tmp_path_factory.mktemp("venv")
-    venv.create(env, with_pip=False)
+    # Its own pip (from ensurepip, offline): this environment's pip would take the editable simrun
+    # installed here for the one to replace, and uninstall it.
+    venv.create(env, with_pip=True)
     purelib = Path(sysconfig.get_path("purelib", vars={"base": str(env), "platbase": str(env)}))
-    # The wheel unpacked by pip (this environment's, --target), the dependencies borrowed.
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target",
-                    str(purelib), str(wheel)], check=True, capture_output=True, timeout=300)
+    before = set(os.listdir(purelib)), set(os.listdir(env / "bin"))
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}   # nothing else that looks installed
+    subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--no-index", "-q",
+                    str(wheel)], check=True, capture_output=True, timeout=300, env=clean)
+    added = set(os.listdir(purelib)) - before[0], set(os.listdir(env / "bin")) - before[1]
     (purelib / "borrowed.pth").write_text("\n".join(p for p in site.getsitepackages()) + "\n")
-    return env
+    return env, *added
+
+
+def test_the_sdist_and_the_wheel_pass_an_index_s_checks_and_carry_the_license(built):
+    done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, built)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "LICENSE" in " ".join(tarfile.open(built[0]).getnames())
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in zipfile.ZipFile(built[1]).namelist())
 
 
 def test_the_wheel_carries_the_demo_from_the_repository_files(wheel):
@@ -62,19 +91,33 @@ def test_the_wheel_carries_the_demo_from_the_repository_files(wheel):
     assert {"simrun/simulator/bundled/budgets.toml", "simrun/simulator/bundled/simrun.toml"} <= names
 
 
-def simrun(env: Path, folder: Path, *args: str) -> subprocess.CompletedProcess:
-    # Run the wheel's console script through the new environment's python, so that the
-    # installed `simulator` (not this checkout's) is the one imported.
+def test_installing_adds_the_simrun_package_and_its_console_script_and_nothing_else(installed, wheel):
+    _, packages, scripts = installed
+    assert packages == {"simrun", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}
+    assert scripts == {"simrun"}
+    tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"simrun"}
+
+
+def simrun(env: Path, folder: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
+    # The wheel's console script, through the new environment's python, so that the installed
+    # simrun (not this checkout's) is the one imported. `path`: PYTHONPATH, as a team sets it so
+    # that simrun imports its callable (-I would ignore it, so -E -s is not used either way).
     script = "import sys; from simrun.cli.main import main; sys.argv = ['simrun', *sys.argv[1:]]; main()"
-    return subprocess.run([str(env / "bin" / "python"), "-I", "-c", script, *args], cwd=folder,
+    env_vars = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GITHUB_STEP_SUMMARY")}
+    if path is not None:
+        env_vars["PYTHONPATH"] = path
+    return subprocess.run([str(env / "bin" / "python"), "-c", script, *args], cwd=folder, env=env_vars,
                           capture_output=True, text=True, timeout=300)
 
 
 def test_the_installed_simrun_runs_the_demo_in_an_empty_folder(installed, tmp_path):
-    where = subprocess.run([str(installed / "bin" / "python"), "-I", "-c", "import simrun.simulator; print(simrun.simulator.__file__)"],
+    env = installed[0]
+    where = subprocess.run([str(env / "bin" / "python"), "-I", "-c",
+                            "import simrun.simulator; print(simrun.simulator.__file__)"],
                            capture_output=True, text=True, check=True).stdout
-    assert str(installed) in where and str(ROOT) not in where
-    done = simrun(installed, tmp_path, "--budget", "5usd", "-n", "1")
+    assert str(env) in where and str(ROOT) not in where
+    done = simrun(env, tmp_path, "--budget", "5usd", "-n", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "7 personas x 10 goals x 1 repetition = 70 conversations" in done.stdout
     assert (tmp_path / "simrun.duckdb").is_file()
@@ -82,7 +125,7 @@ def test_the_installed_simrun_runs_the_demo_in_an_empty_folder(installed, tmp_pa
 
 
 def test_simrun_demo_shows_a_dead_end_a_loop_and_a_broken_guarantee(installed, tmp_path):
-    done = simrun(installed, tmp_path, "demo", "-n", "1")
+    done = simrun(installed[0], tmp_path, "demo", "-n", "1")
     assert done.returncode == 1, done.stdout + done.stderr      # a broken guarantee fails the run
     assert "FAILED: guarantees broken: phantom_receipt" in done.stdout
     rates = {m.group(1): int(m.group(2)) for m in re.finditer(r"│ (\w+) +│ \w+ +│.*│ +(\d+)/\d+ │", done.stdout)}
@@ -90,3 +133,36 @@ def test_simrun_demo_shows_a_dead_end_a_loop_and_a_broken_guarantee(installed, t
     assert (tmp_path / "simrun-demo.duckdb").is_file() and not (tmp_path / "simrun.duckdb").exists()
     report = (tmp_path / re.search(r"report: (\S+)", done.stdout).group(1)).read_text()
     assert all(f'id="class-{cls}"' in report for cls in ("dead_end", "loop", "phantom_receipt"))
+
+
+def test_check_user_finds_tripdesk_s_goals_in_the_installed_package(installed):
+    code = ("from simrun.simulator.check_user import reference_dataset; d = reference_dataset(); "
+            "print(len(d.personas), len(d.goals))")
+    done = subprocess.run([str(installed[0] / "bin" / "python"), "-I", "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", str(len(list((ROOT / "goals").glob("*.yaml"))))]
+
+
+def test_a_team_s_own_scoring_and_simulator_on_the_path_break_nothing(installed, tmp_path):
+    """A team's repository with modules named as simrun's layers once were, put on the path so
+    that simrun imports its callable: simrun runs against it, and the team's import gets the
+    team's module, never simrun's."""
+    (tmp_path / "scoring.py").write_text("WHOSE = 'the team'\n")
+    (tmp_path / "simulator").mkdir()
+    (tmp_path / "simulator" / "__init__.py").write_text("raise ImportError('the team simulator is not simrun')\n")
+    (tmp_path / "assistant.py").write_text(
+        "import scoring\n\n\ndef reply(message, history):\n"
+        "    return f'{scoring.WHOSE} says hello: what would you like next?'\n")
+    for kind in ("personas", "goals"):
+        shutil.copytree(ROOT / kind, tmp_path / kind)
+    (tmp_path / "simrun.toml").write_text('[runtime]\ntransport = "callable"\ntarget = "assistant:reply"\n')
+    done = simrun(installed[0], tmp_path, "-n", "1", path=str(tmp_path))
+    assert "Traceback" not in done.stderr and "verdict: " in done.stdout, done.stdout + done.stderr
+    report = (tmp_path / re.search(r"report: (\S+)", done.stdout).group(1)).read_text()
+    assert "the team says hello" in report
+    mine = subprocess.run([str(installed[0] / "bin" / "python"), "-c",
+                           "import scoring, simrun.scoring; print(scoring.WHOSE, simrun.scoring.__name__)"],
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, capture_output=True,
+                          text=True, timeout=60)
+    assert mine.stdout.split() == ["the", "team", "simrun.scoring"], mine.stderr

@@ -165,7 +165,8 @@ def test_a_planted_circle_is_found_even_through_a_function_and_type_checking(tmp
         "simrun/scoring/store/__init__.py": "",
         "simrun/scoring/store/a.py": "from simrun.scoring.store import b\n",
         "simrun/scoring/store/b.py": "def later():\n    from simrun.scoring.store.c import thing\n",
-        "simrun/scoring/store/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import simrun.scoring.store.a\n",
+        "simrun/scoring/store/c.py": ("from typing import TYPE_CHECKING\n"
+                                      "if TYPE_CHECKING:\n    import simrun.scoring.store.a\n"),
         "simrun/scoring/store/d.py": "import simrun.scoring.store.a\n",   # imports into the circle, not part of it
     })
     assert circles(imports(root)) == [["simrun.scoring.store.a", "simrun.scoring.store.b", "simrun.scoring.store.c"]]
@@ -183,7 +184,8 @@ def test_a_planted_import_against_the_layers_is_found(tmp_path):
         "simrun/__init__.py": "",
         "simrun/scoring/__init__.py": "",
         "simrun/scoring/checks/__init__.py": "",
-        "simrun/scoring/checks/judge.py": "import simrun.scoring.errors\nfrom simrun.scoring.store.database import Store\n",
+        "simrun/scoring/checks/judge.py": ("import simrun.scoring.errors\n"
+                                           "from simrun.scoring.store.database import Store\n"),
         "simrun/scoring/errors.py": "",
         "simrun/scoring/store/__init__.py": "",
         "simrun/scoring/store/database.py": "from simrun.scoring.checks import judge\n",   # the store may use the judge

@@ -45,7 +45,8 @@ class _ParrotSession:
     def _failed(self, turns) -> bool:
         so_far = Transcript(self.persona.id, self.goal.id, 0, 0, tuple(turns), "")
         last = turns[-1].index
-        return any(f.turn == last for check in RUNTIME_FAILURES for f in check(so_far, self.goal, self.persona).findings)
+        return any(f.turn == last for check in RUNTIME_FAILURES
+                   for f in check(so_far, self.goal, self.persona).findings)
 
     async def next_turn(self, turns):
         last = turns[-1] if turns else None

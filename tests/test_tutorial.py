@@ -40,7 +40,7 @@ def test_the_tutorial_runs_from_an_empty_folder(tmp_path, monkeypatch):
                 source = source.replace(before, after)
             target.write_text(source)
         elif kind == "sh":
-            for line in filter(None, (l.strip() for l in text.splitlines())):
+            for line in filter(None, (raw.strip() for raw in text.splitlines())):
                 command, _, comment = line.partition("  #")
                 words = command.split()
                 if command.startswith(NOT_RUN):

@@ -12,7 +12,7 @@
     evidence        reading turn results and store snapshots, absent fields kept absent
     goal_names      goals that name fields, types or operations no store held (the goal's problem)
 
-Imports: the shared vocabulary of `scoring` and `simrun.scoring.dataset`, nothing else. No I/O and no
-model calls: the judge imports neither the simulator, nor the store, the gate or the pages, so
-a transcript scores the same wherever it is scored.
+Imports: the shared vocabulary of `simrun.scoring` and `simrun.scoring.dataset`, nothing else.
+No I/O and no model calls: the judge imports neither the simulator, nor the store, the gate or
+the pages, so a transcript scores the same wherever it is scored.
 """

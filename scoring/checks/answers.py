@@ -44,7 +44,8 @@ _WEEKDAY = r"(?:(?P<weekday>" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?(?!\d)"
 _YEAR = r"(?:,?\s+(?P<year>\d{4})(?!\d))?"
 _DATE_PATTERNS = (
-    re.compile(r"(?<![\w/.-])" + _WEEKDAY + r"(?P<year>\d{4})[-/](?P<month>\d{1,2})[-/](?P<day>\d{1,2})(?![\d/-])", re.I),
+    re.compile(r"(?<![\w/.-])" + _WEEKDAY + r"(?P<year>\d{4})[-/](?P<month>\d{1,2})[-/](?P<day>\d{1,2})"
+               r"(?![\d/-])", re.I),
     re.compile(r"(?<![\w/.-])" + _WEEKDAY + _DAY + r"(?:\s+of)?\s+" + _MONTH + _YEAR + r"(?!\w)", re.I),
     re.compile(r"(?<![\w/.-])" + _WEEKDAY + _MONTH + r"\s+(?:the\s+)?" + _DAY + _YEAR + r"(?!\w)", re.I),
 )
@@ -85,9 +86,9 @@ def carries(reply: str, value: Any, date_order: DateOrder | None = None) -> bool
         except ValueError:
             return carries_text(reply, text)
         return carries_date(reply, day, date_order) and carries_time(reply, clock)
-    clock = _CLOCK.match(text)
-    if clock and int(clock.group(1)) < 24 and int(clock.group(2)) < 60:
-        return carries_time(reply, dt.time(int(clock.group(1)), int(clock.group(2))))
+    hours_minutes = _CLOCK.match(text)
+    if hours_minutes and int(hours_minutes.group(1)) < 24 and int(hours_minutes.group(2)) < 60:
+        return carries_time(reply, dt.time(int(hours_minutes.group(1)), int(hours_minutes.group(2))))
     if _NUMBER.match(text):
         return carries_number(reply, float(text) if "." in text else int(text))
     return carries_text(reply, text)
@@ -159,7 +160,7 @@ def _named(table: dict[str, int], text: str) -> int:
     return number
 
 
-def _weekday(m: re.Match) -> int | None:
+def _weekday(m: re.Match[str]) -> int | None:
     name = m.group("weekday")
     return _named(_WEEKDAYS, name) if name else None
 

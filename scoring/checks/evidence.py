@@ -9,9 +9,9 @@ from __future__ import annotations
 import collections
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from simrun.scoring.transcript import Transcript, TurnRecord
+from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
 
 
 class _Missing:
@@ -23,6 +23,20 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+
+
+class Answered(Protocol):
+    """A turn the runtime answered: a `TurnRecord` whose result is not None (what
+    `progress.answered_turns` lists)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def user(self) -> UserTurn: ...
+    @property
+    def result(self) -> dict[str, Any]: ...
+    @property
+    def state(self) -> dict[str, Any] | None: ...
 
 
 def get(result: dict[str, Any] | None, name: str) -> Any:
@@ -63,7 +77,7 @@ def shown(result: dict[str, Any] | None) -> Shown:
     received), so that a reply with 100,000 offers is walked once, not once per check."""
     if result is None:
         return NOTHING_SHOWN
-    recent = getattr(_recent, "shown", None)
+    recent: collections.OrderedDict[int, tuple[dict[str, Any], Shown]] | None = getattr(_recent, "shown", None)
     if recent is None:
         recent = _recent.shown = collections.OrderedDict()
     kept = recent.get(id(result))
@@ -102,11 +116,11 @@ def events_at(state: dict[str, Any] | None, turn: int) -> list[dict[str, Any]] |
     return [e for e in state["events"] if isinstance(e, dict) and e.get("turn") == turn]
 
 
-def previous(transcript: Transcript, turn: TurnRecord) -> TurnRecord | None:
+def previous(transcript: Transcript, turn: TurnRecord | Answered) -> TurnRecord | None:
     return transcript.turns[turn.index - 2] if turn.index >= 2 else None
 
 
-def shown_before(transcript: Transcript, turn: TurnRecord) -> Shown:
+def shown_before(transcript: Transcript, turn: TurnRecord | Answered) -> Shown:
     """What the user could press when it sent this turn: the previous turn's offers."""
     before = previous(transcript, turn)
     return shown(before.result) if before is not None else NOTHING_SHOWN

@@ -18,24 +18,25 @@ A goal's success is three kinds of check, all of which must hold:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from simrun.scoring.checks.answers import carries
 from simrun.scoring.checks.evidence import MISSING, lookup
 from simrun.scoring.checks.progress import asked_questions, resolve_question_record, same_value
 from simrun.scoring.dataset.goal_sql import QueryFailed, sql_holds
-from simrun.scoring.dataset.models import Goal
+from simrun.scoring.dataset.models import Goal, RecordCheck
 from simrun.scoring.dataset.per_goal import per_goal
 from simrun.scoring.transcript import Transcript
 
 
-def _expected(goal: Goal, i: int) -> dict:
+def _expected(goal: Goal, i: int) -> dict[str, Any]:
     """Record check `i`'s fields and values, filled in from the goal's facts: the same on every
     turn of every conversation of the goal, so worked out once per goal (`per_goal`), and shared."""
     return per_goal(goal, f"success.records[{i}]",
                     lambda g: {path: g.resolve(value) for path, value in g.success.records[i].match.items()})
 
 
-def _record_holds(check, expected: dict, records: dict) -> bool:
+def _record_holds(check: RecordCheck, expected: dict[str, Any], records: dict[str, Any]) -> bool:
     candidates = [records.get(check.id)] if check.id else list(records.values())
     return any(rec is not None and all(same_value(lookup(rec, p), v) for p, v in expected.items())
                for rec in candidates)
@@ -67,28 +68,30 @@ def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
     return why
 
 
-def _blind(query: str, state: dict) -> list[str]:
+def _blind(query: str, state: dict[str, Any]) -> list[str]:
     """The operations a query names whose committed events carry neither arguments nor record:
     what the query may read is unknown, so its being false says nothing (a runtime read through
     its traces, whose tool spans leave the opt-in arguments out)."""
-    events = state.get("events") if isinstance(state.get("events"), list) else []
+    events = found if isinstance(found := state.get("events"), list) else []
     return sorted({e["operation"] for e in events if isinstance(e, dict) and e.get("status") == "committed"
                    and isinstance(e.get("operation"), str) and e.get("arguments") is None
                    and e.get("record") is None and e["operation"] in query})
 
 
-def goal_status(goal: Goal, transcript: Transcript, state: dict | None,
-                holds: Callable[[str, dict], bool] | None = None) -> tuple[bool | None, str]:
+def goal_status(goal: Goal, transcript: Transcript, state: dict[str, Any] | None,
+                holds: Callable[[str, dict[str, Any]], bool] | None = None) -> tuple[bool | None, str]:
     """(reached, why). reached is None when the store gives no state to check. `holds` answers a
     success query (`sql_holds`, which may run it; the loop passes `known_answer`, which never does)."""
     holds = holds or sql_holds
     if state is None or not (isinstance(state.get("records"), dict) or isinstance(state.get("events"), list)):
         return None, "UNVERIFIABLE: the runtime exposes no store state"
     records = state.get("records")
-    if not isinstance(records, dict) and (goal.success.records or goal.success.answered):
-        # Tool events alone (a runtime read through its traces): what needs records cannot be decided.
-        return None, ("UNVERIFIABLE: the goal checks records, and the runtime gives no records as data "
-                      "(a state hook gives them: runtime.state)")
+    if not isinstance(records, dict):
+        if goal.success.records or goal.success.answered:
+            # Tool events alone (a runtime read through its traces): what needs records cannot be decided.
+            return None, ("UNVERIFIABLE: the goal checks records, and the runtime gives no records as data "
+                          "(a state hook gives them: runtime.state)")
+        records = {}    # no record checks to read it
     for i, check in enumerate(goal.success.records):
         expected = _expected(goal, i)
         if not _record_holds(check, expected, records):

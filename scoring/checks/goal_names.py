@@ -57,8 +57,9 @@ def _suggest(word: str, known: Iterable[str]) -> str:
 
 class _Problems:
     def __init__(self, goal: Goal, seen: Seen) -> None:
-        self.goal, self.seen, self.lines = goal, seen, []
-        setup = goal.setup.get("records") if isinstance(goal.setup.get("records"), dict) else {}
+        self.goal, self.seen = goal, seen
+        self.lines: list[str] = []
+        setup = found if isinstance(found := goal.setup.get("records"), dict) else {}
         self.setup_types = {rid: r.get("type") for rid, r in setup.items()
                             if isinstance(r, dict) and isinstance(r.get("type"), str)}
 
@@ -76,7 +77,7 @@ class _Problems:
         fields = self.seen.fields
         if not fields or not isinstance(path, str):
             return
-        types = [rtype] if rtype in fields else list(fields)
+        types = [rtype] if rtype is not None and rtype in fields else list(fields)
         known = set().union(*(fields[t] for t in types))
         if path in known:
             return

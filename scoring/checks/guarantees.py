@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any, NotRequired, TypedDict
+
 from simrun.scoring.checks.audit import audit_gap
 from simrun.scoring.checks.evidence import MISSING, block_ids, events_at, get
 from simrun.scoring.checks.offers import addressed, follow, tagged_step
-from simrun.scoring.checks.progress import NO_EVENTS, Tally, answered_turns
+from simrun.scoring.checks.progress import NO_EVENTS, Check, Tally, answered_turns
 from simrun.scoring.checks.stale import stale_click
 from simrun.scoring.dataset import patterns
 from simrun.scoring.dataset.models import Goal, Persona
-from simrun.scoring.transcript import CheckResult, Transcript
+from simrun.scoring.transcript import CheckResult, Transcript, UserTurn
 
 NO_RECORD = ("a committed write names no record (from traces: its span carries no gen_ai.tool.call.arguments, "
              "or [runtime.tools] names no record argument for its tool)")
 
 
-def _committed(events: list[dict]) -> list[dict]:
+def _committed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e.get("status") == "committed"]
 
 
@@ -30,8 +32,9 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
     tally = Tally("wrong_record")
     takes = follow(transcript)
     for turn in answered_turns(transcript):
-        events = events_at(turn.state, turn.index)
-        if events is None:
+        state = turn.state
+        events = events_at(state, turn.index)
+        if events is None or state is None:     # (no events without a state)
             tally.unknown(NO_EVENTS)
             continue
         writes = _committed(events)
@@ -39,7 +42,7 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
             continue
         prior = transcript.state_before(turn.index)
         # With no earlier state, nothing is known to be new in this turn.
-        created = (set(turn.state.get("records") or {}) - set(prior.get("records") or {})
+        created = (set(state.get("records") or {}) - set(prior.get("records") or {})
                    if prior is not None else set())
         for event in writes:
             if event.get("record") is None:
@@ -157,7 +160,16 @@ def integrity_leak(transcript: Transcript, goal: Goal, persona: Persona) -> Chec
     return tally.result()
 
 
-def _refusal_required(goal: Goal, user) -> dict | None:
+class RefusalRequired(TypedDict):
+    """Why a user turn must be refused, kept as a finding's evidence: by its tag, or by its words."""
+
+    intent: str                     # tag | trigger
+    because: str
+    step: NotRequired[str | None]   # the probe step the turn is tagged with (intent tag)
+    trigger: NotRequired[str]       # the goal's refusals.trigger its words match (intent trigger)
+
+
+def _refusal_required(goal: Goal, user: UserTurn) -> RefusalRequired | None:
     """Why this user turn must be refused (as evidence), or None if it need not be."""
     step = tagged_step(goal, user)
     if step is not None:
@@ -173,7 +185,7 @@ def _refusal_required(goal: Goal, user) -> dict | None:
             "because": f"the untagged message matches the goal's trigger {trigger!r}"}
 
 
-GUARANTEE_CHECKS = {
+GUARANTEE_CHECKS: dict[str, Check] = {
     "wrong_record": wrong_record,
     "stale_click": stale_click,
     "phantom_receipt": phantom_receipt,

@@ -20,10 +20,11 @@ record of the goal step the user's turn is tagged with; else the goal's declared
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from simrun.scoring.checks.evidence import MISSING, get, relates, shown, shown_before
+from simrun.scoring.checks.evidence import MISSING, Answered, get, relates, shown, shown_before
 from simrun.scoring.dataset.models import Goal, Step
 from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
 
@@ -63,10 +64,12 @@ class Takes:
         return _last_shown(self.shown, offer, turn)
 
 
-def _last_shown(showings, offer: Any, turn: int) -> dict[str, Any] | None:
+def _last_shown(showings: Sequence[tuple[int, dict[str, dict[str, Any]]]], offer: Any,
+                turn: int) -> dict[str, Any] | None:
     for at, offers in reversed(showings):
         if at < turn and offer in offers:
-            return offers[offer]
+            how: dict[str, Any] = offers[offer]     # (indexed by Any, mypy would type it Any)
+            return how
     return None
 
 
@@ -79,7 +82,7 @@ def follow(transcript: Transcript) -> Takes:
     Three of the scorer's checks ask this of the same transcript, one after another: the last
     answer is kept (per thread, with the transcript itself, so that another transcript given
     the same id is never taken for it; a transcript is never changed once built)."""
-    kept = getattr(_followed, "last", None)
+    kept: tuple[Transcript, Takes] | None = getattr(_followed, "last", None)
     if kept is not None and kept[0] is transcript:
         return kept[1]
     takes = _follow(transcript)
@@ -107,14 +110,14 @@ def _follow(transcript: Transcript) -> Takes:
     return Takes(by_turn, frozenset(unknown), tuple(showings))
 
 
-def _take(turn: int, offer: str, fresh: bool | None, showings: list) -> Take:
+def _take(turn: int, offer: str, fresh: bool | None, showings: list[tuple[int, dict[str, dict[str, Any]]]]) -> Take:
     what = _last_shown(showings, offer, turn) or {}
     return Take(turn, offer, fresh, what.get("operation"), what.get("record"))
 
 
 # --- the record a write was addressed to ------------------------------------------------------
 
-def addressed(transcript: Transcript, goal: Goal, turn: TurnRecord, event: dict[str, Any],
+def addressed(transcript: Transcript, goal: Goal, turn: TurnRecord | Answered, event: dict[str, Any],
               takes: Takes) -> tuple[set[str], str]:
     """(the records the user addressed for this committed write, how that is known).
 

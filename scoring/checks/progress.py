@@ -6,14 +6,19 @@ checked when its evidence was there, and as unverifiable when it was not; never 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from simrun.scoring.checks.answers import carries
-from simrun.scoring.checks.evidence import MISSING, events_from, get, lookup, previous
-from simrun.scoring.checks.offers import follow, tagged_step
+from simrun.scoring.checks.evidence import MISSING, Answered, events_from, get, lookup, previous
+from simrun.scoring.checks.offers import Take, follow, tagged_step
 from simrun.scoring.dataset import patterns
 from simrun.scoring.dataset.models import Goal, Persona, Question
 from simrun.scoring.transcript import CheckResult, Finding, Transcript, UserTurn
+
+# What a check is: a pure function of the conversation, its goal and its persona.
+Check = Callable[[Transcript, Goal, Persona], CheckResult]
 
 # Why a turn could not be checked, in the words `simrun show` and the report print.
 NO_OFFERS = "the runtime gives no offers as data"
@@ -43,12 +48,14 @@ class Tally:
         self.checked += 1
         self.findings.append(Finding(self.cls, turn, detail, evidence))
 
-    def events_of_take(self, transcript: Transcript, take, keep, what: str, **evidence: object) -> None:
+    def events_of_take(self, transcript: Transcript, take: Take, keep: Callable[[dict[str, Any], Take], bool],
+                       what: str, **evidence: object) -> None:
         """Judge an offer take by the events from its turn on: found at the first event `keep`
-        picks (`what`, and the turn when it is later), clean when the events are complete and
-        none is picked, unknown when they are not. Evidence: the offer, `evidence`, the events."""
+        picks (asked of each event with the take), with `what`, and the turn when it is later;
+        clean when the events are complete and none is picked, unknown when they are not.
+        Evidence: the offer, `evidence`, the events."""
         events, complete = events_from(transcript, take.turn)
-        picked = [e for e in events if keep(e)]
+        picked = [e for e in events if keep(e, take)]
         if not picked and not complete:
             self.unknown(NO_EVENTS)
         elif picked:
@@ -67,11 +74,13 @@ class Tally:
         return CheckResult(self.cls, tuple(self.findings), self.checked, self.unverifiable, reason)
 
 
-def answered_turns(transcript: Transcript):
-    return [t for t in transcript.turns if t.result is not None]
+def answered_turns(transcript: Transcript) -> list[Answered]:
+    # The cast says what the filter made sure of (a result), for the type checker only: the
+    # turns themselves are handed on, not copied into another type.
+    return cast("list[Answered]", [t for t in transcript.turns if t.result is not None])
 
 
-def way_forward(result: dict) -> bool | None:
+def way_forward(result: dict[str, Any]) -> bool | None:
     """Whether a reply gives the user a way forward (a question, an ask, offers or a card); None
     when the reply lacks a field that would say."""
     if str(result.get("reply", "")).rstrip().endswith("?"):
@@ -95,7 +104,7 @@ def dead_end(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResul
     return tally.result()
 
 
-def ask_key(ask: dict) -> tuple:
+def ask_key(ask: dict[str, Any]) -> tuple[Any, Any, tuple[Any, ...]]:
     """What an ask asks for: its operation, record and arguments, whatever its words."""
     return (ask.get("operation"), ask.get("record"), tuple(sorted(ask.get("arguments") or [])))
 
@@ -132,7 +141,7 @@ def refused_offer(transcript: Transcript, goal: Goal, persona: Persona) -> Check
         if take is None or not take.fresh:
             continue   # a stale click the runtime refuses is the stale_click guarantee working
         tally.events_of_take(transcript, take,
-                             lambda e: e.get("status") == "refused" and takes.attributed(e) == take,
+                             lambda e, t: e.get("status") == "refused" and takes.attributed(e) == t,
                              f"offer {take.offer}, taken in turn {take.turn}, was refused by the domain",
                              taken_at=take.turn)
     return tally.result()
@@ -160,18 +169,19 @@ def asked_questions(goal: Goal, user: UserTurn) -> list[Question]:
             if (step is not None and step.question == q.id) or patterns.search(q.match, text)]
 
 
-def resolve_question_record(goal: Goal, question, state: dict) -> dict | None:
-    records = state.get("records") or {}
+def resolve_question_record(goal: Goal, question: Question, state: dict[str, Any]) -> dict[str, Any] | None:
+    records: dict[str, dict[str, Any]] = state.get("records") or {}
     if question.record is not None:
         return records.get(question.record)
-    where = {k: goal.resolve(v) for k, v in question.where.items()}
+    # A question names its record by id or by `where`, exactly one of them: `where` is set here.
+    where = {k: goal.resolve(v) for k, v in (question.where or {}).items()}
     for record in records.values():
         if all(same_value(lookup(record, k), v) for k, v in where.items()):
             return record
     return None
 
 
-def same_value(actual, expected) -> bool:
+def same_value(actual: Any, expected: Any) -> bool:
     """A store value equals an expected one: dates by ISO form, numbers and text by value."""
     if hasattr(expected, "isoformat"):
         expected = expected.isoformat()
@@ -210,7 +220,7 @@ def unanswered(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRes
     return tally.result()
 
 
-PROGRESS_CHECKS = {
+PROGRESS_CHECKS: dict[str, Check] = {
     "dead_end": dead_end,
     "loop": loop,
     "refused_offer": refused_offer,

@@ -6,26 +6,31 @@ lets a stored run be rescored later and compared across scorer versions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from simrun.scoring import secrets
 from simrun.scoring.checks.goal import goal_status
 from simrun.scoring.checks.guarantees import GUARANTEE_CHECKS
 from simrun.scoring.checks.progress import PROGRESS_CHECKS
 from simrun.scoring.checks.simulated_user import UserFault, simulator_error
+from simrun.scoring.classes import ALL_CLASSES as ALL_CLASSES
+from simrun.scoring.classes import GUARANTEES as GUARANTEES
+from simrun.scoring.classes import PROGRESS_CLASSES as PROGRESS_CLASSES
 from simrun.scoring.dataset.models import Goal, Persona
 from simrun.scoring.transcript import CheckResult, Scorecard, Transcript
 
+# ALL_CLASSES, GUARANTEES and PROGRESS_CLASSES, imported above: the classes' names live at the
+# bottom layer (simrun.scoring.classes), where the settings name them too, and the judge exports
+# them as its own (tests/scoring/test_classes.py holds its checks to exactly these names).
+
 # Bump when a check's meaning changes: runs scored by different versions are not compared.
 SCORER_VERSION = "3"
-PROGRESS_CLASSES = (*PROGRESS_CHECKS, "simulator_error")
-GUARANTEES = tuple(GUARANTEE_CHECKS)
-ALL_CLASSES = (*PROGRESS_CLASSES, *GUARANTEES)
 
 
 def score(transcript: Transcript, goal: Goal, persona: Persona,
           user_faults: Sequence[UserFault | None] | None = None,
-          goal_seen: tuple[int, dict | None, tuple[bool | None, str]] | None = None) -> Scorecard:
+          goal_seen: tuple[int, dict[str, Any] | None, tuple[bool | None, str]] | None = None) -> Scorecard:
     """`user_faults`: the conversation loop's `user_turn_fault` of each turn, not worked out again.
     `goal_seen`: the loop's last `goal_status` (how many turns, the store it read, its answer),
     used when it read this transcript's turns and final store, not worked out again."""
@@ -52,7 +57,8 @@ def score(transcript: Transcript, goal: Goal, persona: Persona,
                      end=end, checks=checks)
 
 
-def _guarded(name: str, failed: list[str], check, transcript: Transcript, *args) -> CheckResult:
+def _guarded(name: str, failed: list[str], check: Callable[..., CheckResult], transcript: Transcript,
+             *args: Any) -> CheckResult:
     """A check that cannot read a transcript (a shape no test foresaw) makes its class
     UNVERIFIABLE for this conversation, never a pass, and says so; the other checks still run."""
     try:

@@ -14,6 +14,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from simrun.scoring.checks.answers import carries_date, dates_in, kept_for_short_texts
 from simrun.scoring.checks.evidence import get
@@ -46,8 +47,8 @@ ROLE_LEAKS = [
     re.compile(r"\b(large )?language models?\b", re.I),
     re.compile(r"\b(my|the) (training data|knowledge cut-?off|programming)\b", re.I),
     re.compile(r"\bi (was|am|have been) (trained|programmed|designed|created) (by|to)\b", re.I),
-    re.compile(r"\bi (don't|do not|can't|cannot) have (personal|a body|feelings|real[- ]time|access to (the internet|real))",
-               re.I),
+    re.compile(r"\bi (don't|do not|can't|cannot) have (personal|a body|feelings|real[- ]time|"
+               r"access to (the internet|real))", re.I),
     re.compile(r"\bhow (can|may) i (help|assist) you\b", re.I),
 ]
 # This many user messages in a row, each nearly the same as the last (word-level similarity at
@@ -177,9 +178,14 @@ def _runtime_failed(turn: TurnRecord, earlier: tuple[TurnRecord, ...], goal: Goa
     return any(f.turn == turn.index for check in RUNTIME_FAILURES for f in check(so_far, goal, persona).findings)
 
 
-def _gist(result: dict) -> tuple:
+# What a reply gave the user to act on (`_gist`): its words, its ask's and its card's parts, its
+# offers' labels; None where the reply carried no such thing.
+Gist = tuple[list[str], tuple[str, ...] | None, tuple[str, ...] | None, list[str] | None]
+
+
+def _gist(result: dict[str, Any]) -> Gist:
     """What a reply gave the user to act on, without the ids a runtime renews on every turn."""
-    def part(value, *names):
+    def part(value: Any, *names: str) -> tuple[str, ...] | None:
         return tuple(str(value.get(n)) for n in names) if isinstance(value, dict) else None
     offers = get(result, "next_steps")
     labels = sorted(str(o.get("label")) for o in offers if isinstance(o, dict)) if isinstance(offers, list) else None
@@ -187,7 +193,7 @@ def _gist(result: dict) -> tuple:
             part(get(result, "card"), "operation", "record"), labels)
 
 
-def _said_again(before: dict, after: dict) -> bool:
+def _said_again(before: dict[str, Any], after: dict[str, Any]) -> bool:
     """The runtime gave the same thing again, and no reason for asking again."""
     ask, asked = get(after, "ask"), get(before, "ask")
     if isinstance(ask, dict) and isinstance(asked, dict):

@@ -7,12 +7,12 @@ commits, in that turn or any later one. What a stale click in turn t caused:
   for it, whatever offer the event names (it may name an earlier, fresh take of the same kind);
 - a later commit whose event names the clicked offer, when that click is the latest take of it;
 - a later commit reached through the asks the click started: the commit's turn is a message
-  answering the ask before it, an ask for the committed operation, and walking back from there to turn t, each turn either answers
-  the ask before it or gets that same ask back (kept pending through a digression), and no turn
-  takes an offer; turn t's ask is new (a click that lands while an ask is pending and gets
-  that same ask back has started nothing: the answer that follows answers the request before
-  it). The event need not name the offer: many runtimes name none on a commit that answers an
-  ask.
+  answering the ask before it, an ask for the committed operation, and walking back from there
+  to turn t, each turn either answers the ask before it or gets that same ask back (kept pending
+  through a digression), and no turn takes an offer; turn t's ask is new (a click that lands
+  while an ask is pending and gets that same ask back has started nothing: the answer that
+  follows answers the request before it). The event need not name the offer: many runtimes
+  name none on a commit that answers an ask.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def stale_click(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRe
         if take.fresh:
             continue
         tally.events_of_take(transcript, take,
-                             lambda e: e.get("status") == "committed" and caused_by(transcript, goal, takes, take, e),
+                             lambda e, t: e.get("status") == "committed" and caused_by(transcript, goal, takes, t, e),
                              f"a click on {take.offer}, not offered in the previous turn, was carried out",
                              clicked_at=take.turn)
     return tally.result()

@@ -7,6 +7,6 @@
     sql_names   the record types, operations and JSON paths a success query names
     patterns    the regular expressions goal files write, matched in linear time (RE2)
 
-Imports: the shared vocabulary of `scoring` only. Everything else reads its personas and goals
-from here: the judge, the store (bundles, rescore) and the simulator.
+Imports: the shared vocabulary of `simrun.scoring` only. Everything else reads its personas and
+goals from here: the judge, the store (bundles, rescore) and the simulator.
 """

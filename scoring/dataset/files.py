@@ -12,17 +12,20 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
 
 from simrun.scoring import input_files
 from simrun.scoring.dataset.goal_sql import check_goal_sql
-from simrun.scoring.dataset.models import MANNERS, Goal, Persona, YamlModel
+from simrun.scoring.dataset.models import MANNERS, Goal, Persona
 from simrun.scoring.errors import ConfigError
 from simrun.scoring.field_errors import first_problem
 from simrun.scoring.storable import first_unstorable
+
+# What a YAML file of the dataset holds: a persona or a goal.
+Item = TypeVar("Item", Persona, Goal)
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def _load_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
         raise ConfigError(f"cannot read the file: {exc.strerror or exc}", path=str(path)) from None
 
 
-def load_model(path: Path, model: type[YamlModel]) -> YamlModel:
+def load_model(path: Path, model: type[Item]) -> Item:
     data, root = _load_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(f"must be a YAML mapping of {model.__name__.lower()} fields", path=str(path), line=1)
@@ -118,13 +121,14 @@ def load_dataset(personas_dir: Path, goals_dir: Path) -> Dataset:
     return Dataset(tuple(p for _, p in personas), tuple(g for _, g in goals), dataset_hash, item_hashes)
 
 
-def _load_dir(folder: Path, model: type[YamlModel], kind: str) -> list[tuple[Path, Any]]:
+def _load_dir(folder: Path, model: type[Item], kind: str) -> list[tuple[Path, Item]]:
     if not folder.is_dir():
         raise ConfigError(f"no {kind}s folder here; create it or pass --{kind}s DIR", path=str(folder))
     files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")])
     if not files:
         raise ConfigError(f"no {kind} files (*.yaml) in this folder", path=str(folder))
-    loaded, seen = [], {}
+    loaded: list[tuple[Path, Item]] = []
+    seen: dict[str, Path] = {}
     for path in files:
         item = load_model(path, model)
         if item.id in seen:

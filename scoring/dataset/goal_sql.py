@@ -31,8 +31,12 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import duckdb
+
+if TYPE_CHECKING:       # the sandbox's module is the child process's; here only its answer's type
+    from simrun.scoring.dataset.sql_sandbox import Answer
 
 MAX_QUERY_CHARS = 10_000
 QUERY_TIMEOUT_S = 2.0
@@ -42,6 +46,7 @@ STARTUP_TIMEOUT_S = 60.0
 RECORDS = (("id", "VARCHAR"), ("type", "VARCHAR"), ("data", "JSON"))
 EVENTS = (("id", "VARCHAR"), ("turn", "INTEGER"), ("operation", "VARCHAR"), ("record", "VARCHAR"),
           ("status", "VARCHAR"), ("offer", "VARCHAR"), ("reason", "VARCHAR"), ("arguments", "JSON"))
+Row = tuple[Any, ...]                        # a row of one of the two, in its columns' order
 ANSWERS_KEPT = 4096                          # (query, store digest) -> answer, least recent out
 
 
@@ -88,7 +93,7 @@ def wrapped(select: str, records_sql: str, events_sql: str) -> str:
     return sql
 
 
-def _table(columns: tuple, rows: list[tuple]) -> tuple[str, list]:
+def _table(columns: tuple[tuple[str, str], ...], rows: list[Row]) -> tuple[str, list[Any]]:
     names = ", ".join(name for name, _ in columns)
     if not rows:
         return "SELECT " + ", ".join(f"NULL::{kind} AS {name}" for name, kind in columns) + " WHERE false", []
@@ -106,9 +111,9 @@ class _Sandbox:
     again after it was ended. Idle ones wait in `_idle` for the next query, from any thread."""
 
     def __init__(self) -> None:
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
-    def ask(self, request: bytes, timeout_s: float) -> dict:
+    def ask(self, request: bytes, timeout_s: float) -> Answer:
         if self.process is None or self.process.poll() is not None:
             # Its own session: a Ctrl-C at the terminal is the run's to handle, not the sandbox's.
             # No environment: the process needs none, and a query could not read it anyway.
@@ -117,24 +122,26 @@ class _Sandbox:
                                             env={"PATH": os.defpath})
             _started.add(self.process)
             # Starting is not the query's time: a loaded machine may take seconds to load DuckDB.
-            ready, _, _ = select.select([self.process.stdout], [], [], STARTUP_TIMEOUT_S)
-            if not ready or not self.process.stdout.readline().startswith(b'{"ready"'):
+            ready, _, _ = select.select([_pipe(self.process.stdout)], [], [], STARTUP_TIMEOUT_S)
+            if not ready or not _pipe(self.process.stdout).readline().startswith(b'{"ready"'):
                 self.end()
                 raise QueryFailed(f"could not be run: the SQL sandbox process did not start within "
                                   f"{STARTUP_TIMEOUT_S:g} s")
         process = self.process
+        stdin, stdout = _pipe(process.stdin), _pipe(process.stdout)
         try:
-            process.stdin.write(request)
-            process.stdin.flush()
-            ready, _, _ = select.select([process.stdout], [], [], timeout_s)
-            line = process.stdout.readline() if ready else None
+            stdin.write(request)
+            stdin.flush()
+            ready, _, _ = select.select([stdout], [], [], timeout_s)
+            line = stdout.readline() if ready else None
         except (BrokenPipeError, OSError):
             line = b""
         if line is None:
             self.end()
             raise _Runaway(f"ran past its {timeout_s:g} s limit (stopped)")
         try:
-            return json.loads(line)
+            got: Answer = json.loads(line)      # the sandbox's own line (sql_sandbox.answer)
+            return got
         except ValueError:
             # The process died mid-query: the kernel's memory cap, most likely, or a crash.
             self.end()
@@ -148,13 +155,19 @@ class _Sandbox:
             self.process = None
 
 
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """A pipe of the sandbox process: never None, since every one is opened with PIPE (which the
+    type of `Popen`'s streams cannot say)."""
+    return cast("IO[bytes]", stream)
+
+
 class _Runaway(Exception):
     """The query cost the sandbox its process: it is not run again."""
 
 
 _idle: list[_Sandbox] = []                  # as many as queries ever ran at once, no more
 _idle_lock = threading.Lock()
-_started: set[subprocess.Popen] = set()
+_started: set[subprocess.Popen[bytes]] = set()
 _runaway: set[str] = set()                   # queries that ran past a limit in this process
 _answers: collections.OrderedDict[tuple[str, str], bool] = collections.OrderedDict()
 _answers_lock = threading.Lock()
@@ -167,7 +180,7 @@ def _end_all() -> None:
         process.wait()              # reaped: no zombie, and its CPU time is counted as this process's
 
 
-def run_select(select_sql: str, records: list[tuple], events: list[tuple], *,
+def run_select(select_sql: str, records: list[Row], events: list[Row], *,
                timeout_s: float = QUERY_TIMEOUT_S) -> tuple[int, int, bool]:
     """Run a parsed SELECT over the two tables, in an idle sandbox process of the pool, within its
     limits: the number of rows (counted up to 2), of columns, and whether the first value is
@@ -222,7 +235,7 @@ def check_goal_sql(query: str) -> str | None:
     return None
 
 
-def _rows(state: dict) -> tuple[list[tuple], list[tuple]]:
+def _rows(state: dict[str, Any]) -> tuple[list[Row], list[Row]]:
     """The store's two tables, as rows."""
     records = [(rid, _as_text(rec.get("type")), json.dumps(rec))
                for rid, rec in (state.get("records") or {}).items()]
@@ -235,7 +248,7 @@ def _rows(state: dict) -> tuple[list[tuple], list[tuple]]:
 _KEY_ENCODER = json.JSONEncoder(default=str)
 
 
-def _key(query: str, state: dict) -> tuple[str, str]:
+def _key(query: str, state: dict[str, Any]) -> tuple[str, str]:
     """The query's key in the cache of answers. The loop checks the goal after every turn and the
     scorer checks the final store again, often the same store: a query costs about a millisecond
     of DuckDB planning and a round trip to the sandbox, a lookup here a hash. The digest is of the
@@ -258,7 +271,7 @@ class NotAnswered(Exception):
     """The query's answer over this store is not known yet: asking would run it (`known_answer`)."""
 
 
-def known_answer(query: str, state: dict) -> bool:
+def known_answer(query: str, state: dict[str, Any]) -> bool:
     """`sql_holds`'s answer when it is already known (the query ran over this very store), without
     running anything; NotAnswered otherwise. For a caller that must not block: the conversation
     loop, which checks a goal inline when it can and hops to a thread only to run a query."""
@@ -268,7 +281,7 @@ def known_answer(query: str, state: dict) -> bool:
     return answer
 
 
-def sql_holds(query: str, state: dict) -> bool:
+def sql_holds(query: str, state: dict[str, Any]) -> bool:
     """Whether the query returns true over this store. QueryFailed when it cannot say."""
     key = _key(query, state)
     answer = _kept_answer(key)
@@ -299,7 +312,7 @@ def forget_answers() -> None:
         _answers.clear()
 
 
-def _as_text(value):
+def _as_text(value: Any) -> str | None:
     """A record's type may be any JSON value (protocol 1 leaves records open); the column is
     text, so anything but a string or null goes in as its JSON."""
     return value if value is None or isinstance(value, str) else json.dumps(value)

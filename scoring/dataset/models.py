@@ -7,7 +7,7 @@ loader (`simrun.scoring.dataset.files`) can point at its line.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -54,7 +54,9 @@ class Persona(YamlModel):
         return manners
 
     def rate(self, manner: str) -> float:
-        return self.manners.get(manner, 0.0)
+        """The persona's rate of `manner`, 0 for a manner it does not name. Callers name a manner
+        as text (the cast is for the type checker only): a word that is no manner has no rate."""
+        return cast("dict[str, float]", self.manners).get(manner, 0.0)
 
 
 class Step(YamlModel):
@@ -199,9 +201,10 @@ class Goal(YamlModel):
         return per_goal(self, "steps by id", _steps_by_id).get(sid)
 
 
-def _steps_by_id(goal: Goal) -> dict[str, Step]:
-    """Each step id's first step (the first step of an id is the one)."""
-    found: dict[str, Step] = {}
+def _steps_by_id(goal: Goal) -> dict[str | None, Step]:
+    """Each step id's first step (the first step of an id is the one). Keyed by text only; typed
+    to be asked with None too (a user turn tagged with no step), which finds nothing."""
+    found: dict[str | None, Step] = {}
     for i, step in enumerate(goal.steps):
         found.setdefault(goal.step_id(i), step)
     return found

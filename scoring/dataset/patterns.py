@@ -10,6 +10,8 @@ cannot do (lookarounds, backreferences) is refused when the goal is loaded. Matc
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
+from typing import Protocol
 
 import re2
 
@@ -27,12 +29,27 @@ def _options() -> re2.Options:
     return options
 
 
+class Match(Protocol):
+    """What is read of an RE2 match (the module ships no types)."""
+
+    def start(self) -> int: ...
+    def end(self) -> int: ...
+
+
+class Pattern(Protocol):
+    """What is used of a compiled RE2 pattern."""
+
+    def search(self, text: str) -> Match | None: ...
+    def finditer(self, text: str) -> Iterator[Match]: ...
+
+
 @functools.lru_cache(maxsize=4096)
-def compiled(pattern: str):
+def compiled(pattern: str) -> Pattern:
     if len(pattern) > MAX_PATTERN_CHARS:
         raise PatternError(f"a pattern may be at most {MAX_PATTERN_CHARS:,} characters, this one has {len(pattern):,}")
     try:
-        return re2.compile(pattern, _options())
+        regex: Pattern = re2.compile(pattern, _options())
+        return regex
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise PatternError(f"not a regular expression simrun can match in linear time (RE2): {reason}; "

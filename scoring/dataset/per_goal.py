@@ -26,7 +26,8 @@ def per_goal(goal: Any, what: str, work: Callable[[Any], T]) -> T:
     key = (id(goal), what)
     kept = _kept.get(key)
     if kept is not None and kept[0] is goal:
-        return kept[1]
+        answer: T = kept[1]     # kept with `what`, by the same `work`
+        return answer
     value = work(goal)
     with _lock:
         if len(_kept) >= KEPT:

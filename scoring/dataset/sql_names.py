@@ -49,7 +49,7 @@ _parser_lock = threading.Lock()
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse_tree(query: str) -> dict | None:
+def _parse_tree(query: str) -> dict[str, Any] | None:
     """DuckDB's parse tree of `query` (shared: read it, never change it), or None where it does
     not parse. Remembered: each run asks again for the same goals' queries. One in-memory
     database serves every call, through a cursor of each caller's own (a connection is not
@@ -62,7 +62,9 @@ def _parse_tree(query: str) -> dict | None:
                 _parser = duckdb.connect()
             cursor = _parser.cursor()
         try:
-            tree = json.loads(cursor.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
+            # One row, always; were there none, json.loads(None) fails as a TypeError, caught below.
+            row = cursor.execute("SELECT json_serialize_sql(?)", [query]).fetchone() or (None,)
+            tree: dict[str, Any] = json.loads(row[0])
         finally:
             cursor.close()
     except (duckdb.Error, TypeError, ValueError):
@@ -84,8 +86,8 @@ def _walk(node: Any, names: SqlNames) -> None:
     elif kind == "COMPARE_IN" and node.get("children"):
         column, *values = node["children"]
         _named(_column(column), [_text(v) for v in values], names)
-    elif _extraction(node) is not None:
-        base, path = _json_path(node)
+    elif (extraction := _extraction(node)) is not None:
+        base, path = _json_path(extraction)
         if base == "data" and path:
             names.record_fields.add(path)
         elif base == "arguments" and path:
@@ -96,12 +98,13 @@ def _walk(node: Any, names: SqlNames) -> None:
 
 def _named(column: str | None, values: list[str | None], names: SqlNames) -> None:
     if column in ("type", "operation") and all(v is not None for v in values):
-        (names.types if column == "type" else names.operations).update(values)
+        (names.types if column == "type" else names.operations).update(v for v in values if v is not None)
 
 
 def _column(node: Any) -> str | None:
     if isinstance(node, dict) and node.get("class") == "COLUMN_REF" and node.get("column_names"):
-        return node["column_names"][-1]
+        name: str | None = node["column_names"][-1]
+        return name
     return None
 
 
@@ -109,7 +112,8 @@ def _text(node: Any) -> str | None:
     if isinstance(node, dict) and node.get("class") == "CONSTANT":
         literal = node.get("literal") or {}
         if literal.get("kind") == "STRING":
-            return literal.get("text")
+            text: str | None = literal.get("text")
+            return text
     return None
 
 
@@ -125,12 +129,13 @@ def _extraction(node: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def _json_path(node: Any) -> tuple[str | None, str | None]:
-    """(the column at the bottom of a chain of JSON extractions, the dotted path it reads); the
-    path is None where a step is not a plain key (an array index, a wildcard, an expression)."""
-    inner, key = _extraction(node)
-    if _extraction(inner) is not None:
-        base, prefix = _json_path(inner)
+def _json_path(extraction: tuple[Any, Any]) -> tuple[str | None, str | None]:
+    """(the column at the bottom of a chain of JSON extractions, the dotted path it reads), for a
+    JSON extraction (`_extraction`'s answer); the path is None where a step is not a plain key (an
+    array index, a wildcard, an expression)."""
+    inner, key = extraction
+    if (deeper := _extraction(inner)) is not None:
+        base, prefix = _json_path(deeper)
     else:
         base, prefix = _column(inner), ""
     key = _text(key)

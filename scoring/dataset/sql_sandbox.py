@@ -25,10 +25,11 @@ import json
 import resource
 import signal
 import sys
+from typing import TypedDict
 
 import duckdb
 
-SANDBOX = {
+SANDBOX: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_access": False,        # no files, no network, no ATTACH, no COPY
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
@@ -46,7 +47,17 @@ def connect() -> duckdb.DuckDBPyConnection:
     return duckdb.connect(":memory:", config=SANDBOX)
 
 
-def answer(con: duckdb.DuckDBPyConnection, line: bytes) -> dict:
+class Answer(TypedDict, total=False):
+    """One answer on the pipe: the query's shape and first value, or its error."""
+
+    rows: int           # counted up to 2
+    columns: int
+    first: bool
+    error: str          # DuckDB's error class
+    message: str        # the first line of DuckDB's words
+
+
+def answer(con: duckdb.DuckDBPyConnection, line: bytes) -> Answer:
     """One request's answer. Only the shape and the first value leave this process: a query's
     other values (what a hostile one might have read) are never sent."""
     try:

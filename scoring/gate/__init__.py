@@ -1,7 +1,8 @@
 """Verdicts people act on: the merge gate against a baseline, and the release check.
 
     run_verdict a run's verdict, computed once: guarantees, release criteria and the gate
-    verdict_text  that verdict as Markdown and JUnit XML
+    verdict_lines what a verdict is made of: its status, and each line's kind, classes, scope, figures
+    verdict_text  that verdict as Markdown, JUnit XML and JSON, from its records
     compare     gate_verdict(baseline, candidate, settings): the only place a gate verdict is made
     sharing     the cells a candidate shares with its baseline by content, and those new or removed
     verdict     what a verdict holds: per class, per slice, what moved and what flipped

@@ -52,6 +52,8 @@ _ID = r"[a-z0-9][a-z0-9_.-]{0,127}"     # persona and goal ids (simrun.scoring.d
 
 
 Count = Annotated[int, Field(strict=True, ge=0)]
+# One cell of a baseline: class -> [fired, scored, unverifiable].
+CountsOfCell = dict[str, tuple[Count, Count, Count]]
 
 
 class _Model(BaseModel):
@@ -61,7 +63,8 @@ class _Model(BaseModel):
 class MatrixShape(_Model):
     personas: list[Annotated[str, Field(pattern=f"^{_ID}$")]] = Field(description="Persona ids of the run.")
     goals: list[Annotated[str, Field(pattern=f"^{_ID}$")]] = Field(description="Goal ids of the run.")
-    repetitions: int = Field(strict=True, ge=1, le=MAX_REPETITIONS, description="Conversations per cell the run was asked for.")
+    repetitions: int = Field(strict=True, ge=1, le=MAX_REPETITIONS,
+                             description="Conversations per cell the run was asked for.")
     cells: Count = Field(description="Cells with at least one conversation.")
     conversations: Count = Field(description="Conversations in the run.")
 
@@ -87,7 +90,7 @@ class BaselineFile(_Model):
     matrix: MatrixShape
     classes: list[str] = Field(description="Classes counted in every cell: every class the scorer knows.")
     count_fields: list[str] = Field(description="What each cell's triple holds, in order.")
-    cells: dict[str, dict[str, tuple[Count, Count, Count]]] = Field(
+    cells: dict[str, CountsOfCell] = Field(
         description="'persona/goal' -> class -> [fired, scored, unverifiable].")
     repetitions: dict[str, RepetitionsOfCell] | None = Field(
         None, description="'persona/goal' -> the repetitions behind the counts (format 2).")
@@ -100,12 +103,14 @@ class BaselineFile(_Model):
         if list(self.count_fields) != list(COUNT_FIELDS):
             raise ValueError(f"count_fields must be {list(COUNT_FIELDS)}")
         if sorted(self.classes) != sorted(GATE_CLASSES):
-            missing, extra = sorted(set(GATE_CLASSES) - set(self.classes)), sorted(set(self.classes) - set(GATE_CLASSES))
+            missing = sorted(set(GATE_CLASSES) - set(self.classes))
+            extra = sorted(set(self.classes) - set(GATE_CLASSES))
             raise ValueError(f"classes: a baseline counts every class the scorer knows, once (missing {missing}, "
                              f"unknown {printable(extra)})")
         for key in self.cells:
             if not re.fullmatch(f"{_ID}/{_ID}", key):
-                raise ValueError(f"cells: {printable(key)!r} is not a cell ('persona/goal', ids as in persona and goal files)")
+                raise ValueError(f"cells: {printable(key)!r} is not a cell ('persona/goal', ids as in persona "
+                                 "and goal files)")
         matrix = self.matrix
         if matrix.cells != len(self.cells):
             raise ValueError(f"matrix.cells says {matrix.cells}, but the file holds {len(self.cells)} cells")
@@ -206,12 +211,11 @@ def parse_baseline(data: bytes, where: str, fix: str) -> RunSummary:
         raise BaselineError(f"{where} ({loc}): {message}; not a simrun baseline, or damaged: {fix}") from None
     cells: dict[Cell, dict[str, Counts]] = {}
     for key, counts in model.cells.items():
-        persona, goal = key.split("/")
-        cells[(persona, goal)] = {cls: Counts(*triple) for cls, triple in counts.items()}
+        cells[_cell(key)] = {cls: Counts(*triple) for cls, triple in counts.items()}
     held = None
     if model.repetitions is not None:
         every = list(range(model.matrix.repetitions))
-        held = {tuple(key.split("/")): CellRepetitions(
+        held = {_cell(key): CellRepetitions(
             frozenset(every if r.held is None else r.held),
             {cls: frozenset(reps) for cls, reps in r.fired.items()},
             {cls: frozenset(reps) for cls, reps in r.unscored.items()})
@@ -227,8 +231,14 @@ def parse_baseline(data: bytes, where: str, fix: str) -> RunSummary:
     return summary
 
 
+def _cell(key: str) -> Cell:
+    """"persona/goal" as the cell it names (the file's keys are checked to have one slash)."""
+    persona, goal = key.split("/")
+    return persona, goal
+
+
 # One entry of each per-cell mapping, validated on its own (see _first_bad_entry).
-_ENTRY = {"cells": TypeAdapter(BaselineFile.model_fields["cells"].annotation.__args__[1]),
+_ENTRY: dict[str, TypeAdapter[Any]] = {"cells": TypeAdapter(CountsOfCell),
           "repetitions": TypeAdapter(RepetitionsOfCell)}
 
 
@@ -290,17 +300,19 @@ def baseline_from_git(ref: str, cwd: Path | str | None = None) -> RunSummary:
                                 "with the file the protected branch holds") from None
         watchdog = threading.Timer(GIT_TIMEOUT_S, proc.kill)
         watchdog.start()
+        stdout = proc.stdout
+        assert stdout is not None       # stdout=PIPE
         try:
             chunks, size = [], 0
             while size <= MAX_BYTES:
-                chunk = proc.stdout.read(1 << 16)
+                chunk = stdout.read(1 << 16)
                 if not chunk:
                     break
                 chunks.append(chunk)
                 size += len(chunk)
             if size > MAX_BYTES:
                 proc.kill()
-            proc.stdout.close()
+            stdout.close()
             code = proc.wait()
         finally:
             watchdog.cancel()

@@ -28,8 +28,6 @@ version, every class the scorer knows, and counts that fit in the repetitions
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
 from simrun.scoring.checks.scorer import GUARANTEES
@@ -41,16 +39,9 @@ from simrun.scoring.gate.joint import conversations_of
 from simrun.scoring.gate.sharing import Sharing, sharing
 from simrun.scoring.gate.summary import GATE_CLASSES, TESTED, Cell, Counts, RunSummary, validate_summary
 from simrun.scoring.gate.verdict import ClassVerdict, Flip, GateResult, MovedCell, SliceVerdict, class_kind
+from simrun.scoring.settings import GateSection
 
 SAFE_SIDE = 0.90            # the repetitions advised assume each class's rate at this upper bound
-
-
-class GateSettings(Protocol):
-    alpha: float
-    min_effect: float
-    min_effect_slice: float
-    correction: str
-    permutations: int
 
 
 def check_comparable(baseline: RunSummary, candidate: RunSummary) -> Sharing:
@@ -76,7 +67,7 @@ def slice_masks(cells: list[Cell]) -> list[tuple[str, str, np.ndarray]]:
     return out
 
 
-def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSettings) -> GateResult:
+def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSection) -> GateResult:
     """The gate's decision. Raises GateError when the two runs must not be compared."""
     shares = check_comparable(baseline, candidate)
     shared = list(shares.gated)
@@ -103,7 +94,7 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSett
         scored = [(i, b, k) for i, (b, k) in enumerate(pairs) if b.scored and k.scored]
         base_total, cand_total = baseline.total(cls), candidate.total(cls)
         if cls in GUARANTEES:
-            diffs = [k.rate - b.rate for _, b, k in scored]
+            diffs = [k.fired / k.scored - b.fired / b.scored for _, b, k in scored]     # their rates
             delta = float(np.mean(diffs)) if diffs else None
             verdict, reason = (("violated", f"broken in {cand_total.fired} candidate conversation(s)")
                                if cand_total.fired else ("held", "no violation in the candidate"))
@@ -114,8 +105,7 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSett
                                       scored, advice.base_rates, settings))
     moved = sorted((MovedCell(cls, c, baseline.cells[c][cls], candidate.cells[c][cls])
                     for cls in GATE_CLASSES for c in shared
-                    if baseline.cells[c][cls].scored and candidate.cells[c][cls].scored
-                    and candidate.cells[c][cls].rate > baseline.cells[c][cls].rate),
+                    if _rose(baseline.cells[c][cls], candidate.cells[c][cls])),
                    key=lambda m: (-m.rise, -m.candidate.fired, GATE_CLASSES.index(m.cls), m.cell))
     flips, why = _flips(baseline, candidate, shared, verdicts)
     return GateResult(baseline, candidate, settings.alpha, settings.min_effect, settings.min_effect_slice,
@@ -123,8 +113,15 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSett
                       tuple(moved), flips, why, shares, advice)
 
 
-def _tested_class(cls, k, tested, slices, shared, baseline, candidate, scored, advice_rates,
-                  settings) -> ClassVerdict:
+def _rose(base: Counts, cand: Counts) -> bool:
+    """Both runs scored the cell, and the candidate's rate is the higher."""
+    return bool(base.scored and cand.scored and cand.fired / cand.scored > base.fired / base.scored)
+
+
+def _tested_class(cls: str, k: int, tested: stats.Tested, slices: list[tuple[str, str, np.ndarray]],
+                  shared: list[Cell], baseline: RunSummary, candidate: RunSummary,
+                  scored: list[tuple[int, Counts, Counts]], advice_rates: np.ndarray,
+                  settings: GateSection) -> ClassVerdict:
     base_total, cand_total = baseline.total(cls), candidate.total(cls)
     if not tested.cells[k, 0]:
         return ClassVerdict(cls, class_kind(cls), base_total, cand_total, 0, None, None, None, None, None, None,
@@ -159,7 +156,8 @@ def _tested_class(cls, k, tested, slices, shared, baseline, candidate, scored, a
                         float(tested.se[k, 0]))
 
 
-def _decide(delta: float, p_adj: float | None, upper: float, min_effect: float, settings) -> tuple[str, str]:
+def _decide(delta: float, p_adj: float | None, upper: float, min_effect: float,
+            settings: GateSection) -> tuple[str, str]:
     """A regression: significant after correction, and not shown to be below the minimum effect."""
     if p_adj is None:
         return "ok", "nothing could vary in either run"
@@ -173,15 +171,16 @@ def _decide(delta: float, p_adj: float | None, upper: float, min_effect: float, 
 
 def _flips(baseline: RunSummary, candidate: RunSummary, shared: list[Cell],
            verdicts: list[ClassVerdict]) -> tuple[tuple[Flip, ...] | None, str]:
-    for summary in (baseline, candidate):
-        if summary.repetitions_held is None:
-            return None, f"flipped conversations cannot be listed: {summary.why_no_repetitions}"
+    base_held, cand_held = baseline.repetitions_held, candidate.repetitions_held
+    if base_held is None or cand_held is None:
+        unsaid = baseline if base_held is None else candidate
+        return None, f"flipped conversations cannot be listed: {unsaid.why_no_repetitions}"
     failed = {v.cls for v in verdicts if v.failed}
     out = []
     for cls in GATE_CLASSES:
         for cell in shared:
-            fired = candidate.repetitions_held[cell].fired.get(cls, frozenset())
-            for rep in sorted(baseline.repetitions_held[cell].clean(cls) & fired):
+            fired = cand_held[cell].fired.get(cls, frozenset())
+            for rep in sorted(base_held[cell].clean(cls) & fired):
                 out.append(Flip(cls, cell, rep, candidate.conversation_id(cell, rep),
                                 baseline.conversation_id(cell, rep)))
     out.sort(key=lambda f: (f.cls not in failed, GATE_CLASSES.index(f.cls), f.cell, f.repetition))

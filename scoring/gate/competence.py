@@ -16,6 +16,7 @@ from typing import Any
 
 from simrun.scoring import secrets
 from simrun.scoring.store.database import Store
+from simrun.scoring.store.duck import one_row
 from simrun.scoring.store.model_calls import WORST_CASE_CALLS, user_check
 
 DEFAULT_THRESHOLD = 0.8
@@ -28,12 +29,12 @@ def measure(store: Store, run_id: str, backend: str, threshold: float = DEFAULT_
     """A check run summed up as a `user_checks` row. Goal reached counts over the conversations
     the user could be judged on: a simulator error is the user's failure, not left out."""
     con = store.con
-    conversations, judged, reached, provider_errors, turns_per_goal, spent = con.execute(f"""
+    conversations, judged, reached, provider_errors, turns_per_goal, spent = one_row(con.execute(f"""
         SELECT count(*), count(*) FILTER (WHERE end_reason NOT IN {NOT_THE_USER}),
                count(*) FILTER (WHERE goal_reached AND end_reason NOT IN {NOT_THE_USER}),
                count(*) FILTER (WHERE end_reason = 'provider_error'),
                avg(turns) FILTER (WHERE goal_reached), coalesce(sum(cost_usd), 0)
-        FROM conversations WHERE run_id = ?""", [run_id]).fetchone()
+        FROM conversations WHERE run_id = ?""", [run_id]))
     # Each conversation's first simulator fault names its kind.
     faults = con.execute("""
         SELECT f.conversation_id, coalesce(f.evidence->>'kind', 'other'), f.detail, f.evidence->>'message'
@@ -45,7 +46,8 @@ def measure(store: Store, run_id: str, backend: str, threshold: float = DEFAULT_
     for cid, kind, detail, message in faults:
         kinds[kind] = kinds.get(kind, 0) + 1
         if kinds[kind] <= EXAMPLES_PER_KIND:
-            examples.append({"conversation": cid, "kind": kind, "detail": detail, "message": secrets.cut(message or "", 300)})
+            examples.append({"conversation": cid, "kind": kind, "detail": detail,
+                             "message": secrets.cut(message or "", 300)})
     costs = [{"goal": goal, "calls": calls, "input_tokens": int(uncached or 0), "cached_input_tokens": int(cached),
               "cache_write_tokens": int(written), "output_tokens": int(out or 0), "unpriced_usd": str(unpriced or 0)}
              for goal, calls, uncached, cached, written, out, unpriced in con.execute(f"""
@@ -61,9 +63,9 @@ def measure(store: Store, run_id: str, backend: str, threshold: float = DEFAULT_
         SELECT goal, count(*), count(*) FILTER (WHERE goal_reached), avg(turns) FILTER (WHERE goal_reached)
         FROM conversations WHERE run_id = ? AND end_reason NOT IN {NOT_THE_USER} GROUP BY goal ORDER BY goal""",
                                                     [run_id]).fetchall()}
-    output = con.execute("SELECT user_output FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
+    output = one_row(con.execute("SELECT user_output FROM runs WHERE run_id = ?", [run_id]))[0]
     return {
-        "check_id": uuid.uuid4().hex[:12], "checked_at": store.con.execute("SELECT now()::TIMESTAMP").fetchone()[0],
+        "check_id": uuid.uuid4().hex[:12], "checked_at": one_row(store.con.execute("SELECT now()::TIMESTAMP"))[0],
         "user_backend": backend, "user_output": output, "conversations": conversations, "goal_reached": reached,
         "judged": judged, "threshold": threshold, "simulator_errors": kinds, "provider_errors": provider_errors,
         "turns_per_goal": turns_per_goal, "goals": goals, "cost_usd": Decimal(spent), "conversation_costs": costs,

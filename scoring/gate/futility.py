@@ -38,12 +38,14 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 _POINTS = 200               # grid points for the score's density between a look's boundary and +8 sd
 _WIDTH = 8.0                # the grid reaches this many standard deviations above the boundary and 0
 
 
-def se_at_rise(base_fired, base_scored, cand_scored, rise: float):
+def se_at_rise(base_fired: npt.ArrayLike, base_scored: npt.ArrayLike, cand_scored: npt.ArrayLike,
+               rise: float) -> float | np.ndarray:
     """The standard error of the mean cell difference when every cell's rate is the baseline's
     in the baseline and `rise` above it (capped at 1) in the candidate. Arrays of the cells both
     runs scored, on the last axis (earlier axes: as many cases at once)."""
@@ -52,12 +54,13 @@ def se_at_rise(base_fired, base_scored, cand_scored, rise: float):
         return 0.0
     pb = fired / nb
     pa = np.clip(pb + rise, 0.0, 1.0)
-    return np.sqrt(np.sum(pb * (1 - pb) / nb + pa * (1 - pa) / na, axis=-1)) / fired.shape[-1]
+    se: float | np.ndarray = np.sqrt(np.sum(pb * (1 - pb) / nb + pa * (1 - pa) / na, axis=-1)) / fired.shape[-1]
+    return se
 
 
 def beta_spent(beta: float, t: float, rho: float) -> float:
     """Beta spent by information time t (a look's rounds over the cap): beta * t ** rho."""
-    return beta * min(max(t, 0.0), 1.0) ** rho
+    return beta * float(min(max(t, 0.0), 1.0) ** rho)
 
 
 @dataclass(frozen=True)

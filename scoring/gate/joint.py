@@ -37,7 +37,7 @@ class Conversations:
 def conversations_of(baseline_held: Mapping, candidate_held: Mapping, cells: Sequence, classes: Sequence[str]
                      ) -> Conversations:
     """From two runs' `CellRepetitions` (simrun.scoring.gate.summary), in the order of `cells`."""
-    rows = []
+    rows: list[tuple[int, bool, list[bool], list[bool]]] = []
     for c, cell in enumerate(cells):
         for is_candidate, held in ((False, baseline_held[cell]), (True, candidate_held[cell])):
             for rep in sorted(held.held):
@@ -47,9 +47,10 @@ def conversations_of(baseline_held: Mapping, candidate_held: Mapping, cells: Seq
     if not rows:
         empty = np.zeros((0, len(classes)), bool)
         return Conversations(np.zeros(0, int), np.zeros(0, bool), empty, empty)
-    cell, candidate, fired, scored = zip(*rows)
-    scored_arr = np.array(scored, bool)
-    return Conversations(np.array(cell), np.array(candidate), np.array(fired, bool) & scored_arr, scored_arr)
+    cell_of, in_candidate, fired_of, scored_of = zip(*rows)
+    scored_arr = np.array(scored_of, bool)
+    return Conversations(np.array(cell_of), np.array(in_candidate), np.array(fired_of, bool) & scored_arr,
+                         scored_arr)
 
 
 def cell_terms(fa, na, fb, nb):

@@ -44,12 +44,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from simrun.scoring.gate.joint import cell_terms, conversations_of, could_vary
-from simrun.scoring.gate.summary import TESTED, RunSummary, first_repetitions
+from simrun.scoring.gate.summary import TESTED, Cell, RunSummary, first_repetitions
 
 _CHUNK = 250            # draws at once: arrays of draws x cells x conversations x classes
 
 
-def look_level(baseline: RunSummary, candidate: RunSummary, cells: Sequence, slices: np.ndarray,
+def look_level(baseline: RunSummary, candidate: RunSummary, cells: Sequence[Cell], slices: np.ndarray,
                marks: Sequence[int], spent: Sequence[float], draws: int) -> float:
     """The level the last of the looks tests at. `marks`: the candidate's repetitions at each
     look so far, increasing (the last is now); `spent`: alpha spent by each look, in all;
@@ -96,9 +96,12 @@ def _largest_level(p: np.ndarray, allowed: float) -> float:
 class _Pool:
     """Every cell's conversations so far, padded to the largest cell, with the candidate's per look."""
 
-    def __init__(self, baseline: RunSummary, candidate: RunSummary, cells: Sequence, slices: np.ndarray,
+    def __init__(self, baseline: RunSummary, candidate: RunSummary, cells: Sequence[Cell], slices: np.ndarray,
                  marks: Sequence[int]) -> None:
-        conv = conversations_of(baseline.repetitions_held, candidate.repetitions_held, cells, TESTED)
+        base_held, cand_held = baseline.repetitions_held, candidate.repetitions_held
+        if base_held is None or cand_held is None:          # `look_level` is asked only when both say
+            raise ValueError("the looks' joint law needs both runs' repetitions held")
+        conv = conversations_of(base_held, cand_held, cells, TESTED)
         sizes = np.bincount(conv.cell, minlength=len(cells))
         width = int(sizes.max()) if len(sizes) else 0
         # Counts are small integers: single precision holds them exactly, at half the memory.
@@ -111,7 +114,7 @@ class _Pool:
             self.fired[c, :len(rows)], self.scored[c, :len(rows)] = conv.fired[rows], conv.scored[rows]
             self.real[c, :len(rows)], self.candidate[c, :len(rows)] = True, conv.candidate[rows]
         # The candidate's conversations of each cell at each look: its repetitions held below the mark.
-        self.at_look = np.array([[sum(1 for r in candidate.repetitions_held[cell].held if r < m) for cell in cells]
+        self.at_look = np.array([[len([r for r in cand_held[cell].held if r < m]) for cell in cells]
                                  for m in marks])                                      # looks x cells
         self.slices = slices.astype(float)
         self._arrays = (conv.cell, conv.candidate, conv.fired, conv.scored, np.asarray(marks))
@@ -130,7 +133,7 @@ class _Pool:
             digest.update(np.ascontiguousarray(a).astype(np.int64).tobytes())
         return int.from_bytes(digest.digest(), "little")
 
-    def _statistics(self, na, fa, nb, fb) -> np.ndarray:
+    def _statistics(self, na: np.ndarray, fa: np.ndarray, nb: np.ndarray, fb: np.ndarray) -> np.ndarray:
         """Counts (... x cells x classes) -> the standardised rise of every (slice, class), as the
         gate computes it (`simrun.scoring.gate.joint.cell_terms`); -inf where nothing varied."""
         _, diff, var = cell_terms(fa, na, fb, nb)

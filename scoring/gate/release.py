@@ -1,7 +1,8 @@
 """The release check: what a run must meet, beyond its guarantees, to be released.
 
 `simrun` (a run) fails, exit 1, when a criterion of budgets.toml's [release] fails, and names it
-in one line; the report shows the same verdict, made by the same function. The criteria:
+in one line; the report shows the same verdict, made by the same function. The criteria
+(`simrun.scoring.settings.ReleaseSection`, where their defaults and bounds are stated):
 
 - `fail_on_runtime_error` (on by default): any conversation that ended in runtime_error;
 - `min_goal_reached` (50% by default): the goal-reached rate must reach this floor. A run where
@@ -30,32 +31,11 @@ UNVERIFIABLE is never a pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
 
-from simrun.scoring.checks.scorer import ALL_CLASSES, PROGRESS_CLASSES
+from simrun.scoring.classes import PROGRESS_CLASSES
+from simrun.scoring.settings import DEFAULT_GOAL_FLOOR, ReleaseSection
 from simrun.scoring.store.rates import Outcome, Rate
-
-CEILING_CLASSES = (*ALL_CLASSES, "runtime_error")
-DEFAULT_PROGRESS_CEILING = 0.10
-DEFAULT_GOAL_FLOOR = 0.50
-
-
-class ReleaseSettings(Protocol):
-    fail_on_runtime_error: bool
-    min_goal_reached: float | None
-    max_rate: Mapping[str, float]
-    progress_ceiling: float
-
-
-@dataclass(frozen=True)
-class ReleaseDefaults:
-    """The criteria of a budgets.toml with no [release] table (`simrun.simulator.config.ReleaseSection`)."""
-
-    fail_on_runtime_error: bool = True
-    min_goal_reached: float | None = None
-    max_rate: Mapping[str, float] = field(default_factory=dict)
-    progress_ceiling: float = DEFAULT_PROGRESS_CEILING
 
 
 @dataclass(frozen=True)
@@ -63,15 +43,28 @@ class Criterion:
     name: str               # as written in budgets.toml: release.min_goal_reached
     passed: bool
     detail: str
+    # The figures behind `detail`, for the typed verdict (`simrun.scoring.gate.verdict_lines`):
+    cls: str = ""                   # the class it bounds (goal_reached for the floor)
+    fired: int = 0                  # conversations where the class fired (reached, for the floor)
+    scored: int = 0                 # conversations that decided it
+    limit: float | None = None      # the ceiling or the floor (None: fail_on_runtime_error)
 
     def line(self) -> str:
         return f"{self.name}: {self.detail}"
 
 
 @dataclass(frozen=True)
+class Unchecked:
+    """A default criterion no conversation could decide: listed as not checked, never failed."""
+
+    cls: str                # the class (goal_reached for the floor)
+    line: str
+
+
+@dataclass(frozen=True)
 class ReleaseCheck:
     criteria: tuple[Criterion, ...]
-    unchecked: tuple[str, ...] = ()     # default ceilings on classes no conversation could decide
+    unchecked: tuple[Unchecked, ...] = ()     # default ceilings on classes no conversation could decide
 
     @property
     def failures(self) -> list[Criterion]:
@@ -88,44 +81,49 @@ class ReleaseCheck:
         return "release check FAILED: " + "; ".join(c.line() for c in self.failures)
 
 
-def release_check(rates: list[Rate], outcome: Outcome, settings: ReleaseSettings) -> ReleaseCheck:
+def release_check(rates: list[Rate], outcome: Outcome, settings: ReleaseSection) -> ReleaseCheck:
     counts = {r.cls: (r.occurrences, r.scored) for r in [*rates, outcome.runtime_error_rate]}
     return check_counts(counts, (outcome.goal_reached, outcome.goal_scored), settings)
 
 
-def check_counts(counts: Mapping[str, tuple[int, int]], goal: tuple[int, int], settings: ReleaseSettings,
+def check_counts(counts: Mapping[str, tuple[int, int]], goal: tuple[int, int], settings: ReleaseSection,
                  where: str = "") -> ReleaseCheck:
     """The criteria over (fired, decided) per class and (reached, decided) for the goal; `where`
     names a part of the run ("in goal renew-two") in every criterion's name."""
-    criteria = []
+    criteria: list[Criterion] = []
     suffix = f" {where}" if where else ""
     if settings.fail_on_runtime_error:
         n, counted = counts["runtime_error"]
         criteria.append(Criterion("release.fail_on_runtime_error" + suffix, n == 0,
-                                  f"the runtime failed in {n} of {counted} conversations" if n else "no runtime_error"))
-    unchecked = []
+                                  f"the runtime failed in {n} of {counted} conversations" if n else "no runtime_error",
+                                  "runtime_error", n, counted))
+    unchecked: list[Unchecked] = []
     by_hand = settings.min_goal_reached is not None
-    floor = settings.min_goal_reached if by_hand else DEFAULT_GOAL_FLOOR
+    floor = DEFAULT_GOAL_FLOOR if settings.min_goal_reached is None else settings.min_goal_reached
     reached, scored = goal
     if floor > 0 and not scored and not by_hand:
-        unchecked.append(f"the floor on goal reached{suffix}: no conversation could decide it (UNVERIFIABLE)")
+        unchecked.append(Unchecked("goal_reached", f"the floor on goal reached{suffix}: no conversation could "
+                                   "decide it (UNVERIFIABLE)"))
     elif floor > 0:
         ok = scored > 0 and reached / scored >= floor
+        verdict = f"at least the floor {floor:.1%}" if ok else f"below the floor {floor:.1%}"
         criteria.append(Criterion("release.min_goal_reached" + suffix, ok, _compared(
-            "goal reached", reached, scored, f"at least the floor {floor:.1%}" if ok else f"below the floor {floor:.1%}")
-            + ("" if by_hand else " (the default floor)")))
-    ceilings = [(cls, ceiling, "") for cls, ceiling in settings.max_rate.items()]
+            "goal reached", reached, scored, verdict) + ("" if by_hand else " (the default floor)"),
+            "goal_reached", reached, scored, floor))
+    ceilings: list[tuple[str, float, str]] = [(cls, ceiling, "") for cls, ceiling in settings.max_rate.items()]
     if settings.progress_ceiling < 1:
         ceilings += [(cls, settings.progress_ceiling, " (release.progress_ceiling)")
                      for cls in PROGRESS_CLASSES if cls not in settings.max_rate]
     for cls, ceiling, by_default in ceilings:
         k, n = counts[cls]
         if not n and by_default:
-            unchecked.append(f"the ceiling on {cls}{suffix}: no conversation could decide it (UNVERIFIABLE)")
+            unchecked.append(Unchecked(cls, f"the ceiling on {cls}{suffix}: no conversation could decide it "
+                                            "(UNVERIFIABLE)"))
             continue
         ok = n > 0 and k / n <= ceiling
         criteria.append(Criterion(f"release.max_rate.{cls}{suffix}", ok, _compared(
-            cls, k, n, f"within the ceiling {ceiling:.1%}" if ok else f"above the ceiling {ceiling:.1%}") + by_default))
+            cls, k, n, f"within the ceiling {ceiling:.1%}" if ok else f"above the ceiling {ceiling:.1%}") + by_default,
+            cls, k, n, ceiling))
     return ReleaseCheck(tuple(criteria), tuple(unchecked))
 
 

@@ -36,6 +36,10 @@ and decides one of three things:
 
 Every cell gets the same repetitions each round (no adaptive allocation: the permutation test
 assumes the candidate's repetitions per cell do not depend on its outcomes).
+
+The settings are budgets.toml's [gate.sequential] (`simrun.scoring.settings.SequentialSection`,
+bounds and all); a run made in rounds keeps those it started with, and they are read back
+through the same model (`simrun.scoring.settings.stored_sequential`).
 """
 
 from __future__ import annotations
@@ -45,40 +49,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simrun.scoring.errors import GateError
-from simrun.scoring.gate.compare import GateSettings, gate_verdict, slice_masks
+from simrun.scoring.gate.compare import gate_verdict, slice_masks
 from simrun.scoring.gate.futility import Futility, beta_spent, se_at_rise
 from simrun.scoring.gate.looks import look_level
 from simrun.scoring.gate.summary import TESTED, RunSummary, first_repetitions
 from simrun.scoring.gate.verdict import GateResult
+from simrun.scoring.settings import GateSection, SequentialSection
 
 DECISIONS = ("failed", "passed", "continue", "inconclusive")
 
 
-@dataclass(frozen=True)
-class SequentialSettings:
-    max_rounds: int = 20            # the round cap: undecided there is inconclusive
-    per_round: int = 1              # repetitions of every cell per round
-    spending: float = 1.0           # rho of alpha * t ** rho: larger spends less early
-    beta: float = 0.10              # the pass side's error at a rise of min_effect, per class
-    beta_spending: float = 0.5      # rho of beta * t ** rho: smaller lets a clean run pass sooner
-    exact: bool = True              # the fail side's levels from the looks' joint law (else the union bound)
-
-
-def spent(alpha: float, k: float, settings: SequentialSettings) -> float:
+def spent(alpha: float, k: float, settings: SequentialSection) -> float:
     """Alpha spent by look k (k may be fractional: a partial last round)."""
     t = min(max(k / settings.max_rounds, 0.0), 1.0)
-    return alpha * t ** settings.spending
-
-
-@dataclass(frozen=True)
-class _AtLook:
-    """The gate's settings with the look's share of alpha."""
-
-    alpha: float
-    min_effect: float
-    min_effect_slice: float
-    correction: str
-    permutations: int
+    return alpha * float(t ** settings.spending)
 
 
 @dataclass(frozen=True)
@@ -113,7 +97,7 @@ class Look:
 class Sequential:
     looks: tuple[Look, ...]
     decision: str                   # failed | passed | continue | inconclusive
-    settings: SequentialSettings
+    settings: SequentialSection
     reason: str
 
     @property
@@ -142,7 +126,7 @@ def _rounds(k: float) -> str:
     return str(int(k)) if k == int(k) else f"{k:.2f}"
 
 
-def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, seq: SequentialSettings,
+def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSection, seq: SequentialSection,
           k: float, repetitions: int, earlier: list[Look]) -> Look:
     before = earlier[-1] if earlier else None
     total = spent(settings.alpha, k, seq)
@@ -186,7 +170,7 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
         # at the same level, less the baseline's rate, and the wider of the two is kept.
         high = max(high, _exact_upper(verdict.candidate.fired, verdict.candidate.scored, _sf(c))
                    - (verdict.baseline.rate or 0.0))
-        if old is not None and old.high is not None:
+        if old is not None and old.low is not None and old.high is not None:     # set together
             low, high = max(low, old.low), min(high, old.high)
         bounds.append(Bound(verdict.cls, verdict.delta, low, high, futility))
     if not result.passed:
@@ -195,16 +179,18 @@ def _look(baseline: RunSummary, candidate: RunSummary, settings: GateSettings, s
         decision = "passed"
     else:
         decision = "continue"
+    # Every candidate holds its repetitions here (`sequential_gate` refuses one that does not).
     conversations = sum(len([r for r in held.held if r < repetitions])
-                        for held in sofar.repetitions_held.values())
+                        for held in (sofar.repetitions_held or {}).values())
     return Look(k, repetitions, conversations, level, total, tuple(bounds), decision, result)
 
 
-def _at(level: float, settings: GateSettings) -> _AtLook:
-    return _AtLook(level, settings.min_effect, settings.min_effect_slice, settings.correction, settings.permutations)
+def _at(level: float, settings: GateSection) -> GateSection:
+    """The gate's settings with the look's share of alpha (a share of a valid alpha: within its bounds)."""
+    return settings.model_copy(update={"alpha": level})
 
 
-def _level(baseline: RunSummary, sofar: RunSummary, result: GateResult, settings: GateSettings,
+def _level(baseline: RunSummary, sofar: RunSummary, result: GateResult, settings: GateSection,
            earlier: list[Look], repetitions: int, share: float, total: float) -> float:
     """This look's level from the looks' joint law (`simrun.scoring.gate.looks`), on the cells and
     slices the look's gate (`result`) compared; the union bound's `share` where the runs do not
@@ -247,12 +233,13 @@ def _sf(x: float) -> float:
     return float(ndtr(-x))
 
 
-def sequential_gate(baseline: RunSummary, candidate: RunSummary, settings: GateSettings,
-                    seq: SequentialSettings = SequentialSettings(), *, finished: bool = False,
+def sequential_gate(baseline: RunSummary, candidate: RunSummary, settings: GateSection,
+                    seq: SequentialSection | None = None, *, finished: bool = False,
                     previous: Sequential | None = None) -> Sequential:
     """Every look the candidate's repetitions allow, from the first round (or after `previous`,
     whose looks are kept), until one decides. `finished`: the candidate will run no more (the
     cap, the budget, or a stored run judged as it is), so undecided is inconclusive."""
+    seq = seq if seq is not None else SequentialSection()      # budgets.toml's defaults
     if candidate.repetitions_held is None:
         raise GateError(f"{candidate.source}: the sequential gate needs to know which repetition fired what "
                         f"({candidate.why_no_repetitions})")
@@ -277,9 +264,9 @@ def sequential_gate(baseline: RunSummary, candidate: RunSummary, settings: GateS
         reason = (f"every class's upper bound rules out a rise of {100 * settings.min_effect:.0f} pts "
                   f"(highest upper bound {_pts(max((b.high for b in last.bounds if b.high is not None), default=0))})")
     else:
-        open_ = [b for b in last.bounds if b.high is not None and b.high >= settings.min_effect]
+        open_ = [(b.cls, b.high) for b in last.bounds if b.high is not None and b.high >= settings.min_effect]
         reason = ("no regression established, and a rise of the minimum effect not ruled out for "
-                  + ", ".join(f"{b.cls} (up to {_pts(b.high)})" for b in open_[:4])
+                  + ", ".join(f"{cls} (up to {_pts(high)})" for cls, high in open_[:4])
                   + (f" and {len(open_) - 4} more" if len(open_) > 4 else ""))
         if finished or last.repetitions >= cap:
             decision = "inconclusive"

@@ -166,6 +166,7 @@ def _testable_somehow(family: Family) -> np.ndarray:
     of the slice where both runs hold a conversation, with two or more scored and some but not
     all of them fired, so that each run can get a scored one and the rates can differ)."""
     conv = family.conversations
+    assert conv is not None     # called only for a family whose runs say which repetition fired what
     cells = family.fired_base.shape[0]
     held_cand = np.bincount(conv.cell[conv.candidate], minlength=cells) > 0
     held_base = np.bincount(conv.cell[~conv.candidate], minlength=cells) > 0

@@ -184,7 +184,7 @@ def summary_from_counts(run_id: str, dataset_hash: str, repetitions: int,
                         scorer_version: str = SCORER_VERSION, items: Mapping[str, str] | None = None) -> RunSummary:
     """A summary of conversations given as (persona, goal, repetition, `scorecard_counts`) each."""
     cells: dict[Cell, dict[str, Counts]] = {}
-    rows = []
+    rows: list[tuple[str, str, int, str, str | None, str]] = []     # as _repetitions_from_rows reads them
     for persona, goal, rep, counts in conversations:
         cell = cells.setdefault((persona, goal), {cls: ZERO for cls in GATE_CLASSES})
         cid = f"{persona}/{goal}/{rep}"
@@ -288,6 +288,8 @@ def _validate_items(summary: RunSummary) -> None:
     """The content hashes must be those the dataset hash was made of, and name every cell's
     persona and goal: a baseline cannot claim a cell is unchanged that its hash does not cover."""
     where, items = summary.source, summary.items
+    if items is None:               # a summary that keeps only its dataset hash: nothing to check here
+        return
     if any(not isinstance(k, str) or not isinstance(v, str) for k, v in items.items()):
         raise BaselineError(f"{where}: the persona and goal hashes are not all text")
     if _items_hash(items) != summary.dataset_hash:

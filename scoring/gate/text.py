@@ -13,6 +13,7 @@ from simrun.scoring.gate.sharing import cell_list
 from simrun.scoring.gate.stats import CONFIDENCE, POWER
 from simrun.scoring.gate.summary import GATE_CLASSES
 from simrun.scoring.gate.verdict import ClassVerdict, GateResult
+from simrun.scoring.gate.verdict_lines import Scope, item_scope
 
 MOVED_SHOWN = 10
 FLIPS_SHOWN = 20
@@ -21,7 +22,7 @@ FLIPS_SHOWN = 20
 def delta_text(c: ClassVerdict) -> str:
     if c.delta is None:
         return "–"
-    if c.low is None:
+    if c.low is None or c.high is None:
         return pts(c.delta)
     return f"{pts(c.delta)} ({100 * c.low:+.1f} to {100 * c.high:+.1f})"
 
@@ -101,12 +102,19 @@ def subset_text(result: GateResult) -> str:
 def sharing_lines(result: GateResult) -> list[str]:
     """The new goals and personas with their rates, then what was removed: one line each."""
     lines = [f"new, not gated against the baseline: {s}: {s.rate_text(GATE_CLASSES)}" for s in result.new]
+    return lines + [text for _, text in removed_lines(result)]
+
+
+def removed_lines(result: GateResult) -> list[tuple[Scope, str]]:
+    """What the baseline held and the candidate does not: each goal and persona removed, then the
+    other cells it lacks; one line each, with the part of the dataset it names."""
     removed = [c for c in result.sharing.changes if c.change == "removed"]
-    lines += [f"removed: {c.kind} {c.id}" for c in removed]
+    lines = [(item_scope(c.kind, c.id), f"removed: {c.kind} {c.id}") for c in removed]
     gone = {(c.kind, c.id) for c in removed}
     rest = tuple(c for c in result.sharing.removed if ("persona", c[0]) not in gone and ("goal", c[1]) not in gone)
     if rest:
-        lines.append(f"removed: the candidate does not hold the baseline's cells {cell_list(rest)}")
+        lines.append((item_scope("cells", cells=rest),
+                      f"removed: the candidate does not hold the baseline's cells {cell_list(rest)}"))
     return lines
 
 
@@ -147,22 +155,31 @@ def markdown(result: GateResult) -> str:
     moved, more = moved_lines(result)
     lines += ["", "### Cells whose rate rose most", ""] + [f"- {line}" for line in moved] + ([more] if more else [])
     lines += ["", "### Flipped conversations", "", flip_summary(result), ""]
-    shown = (result.flips or ())[:FLIPS_SHOWN]
+    flips = result.flips or ()
+    shown = flips[:FLIPS_SHOWN]
     lines += [f"- `{f.conversation_id}` {f.cls}" for f in shown]
-    if len(result.flips or ()) > len(shown):
-        lines.append(f"… and {len(result.flips) - len(shown)} more")
+    if len(flips) > len(shown):
+        lines.append(f"… and {len(flips) - len(shown)} more")
     lines += ["", f"<sub>{method_text(result)}.</sub>", ""]
     return "\n".join(lines)
 
 
 def junit_xml(result: GateResult) -> str:
+    """The gate's suite (`gate_suite`) as a JUnit XML document of its own."""
+    failures = len(result.failures)
+    suites = ET.Element("testsuites", name="simrun gate", tests=str(len(result.classes)), failures=str(failures))
+    suites.append(gate_suite(result))
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def gate_suite(result: GateResult) -> ET.Element:
     """One testcase per class; a regression (overall or in a slice) or a violation is a failure.
     The suite's output lists the cells that rose most and the flipped conversations."""
     failures = len(result.failures)
-    suites = ET.Element("testsuites", name="simrun gate", tests=str(len(result.classes)), failures=str(failures))
     skipped = sum(c.verdict == "untested" for c in result.classes)
-    suite = ET.SubElement(suites, "testsuite", name=f"simrun gate {result.candidate.run_id} vs {result.baseline.run_id}",
-                          tests=str(len(result.classes)), failures=str(failures), errors="0", skipped=str(skipped))
+    suite = ET.Element("testsuite", name=f"simrun gate {result.candidate.run_id} vs {result.baseline.run_id}",
+                       tests=str(len(result.classes)), failures=str(failures), errors="0", skipped=str(skipped))
     flips_of: dict[str, list[str]] = {}
     for f in result.flips or ():
         flips_of.setdefault(f.cls, []).append(f.conversation_id)
@@ -174,7 +191,8 @@ def junit_xml(result: GateResult) -> str:
         flipped = flips_of.get(c.cls, [])
         if flipped:
             shown = ", ".join(flipped[:FLIPS_SHOWN])
-            detail += f"\nflipped conversations ({len(flipped)}): {shown}" + (" …" if len(flipped) > FLIPS_SHOWN else "")
+            detail += f"\nflipped conversations ({len(flipped)}): {shown}" + (
+                " …" if len(flipped) > FLIPS_SHOWN else "")
         if c.failed:
             message = "; ".join(([f"over all cells: {c.reason}"] if c.regressed_overall or c.kind == "guarantee"
                                  else []) + [s.statement() for s in c.slice_failures])
@@ -190,5 +208,4 @@ def junit_xml(result: GateResult) -> str:
              "cells whose rate rose most:", *moved,
              more, flip_summary(result), *flips, rest, method_text(result)]
     ET.SubElement(suite, "system-out").text = "\n".join(p for p in parts if p)
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    return suite

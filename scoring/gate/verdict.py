@@ -82,7 +82,8 @@ class MovedCell:
 
     @property
     def rise(self) -> float:
-        return self.candidate.rate - self.baseline.rate
+        # A cell moved only where both runs decided the class: both rates are known.
+        return (self.candidate.rate or 0.0) - (self.baseline.rate or 0.0)
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,11 @@ class GateResult:
     def headline(self) -> str:
         if self.passed:
             return "passed: no class rose significantly, overall or in any goal or persona, and every guarantee held"
+        return "FAILED: " + self.failure_text()
+
+    def failure_text(self) -> str:
+        """What failed, in words: the guarantees broken, then the classes that regressed and where
+        ("" when the gate passed). The run's verdict quotes it (`simrun.scoring.gate.run_verdict`)."""
         parts = []
         violated = [c.cls for c in self.failures if c.verdict == "violated"]
         if violated:
@@ -174,7 +180,7 @@ class GateResult:
                 regressed.append(f"{c.cls} (in {shown})")
         if regressed:
             parts.append("regressions: " + ", ".join(regressed))
-        return "FAILED: " + "; ".join(parts)
+        return "; ".join(parts)
 
     def repetitions_needed(self, rise: float | None = None) -> dict[str, int | None]:
         """Per tested class: the repetitions per cell at which a rise of `rise` (default: the

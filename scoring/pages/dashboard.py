@@ -39,15 +39,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jinja2 import Environment
 from markupsafe import Markup
 
 from simrun.scoring.checks.scorer import ALL_CLASSES, GUARANTEES
 from simrun.scoring.errors import SimrunError
-from simrun.scoring.gate.release import ReleaseSettings
 from simrun.scoring.gate.run_verdict import RunVerdict, verdict_of_run
 from simrun.scoring.gate.summary import RunSummary
 from simrun.scoring.pages.render import environment, write_page
 from simrun.scoring.pages.verdicts import Judged, Verdict, judge
+from simrun.scoring.settings import ReleaseSection
 from simrun.scoring.store.database import Store
 from simrun.scoring.store.rates import _EXCLUDED, wilson_sql
 from simrun.scoring.store.rows import labels_of
@@ -109,7 +110,7 @@ class Run:
                      self.conversations, counts))
 
     @property
-    def same_copy(self) -> tuple:
+    def same_copy(self) -> tuple[str, dt.datetime, str, float]:
         return (self.scores, self.started_at, self.status, self.spent)
 
     # What the table shows, as text (the template escapes it).
@@ -117,7 +118,9 @@ class Run:
     @property
     def goal_text(self) -> str:
         k, n, low, high = self.rates["goal_reached"]
-        return f"{100 * k / n:.1f}% ({k}/{n}) {100 * low:.1f}–{100 * high:.1f}%" if n else "–"
+        if not n or low is None or high is None:
+            return "–"
+        return f"{100 * k / n:.1f}% ({k}/{n}) {100 * low:.1f}–{100 * high:.1f}%"
 
     @property
     def broken_text(self) -> str:
@@ -243,7 +246,8 @@ def judge_groups(groups: list[Group], stores: Sequence[Store], settings: Any, fo
                  baseline: RunSummary | None = None) -> None:
     """Each run against the baseline, if there is one, and against the newest earlier finished,
     unsharded run of its group, by the gate."""
-    pairs, judged = [], []
+    pairs: list[tuple[Judged | RunSummary, Judged]] = []
+    judged: list[tuple[Run, str]] = []
     if baseline is not None:
         runs = [run for group in groups for run in group.runs]
         pairs += [(baseline, Judged(run.run_id, stores[run.source], run.scores)) for run in runs]
@@ -270,9 +274,9 @@ def newest(groups: list[Group]) -> list[Run]:
     return sorted((group.runs[-1] for group in groups if group.runs), key=lambda r: r.started_at, reverse=True)
 
 
-def judge_newest(groups: list[Group], stores: Sequence[Store], settings: Any, release: ReleaseSettings | None,
+def judge_newest(groups: list[Group], stores: Sequence[Store], settings: Any, release: ReleaseSection | None,
                  baseline: RunSummary | None, known: Sequence[RunVerdict] = (),
-                 fallback: ReleaseSettings | None = None) -> None:
+                 fallback: ReleaseSection | None = None) -> None:
     """The newest run of each dataset gets its whole verdict, the very one `simrun` printed and
     exited with (`known`: verdicts made already, by the run that writes this page; each other
     judged under `release` if given, else the criteria it ran with, else `fallback`): the top
@@ -284,8 +288,8 @@ def judge_newest(groups: list[Group], stores: Sequence[Store], settings: Any, re
 
 
 def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSummary | None = None,
-                    gate_settings: Any = None, env=None, release: ReleaseSettings | None = None,
-                    known: Sequence[RunVerdict] = (), fallback: ReleaseSettings | None = None) -> Path:
+                    gate_settings: Any = None, env: Environment | None = None, release: ReleaseSection | None = None,
+                    known: Sequence[RunVerdict] = (), fallback: ReleaseSection | None = None) -> Path:
     """Write the dashboard of every run in `stores` to `out`; reports beside it are linked. With
     `gate_settings`, the runs are judged by the gate, and the newest of each dataset by its whole
     verdict (`known`: verdicts made already), under the `release` criteria if given, else those it
@@ -307,7 +311,7 @@ def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSu
 
 
 def page(runs: list[Run], groups: list[Group], files: list[str], reports: set[str],
-         baseline: RunSummary | None, judged: bool) -> dict:
+         baseline: RunSummary | None, judged: bool) -> dict[str, Any]:
     """The template's context: the table's rows, and the figures the charts are drawn from."""
     index = {id(run): i for i, run in enumerate(runs)}
     users = sorted({r.user_backend for r in runs})
@@ -351,9 +355,9 @@ def _baseline_rates(baseline: RunSummary) -> dict[str, float]:
     return {cls: round(rate, 5) for cls, rate in rates.items() if rate is not None}
 
 
-def _run_data(run: Run, reports: set[str]) -> dict:
+def _run_data(run: Run, reports: set[str]) -> dict[str, Any]:
     per = run.per_conversation
-    judged = {} if run.verdict is None else {"verdict": run.verdict.state}
+    judged: dict[str, Any] = {} if run.verdict is None else {"verdict": run.verdict.state}
     if run.base_verdict is not None:
         judged |= {"base": run.base_verdict.state, "base_headline": run.base_verdict.headline}
     if run.verdict is not None and run.verdict.state != "passed":
@@ -369,16 +373,18 @@ def _run_data(run: Run, reports: set[str]) -> dict:
     }
 
 
-def _rate(counts: tuple | None) -> list | None:
+def _rate(counts: tuple[int, int, float | None, float | None] | None) -> list[int] | None:
     """[k, n, low, high], the interval's ends in hundredths of a percent (what the page shows, and
     a third shorter than decimals)."""
     if counts is None or not counts[1]:
         return None
     k, n, low, high = counts
+    if low is None or high is None:
+        return None
     return [k, n, round(low * 10_000), round(high * 10_000)]
 
 
-def _script_json(data: dict) -> Markup:
+def _script_json(data: dict[str, Any]) -> Markup:
     """JSON to embed in <script type="application/json">: no text in it can end the element."""
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     return Markup(text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))

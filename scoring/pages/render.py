@@ -21,6 +21,7 @@ import secrets as random_names
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, select_autoescape
+from jinja2.bccache import Bucket
 from markupsafe import Markup
 
 from simrun.scoring import secrets
@@ -39,13 +40,13 @@ class _QuietCache(FileSystemBytecodeCache):
     """A cache that is only ever a saving: a file it cannot write (a full disk) or read costs
     the compilation it would have spared, never the report."""
 
-    def load_bytecode(self, bucket) -> None:
+    def load_bytecode(self, bucket: Bucket) -> None:
         try:
             super().load_bytecode(bucket)
         except OSError:
             pass
 
-    def dump_bytecode(self, bucket) -> None:
+    def dump_bytecode(self, bucket: Bucket) -> None:
         try:
             super().dump_bytecode(bucket)
         except OSError:
@@ -87,14 +88,14 @@ def environment(user_templates: Path | None = None) -> Environment:
     return env
 
 
-def clip(value, limit: int = TEXT_CHARS) -> str:
+def clip(value: object, limit: int = TEXT_CHARS) -> str:
     """At most `limit` characters of a text, and how many more there were; secrets cut out of
     the whole text first."""
     text = secrets.redact("" if value is None else str(value))
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
-def _bounded(value):
+def _bounded(value: object) -> object:
     """What any `{{ ... }}` prints: a text (or anything printed as one) clipped to TEXT_CHARS;
     markup the templates build themselves (charts, filters' output) and numbers as they are."""
     if value is None or isinstance(value, (Markup, bool, int, float)):

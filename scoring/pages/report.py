@@ -2,14 +2,17 @@
 
 Aggregates come from DuckDB; only the worst transcripts are embedded, turn by turn, with their
 findings pinned to the turns they belong to. Against a baseline, it shows the gate's verdict and
-"What changed": the conversations that flipped, baseline and candidate side by side. Templates live in `scoring/pages/templates`, autoescaped:
-a runtime's reply is always shown as text, never as markup.
+"What changed": the conversations that flipped, baseline and candidate side by side. Templates
+live in `scoring/pages/templates`, autoescaped: a runtime's reply is always shown as text, never
+as markup. The verdict at the top is rendered from its records (`simrun.scoring.gate.verdict_lines`):
+each reason links to its evidence by its kind and classes, never by its words.
 """
 
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment
 
@@ -17,10 +20,13 @@ from simrun.scoring.checks.scorer import GUARANTEES
 from simrun.scoring.errors import SimrunError, StoreError
 from simrun.scoring.gate.competence import competence
 from simrun.scoring.gate.run_verdict import RunVerdict, verdict_of_run
-from simrun.scoring.gate.summary import GATE_CLASSES
+from simrun.scoring.gate.summary import GATE_CLASSES, RunSummary
+from simrun.scoring.gate.verdict import GateResult
+from simrun.scoring.gate.verdict_lines import Kind, Line
 from simrun.scoring.pages import charts
 from simrun.scoring.pages.dashboard import build_dashboard
 from simrun.scoring.pages.render import environment, write_page
+from simrun.scoring.settings import GateSection, ReleaseSection
 from simrun.scoring.store import rates as R
 from simrun.scoring.store.database import Store
 from simrun.scoring.store.reasons import unverifiable_reasons
@@ -31,11 +37,11 @@ MEMBERS_SHOWN = 300
 FLIPS_EMBEDDED = 20         # flipped conversations shown side by side; the rest are counted
 
 
-def _embedded(store: Store, run_id: str, conversation_id: str, row: dict | None = None) -> dict:
+def _embedded(store: Store, run_id: str, conversation_id: str, row: dict[str, Any] | None = None) -> dict[str, Any]:
     """A conversation as the transcript template shows it: its row, its turns, findings by turn."""
     if row is None:
         row = store.conversation_row(run_id, conversation_id)
-    by_turn: dict = {}
+    by_turn: dict[int | None, list[dict[str, Any]]] = {}
     for f in store.findings(run_id, conversation_id):
         by_turn.setdefault(f["turn"], []).append(f)
     row.setdefault("classes", sorted({f["class"] for fs in by_turn.values() for f in fs}))
@@ -52,14 +58,14 @@ def first_divergence(a: Transcript, b: Transcript) -> int | None:
     return None
 
 
-def what_changed(store: Store, run_id: str, gate) -> dict:
+def what_changed(store: Store, run_id: str, gate: GateResult) -> dict[str, Any]:
     """The flipped conversations, baseline and candidate side by side (the first FLIPS_EMBEDDED)."""
-    by_conversation: dict = {}
+    by_conversation: dict[tuple[str, str], list[str]] = {}
     for f in gate.flips or ():
         by_conversation.setdefault((f.conversation_id, f.baseline_id), []).append(f.cls)
     # Shown in turns, one class after another (failing classes first), so that every class that
     # flipped has examples among those embedded.
-    queues: dict = {}
+    queues: dict[str, list[tuple[str, str]]] = {}
     for key, classes in by_conversation.items():
         queues.setdefault(classes[0], []).append(key)
     order = [key for group in itertools.zip_longest(*queues.values()) for key in group if key is not None]
@@ -80,17 +86,21 @@ def what_changed(store: Store, run_id: str, gate) -> dict:
 EXAMPLES = 3                # transcripts linked from each class that fired, at the top of the page
 
 
-def evidence_anchor(reason: str, fired: list[str], gate) -> str:
-    """Where the page shows the evidence behind one of the verdict's reasons: the gate's table,
-    else the first class that fired named in it, else the class rates."""
-    if gate is not None and reason.startswith(("gate", "new, not gated")):
+GATE_KINDS = frozenset({Kind.GATE_REGRESSION, Kind.BASELINE_REFUSED, Kind.NEW_NOT_GATED})
+
+
+def evidence_anchor(reason: Line, fired: list[str], gate: GateResult | None) -> str:
+    """Where the page shows the evidence behind one of the verdict's reasons: the gate's table for
+    the gate's reasons, else the first class it concerns that fired, else the class rates."""
+    if gate is not None and reason.kind in GATE_KINDS:
         return "#gate"
-    named = sorted((reason.find(cls), cls) for cls in fired if cls in reason)
-    return f"#fired-{named[0][1]}" if named else "#rates"
+    named = [cls for cls in reason.classes if cls in fired]
+    return f"#fired-{named[0]}" if named else "#rates"
 
 
-def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: int = 3,
-                   baseline=None, gate_settings=None, release=None, verdict: RunVerdict | None = None) -> dict:
+def report_context(store: Store, run_id: str | None, worst_limit: int = 20, per_class: int = 3,
+                   baseline: RunSummary | None = None, gate_settings: GateSection | None = None,
+                   release: ReleaseSection | None = None, verdict: RunVerdict | None = None) -> dict[str, Any]:
     run = store.run(run_id)
     run_id = run["run_id"]
     if verdict is None:
@@ -130,7 +140,7 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
     examples = {r.cls: [cid for cid in members[r.cls] if cid in embedded][:EXAMPLES] for r in fired}
     return {
         "fired": fired, "examples": examples,
-        "reason_links": {r: evidence_anchor(r, [f.cls for f in fired], gate) for r in verdict.reasons},
+        "reason_links": [evidence_anchor(r, [f.cls for f in fired], gate) for r in verdict.reasons],
         "costs": R.costs(store, run_id) if user != "scripted" else None,
         "competence": competence(store, user) if user != "scripted" else None,
         "gate": gate, "changed": changed, "filter_classes": filter_classes, "verdict": verdict,
@@ -143,15 +153,17 @@ def report_context(store: Store, run_id: str, worst_limit: int = 20, per_class: 
         "violations": R.guarantee_violations(class_rates),
         "undecided_guarantees": [r.cls for r in class_rates if r.kind == "guarantee" and not r.scored],
         "worst": transcripts, "embedded": embedded,
-        "members": members, "member_counts": R.fired_counts(store, run_id), "cells": cells, "severity": R.SEVERITY, "set_aside": R.set_aside(store, run_id),
+        "members": members, "member_counts": R.fired_counts(store, run_id), "cells": cells, "severity": R.SEVERITY,
+        "set_aside": R.set_aside(store, run_id),
         "personas": personas, "goals": goals,
         "cell_map": {(c["persona"], c["goal"]): c for c in cells},
     }
 
 
 def build_report(store: Store, run_id: str | None, out_dir: Path | str = "reports",
-                 user_templates: Path | None = None, baseline=None, gate_settings=None,
-                 release=None, verdict: RunVerdict | None = None) -> Path:
+                 user_templates: Path | None = None, baseline: RunSummary | None = None,
+                 gate_settings: GateSection | None = None, release: ReleaseSection | None = None,
+                 verdict: RunVerdict | None = None) -> Path:
     """Write the run's report, its verdict first (`verdict`, or made here from the release
     criteria and the baseline), and the dashboard of every run in the store beside it (each run
     judged by the gate against the baseline and the one before it, when `gate_settings` are given)."""
@@ -171,8 +183,9 @@ def build_report(store: Store, run_id: str | None, out_dir: Path | str = "report
     return path
 
 
-def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings=None,
-                baseline=None, release=None, verdict: RunVerdict | None = None) -> Path:
+def build_index(store: Store, out_dir: Path, env: Environment | None = None, gate_settings: GateSection | None = None,
+                baseline: RunSummary | None = None, release: ReleaseSection | None = None,
+                verdict: RunVerdict | None = None) -> Path:
     """reports/index.html: the dashboard of every run in the store (`simrun.scoring.pages.dashboard`), the
     newest run of each dataset judged against the same baseline as the report, under the criteria
     it ran with (`release` for one that kept none)."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -35,9 +35,10 @@ import duckdb
 
 from simrun.scoring.errors import SimrunError
 from simrun.scoring.gate.compare import gate_verdict
-from simrun.scoring.gate.sequential import SequentialSettings, sequential_gate
+from simrun.scoring.gate.sequential import sequential_gate
 from simrun.scoring.gate.summary import GATE_CLASSES, RunSummary, summary_from_store
 from simrun.scoring.pages.render import write_file
+from simrun.scoring.settings import SequentialSection, from_store
 from simrun.scoring.store.database import Store
 
 MEMORY = ".gate-verdicts.json"
@@ -95,16 +96,17 @@ def judge(pairs: Sequence[tuple[Judged | RunSummary, Judged]], settings: Any, fo
     return [used[key] for key in keys]
 
 
-def store_verdicts(store: Store) -> list:
+def store_verdicts(store: Store) -> list[tuple[str, str, str, Any]]:
     try:
         return store.gate_verdicts()
     except (duckdb.Error, ValueError):
         return []               # a file that lacks the table, or holds a damaged row: nothing remembered
 
 
-def _keep_in_stores(pairs, keys: list[str], verdicts: dict[str, Verdict], remembered: dict) -> None:
+def _keep_in_stores(pairs: Sequence[tuple[Judged | RunSummary, Judged]], keys: list[str],
+                    verdicts: dict[str, Verdict], remembered: dict[str, Verdict]) -> None:
     """New verdicts of pairs within one writable database, kept in it."""
-    by_store: dict[int, tuple[Store, dict]] = {}
+    by_store: dict[int, tuple[Store, dict[str, tuple[str, str, str, list[str]]]]] = {}
     for (previous, run), key in zip(pairs, keys):
         if isinstance(previous, Judged) and previous.store is run.store and not run.store.read_only \
                 and key not in remembered:
@@ -129,7 +131,8 @@ def _scores(side: Judged | RunSummary) -> str:
                                       side.repetitions_held is not None]).encode()).hexdigest()
 
 
-def _summary(summaries: dict, side: Judged | RunSummary) -> RunSummary | SimrunError:
+def _summary(summaries: dict[tuple[int, str], RunSummary | SimrunError],
+             side: Judged | RunSummary) -> RunSummary | SimrunError:
     if isinstance(side, RunSummary):
         return side
     key = (id(side.store), side.run_id)
@@ -141,7 +144,7 @@ def _summary(summaries: dict, side: Judged | RunSummary) -> RunSummary | SimrunE
     return summaries[key]
 
 
-def _rounds(run: Judged) -> dict | None:
+def _rounds(run: Judged) -> dict[str, Any] | None:
     try:
         rounds = (run.store.run(run.run_id).get("config") or {}).get("sequential")
     except SimrunError:
@@ -150,13 +153,15 @@ def _rounds(run: Judged) -> dict | None:
 
 
 def _judge(previous: RunSummary | SimrunError, run: RunSummary | SimrunError, settings: Any,
-           rounds: dict | None = None) -> Verdict:
-    for side in (previous, run):
-        if isinstance(side, SimrunError):
-            return Verdict("not compared", str(side)[:HEADLINE_CHARS])
+           rounds: dict[str, Any] | None = None) -> Verdict:
+    if isinstance(previous, SimrunError):
+        return Verdict("not compared", str(previous)[:HEADLINE_CHARS])
+    if isinstance(run, SimrunError):
+        return Verdict("not compared", str(run)[:HEADLINE_CHARS])
     try:
         if rounds is not None:
-            done = sequential_gate(previous, run, settings, SequentialSettings(**rounds), finished=True)
+            seq = from_store(SequentialSection, rounds, f"{getattr(run, 'source', 'the run')}: runs.config.sequential")
+            done = sequential_gate(previous, run, settings, seq, finished=True)
             if done.decision != "failed":
                 return Verdict("passed" if done.decision == "passed" else "inconclusive",
                                done.line()[:HEADLINE_CHARS])
@@ -169,10 +174,10 @@ def _judge(previous: RunSummary | SimrunError, run: RunSummary | SimrunError, se
                    tuple(c.cls for c in result.failures))
 
 
-def _settings_key(settings: Any) -> list:
+def _settings_key(settings: Any) -> list[Any]:
     if hasattr(settings, "model_dump"):
         fields = settings.model_dump()
-    elif dataclasses.is_dataclass(settings):
+    elif dataclasses.is_dataclass(settings) and not isinstance(settings, type):
         fields = dataclasses.asdict(settings)
     else:
         fields = dict(vars(settings))
@@ -197,7 +202,7 @@ def _recall(path: Path) -> dict[str, Verdict]:
                   for key, v in entries.items() if isinstance(v, dict))
 
 
-def _valid(entries) -> dict[str, Verdict]:
+def _valid(entries: Iterable[tuple[Any, Any, Any, Any]]) -> dict[str, Verdict]:
     """(key, state, headline, classes) entries from a memory, those that can be verdicts."""
     return {key: Verdict(state, headline[:HEADLINE_CHARS], tuple(classes))
             for key, state, headline, classes in entries

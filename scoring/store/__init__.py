@@ -11,6 +11,6 @@
     merge       the shards of one run joined into one
     seen        what a run's stores held, and the goals that name what none held
 
-Imports: the shared vocabulary of `scoring`, `simrun.scoring.dataset` and the judge
+Imports: the shared vocabulary of `simrun.scoring`, `simrun.scoring.dataset` and the judge
 (`simrun.scoring.checks`), never the gate or the pages.
 """

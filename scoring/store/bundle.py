@@ -48,7 +48,7 @@ from simrun.scoring.storable import (
 from simrun.scoring.store.database import Store
 from simrun.scoring.store.rescore import check_items, dataset_items
 from simrun.scoring.store.rows import Finished
-from simrun.scoring.transcript import END_REASONS, Transcript, TurnRecord, UserTurn
+from simrun.scoring.transcript import EndReason, Transcript, TurnRecord, UserTurn
 
 FORMAT_VERSION = 1
 MAX_BUNDLE_BYTES = 1 << 30
@@ -104,7 +104,7 @@ class Item(_Model):
     turns: list[str] = Field(default_factory=list, description="Follow-up user turns after the prompt.")
     response: str | None = Field(description="The final reply.")
     turn_responses: list[str | None] | None = Field(None, description="Every reply, one per user turn.")
-    end: Literal[END_REASONS] | None = Field(None, description="Why the conversation ended (text-only items).")
+    end: EndReason | None = Field(None, description="Why the conversation ended (text-only items).")
     record: Record | None = Field(None, description="The whole transcript; what is scored when present.")
 
 
@@ -248,7 +248,8 @@ def _check_evidence(bundle: Bundle, path: Path) -> None:
         record = item.record
         if record is None:
             continue
-        answers = [(f"turns.{t.index}.result", TurnResult, t.result) for t in record.turns if t.result is not None]
+        answers: list[tuple[str, type, Any]] = [         # (where, the protocol's shape, the answer)
+            (f"turns.{t.index}.result", TurnResult, t.result) for t in record.turns if t.result is not None]
         answers += [(f"turns.{t.index}.state", State, t.state) for t in record.turns if t.state is not None]
         answers += [(name, State, getattr(record, name)) for name in ("initial_state", "final_state")
                     if getattr(record, name) is not None]

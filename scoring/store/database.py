@@ -187,7 +187,8 @@ class Store:
     def remember_gate_verdicts(self, verdicts: list[tuple[str, str, str, list[str]]]) -> None:
         with transaction(self.con):
             self.con.executemany("INSERT OR REPLACE INTO gate_verdicts VALUES (?, ?, ?, ?, now())",
-                                 [[key, state, headline, to_json(classes)] for key, state, headline, classes in verdicts])
+                                 [[key, state, headline, to_json(classes)]
+                                  for key, state, headline, classes in verdicts])
 
     def set_release_criteria(self, run_id: str, criteria: dict) -> None:
         """The release criteria the run was judged with, kept in its config (`release`): a report
@@ -237,7 +238,7 @@ class Store:
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         conversations, turns, checks, findings, rows = [], [], [], [], []
         for f in finished:
-            t, card, cid = f.encoded().transcript, f.scorecard, f.conversation_id
+            t, card, cid = f.encoded_transcript(), f.scorecard, f.conversation_id
             persona, goal, repetition, seed, *stored = t.conversation
             conversations.append([
                 cid, persona, goal, repetition, seed, card.end, card.goal_reached, card.goal_detail, len(t.turns),

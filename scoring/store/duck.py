@@ -8,10 +8,13 @@ import errno
 import itertools
 import os
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import duckdb
 
 from simrun.scoring import secrets
+from simrun.scoring.errors import StoreError
 
 _names = itertools.count()
 # What the operating system said, which DuckDB quotes after the file's name: fixed words, so
@@ -30,6 +33,15 @@ def reason(exc: duckdb.Error) -> str:
     head = re.split("['\"`]", first, maxsplit=1)[0].rstrip(" :")
     said = [words for words in _OS_REASONS if words in first[len(head):]]
     return (head + (" …" if len(head) < len(first) else "") + "".join(f": {w}" for w in said))[:300]
+
+
+def one_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    """The row of an aggregate query without GROUP BY (a count, a sum, a min and max), which SQL
+    gives whatever the table holds."""
+    row = result.fetchone()
+    if row is None:     # never, for such a query: said as the store's error rather than a TypeError
+        raise StoreError("an aggregate query gave no row: the database was changed, or not written by simrun")
+    return row
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list, *, leading: tuple = ()) -> None:
@@ -59,7 +71,7 @@ def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list, *, leadi
 
 
 @contextlib.contextmanager
-def transaction(con: duckdb.DuckDBPyConnection):
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
     """All of it or nothing. When COMMIT itself fails (a full disk), DuckDB has already ended the
     transaction, and ROLLBACK would fail too, with a message ("no transaction is active") that
     would hide the one that matters: so the first error is the one raised."""

@@ -17,7 +17,7 @@ import duckdb
 from simrun.scoring.errors import ConfigError
 from simrun.scoring.storable import json_text_problem
 from simrun.scoring.store.database import Store, reading
-from simrun.scoring.store.duck import reason, transaction
+from simrun.scoring.store.duck import one_row, reason, transaction
 from simrun.scoring.store.run_ids import new_run_id
 
 TABLES = ("conversations", "turns", "findings", "checks", "model_calls")
@@ -98,8 +98,8 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
                         select = ", ".join("? AS run_id" if c == "run_id" else c for c in columns)
                         con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {select} "
                                     f"FROM shard{n}.{table} WHERE run_id = ?", [run_id, run["run_id"]])
-                spent = con.execute("SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?",
-                                    [run_id]).fetchone()[0]
+                spent = one_row(con.execute("SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?",
+                                            [run_id]))[0]
         except duckdb.Error as exc:
             raise ConfigError(f"cannot join the shards: {reason(exc)}", field="SHARDS") from None
         finally:

@@ -133,7 +133,8 @@ CREATE TABLE user_checks (                              -- `simrun check-user`: 
     user_output VARCHAR,
     conversations INTEGER NOT NULL,
     goal_reached INTEGER NOT NULL,
-    judged INTEGER NOT NULL,                            -- conversations that ended for a reason of the user's or the runtime's
+    judged INTEGER NOT NULL,                            -- conversations that ended for a reason of the user's
+                                                        -- or the runtime's
     threshold DOUBLE NOT NULL,                          -- below this goal-reached share, reports warn
     simulator_errors JSON NOT NULL,                     -- kind -> conversations
     provider_errors INTEGER NOT NULL,

@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from simrun.scoring.store.database import Store
-from simrun.scoring.store.duck import insert_rows
+from simrun.scoring.store.duck import insert_rows, one_row
 from simrun.scoring.store.rows import from_json, to_json
 
 # Calls charged at their worst case, their usage unknown: a server that reports none, an answer
@@ -73,6 +73,6 @@ def conversation_costs(store: Store, backend: str, exclude_run: str | None = Non
 
 def spend(store: Store, run_id: str) -> tuple[Decimal, int]:
     """(the exact sum of a run's call costs, the number of calls)."""
-    total, calls = store.con.execute("SELECT coalesce(sum(cost_usd), 0), count(*) FROM model_calls "
-                                     "WHERE run_id = ?", [run_id]).fetchone()
+    total, calls = one_row(store.con.execute("SELECT coalesce(sum(cost_usd), 0), count(*) FROM model_calls "
+                                             "WHERE run_id = ?", [run_id]))
     return Decimal(total), calls

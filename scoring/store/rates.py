@@ -19,6 +19,7 @@ from statistics import NormalDist
 
 from simrun.scoring.checks.scorer import ALL_CLASSES, GUARANTEES, kind_of
 from simrun.scoring.store.database import Store
+from simrun.scoring.store.duck import one_row
 from simrun.scoring.transcript import NOT_THE_RUNTIME
 
 _EXCLUDED = ", ".join(f"'{r}'" for r in sorted(NOT_THE_RUNTIME))
@@ -129,7 +130,7 @@ def outcome(store: Store, run_id: str) -> Outcome:
     ends = dict(store.con.execute(
         "SELECT end_reason, count(*) FROM conversations WHERE run_id = ? GROUP BY 1 ORDER BY 2 DESC",
         [run_id]).fetchall())
-    row = store.con.execute(f"""
+    row = one_row(store.con.execute(f"""
         SELECT count(*),
                count(*) FILTER (WHERE goal_reached),
                count(*) FILTER (WHERE goal_reached IS NOT NULL),
@@ -137,9 +138,9 @@ def outcome(store: Store, run_id: str) -> Outcome:
                count(*) FILTER (WHERE end_reason = 'runtime_error'),
                avg(turns),
                avg(turns) FILTER (WHERE goal_reached)
-        FROM conversations WHERE run_id = ? AND end_reason NOT IN ({_EXCLUDED})""", [run_id]).fetchone()
-    cost = store.con.execute("SELECT coalesce(sum(cost_usd), 0) FROM conversations WHERE run_id = ?",
-                             [run_id]).fetchone()[0]
+        FROM conversations WHERE run_id = ? AND end_reason NOT IN ({_EXCLUDED})""", [run_id]))
+    cost = one_row(store.con.execute("SELECT coalesce(sum(cost_usd), 0) FROM conversations WHERE run_id = ?",
+                                     [run_id]))[0]
     counted, reached, scored, unver, rt_err, mean_turns, mean_goal = row
     return Outcome(sum(ends.values()), counted, ends, reached, scored, unver, rt_err, mean_turns,
                    mean_goal, float(cost))
@@ -156,8 +157,8 @@ def cells(store: Store, run_id: str) -> list[dict]:
                count(DISTINCT c.conversation_id) FILTER (WHERE c.goal_reached) AS reached,
                count(DISTINCT c.conversation_id) FILTER (WHERE c.end_reason IN ({_EXCLUDED})) AS excluded,
                list(DISTINCT k.class ORDER BY k.class) FILTER (WHERE k.status = 'fired') AS classes,
-               list(DISTINCT c.end_reason ORDER BY c.end_reason) FILTER (WHERE c.end_reason IN ('runtime_error', {_EXCLUDED}))
-                   AS failures
+               list(DISTINCT c.end_reason ORDER BY c.end_reason)
+                   FILTER (WHERE c.end_reason IN ('runtime_error', {_EXCLUDED})) AS failures
         FROM conversations c LEFT JOIN checks k USING (run_id, conversation_id)
         WHERE c.run_id = ? GROUP BY ALL ORDER BY c.persona, c.goal""", [run_id])
     names = [d[0] for d in cur.description]
@@ -328,8 +329,8 @@ def distributions(store: Store, run_id: str) -> dict[str, list[tuple[str, int]]]
                               "GROUP BY 1 ORDER BY 1", [run_id]).fetchall()
     out = {"turns": [(str(t), n) for t, n in turns]}
     for name, column in (("cost", "cost_usd"), ("duration", "duration_ms")):
-        low, high = store.con.execute(f"SELECT min({column}), max({column}) FROM conversations WHERE run_id = ?",
-                                      [run_id]).fetchone()
+        low, high = one_row(store.con.execute(f"SELECT min({column}), max({column}) FROM conversations "
+                                              "WHERE run_id = ?", [run_id]))
         if low is None:
             out[name] = []
             continue
@@ -338,22 +339,22 @@ def distributions(store: Store, run_id: str) -> dict[str, list[tuple[str, int]]]
         rows = dict(store.con.execute(
             f"SELECT least(floor(({column} - ?) / ?), 11)::INTEGER, count(*) FROM conversations "
             "WHERE run_id = ? GROUP BY 1", [low, width, run_id]).fetchall())
-        fmt = (lambda v: f"{v:.4f}") if name == "cost" else (lambda v: f"{v:.1f}" if width < 10 else f"{v:.0f}")
-        out[name] = [(fmt(low + i * width), rows.get(i, 0)) for i in range(12 if high > low else 1)]
+        places = 4 if name == "cost" else 1 if width < 10 else 0    # decimal places of a bucket's label
+        out[name] = [(f"{low + i * width:.{places}f}", rows.get(i, 0)) for i in range(12 if high > low else 1)]
     return out
 
 
 def costs(store: Store, run_id: str) -> dict:
     """What the simulated user's model calls cost: calls, tokens, cache statuses, cost per
     conversation (the probe's calls count in the total, not per conversation)."""
-    calls, uncached, cached, written, output, spent = store.con.execute(
+    calls, uncached, cached, written, output, spent = one_row(store.con.execute(
         "SELECT count(*), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0), "
         "coalesce(sum(cache_write_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cost_usd), 0) "
-        "FROM model_calls WHERE run_id = ?", [run_id]).fetchone()
+        "FROM model_calls WHERE run_id = ?", [run_id]))
     statuses = dict(store.con.execute("SELECT cache_status, count(*) FROM model_calls WHERE run_id = ? "
                                       "GROUP BY 1 ORDER BY 2 DESC", [run_id]).fetchall())
-    conversations, conversation_cost = store.con.execute(
-        "SELECT count(*), coalesce(sum(cost_usd), 0) FROM conversations WHERE run_id = ?", [run_id]).fetchone()
+    conversations, conversation_cost = one_row(store.con.execute(
+        "SELECT count(*), coalesce(sum(cost_usd), 0) FROM conversations WHERE run_id = ?", [run_id]))
     return {"calls": calls, "input_tokens": uncached, "cached_input_tokens": cached, "cache_write_tokens": written,
             "output_tokens": output, "spent_usd": spent, "cache_status": statuses,
             "per_conversation": conversation_cost / conversations if conversations else None}

@@ -58,7 +58,7 @@ def rescore_run(store: Store, run: str | None, dataset: Dataset) -> RescoreResul
         raise RescoreError(f"run {run_id} was made with other versions of {', '.join(changed_items)}; rescoring "
                            "against the edited files would change what the run means: check out the personas "
                            "and goals it was made with, then rescore")
-    before = {}
+    before: dict[str, dict[str, str]] = {}     # conversation -> class -> its status as stored
     for cid, cls, status in store.con.execute("SELECT conversation_id, class, status FROM checks WHERE run_id = ?",
                                               [run_id]).fetchall():
         before.setdefault(cid, {})[cls] = status

@@ -11,7 +11,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, overload
 
 from simrun.scoring.checks.scorer import kind_of
 from simrun.scoring.errors import StoreError
@@ -21,6 +21,14 @@ from simrun.scoring.transcript import Scorecard, Transcript
 class JsonText(str):
     """A value already serialised as JSON (a model call's request, as it was sent): stored as
     it is, not encoded again."""
+
+
+@overload
+def to_json(value: None) -> None: ...
+@overload
+def to_json(value: dict[str, Any] | list[Any]) -> str: ...
+@overload
+def to_json(value: Any) -> str | None: ...
 
 
 def to_json(value: Any) -> str | None:
@@ -54,6 +62,14 @@ def labels_of(stored: Any) -> list[str]:
     return [label for label in labels if isinstance(label, str)][:50] if isinstance(labels, list) else []
 
 
+# persona, goal, repetition, seed, then as JSON: initial state, final state, audit, stop, error;
+# then end reason, session id.
+ConversationColumns = tuple[str, str, int, int, str | None, str | None, str | None, str | None, str | None, str,
+                            str | None]
+# index, then as JSON: the user's turn, the result, the state; then latency in ms.
+TurnColumns = tuple[int, str | None, str | None, str | None, float]
+
+
 @dataclass(frozen=True)
 class EncodedTranscript:
     """A transcript as the store's rows hold it, its JSON already encoded: strings and numbers
@@ -61,8 +77,8 @@ class EncodedTranscript:
     them without decoding anything, and pickling the objects there and back cost more CPU than
     writing them (benchmarks/README.md, "Ray workers against one process")."""
 
-    conversation: tuple           # its columns of the conversations row (see `encode`)
-    turns: tuple[tuple, ...]      # a row of the turns table per turn, less the run and conversation ids
+    conversation: ConversationColumns   # its columns of the conversations row (see `encode`)
+    turns: tuple[TurnColumns, ...]      # a row of the turns table per turn, less the run and conversation ids
 
 
 def encode(transcript: Transcript) -> EncodedTranscript:
@@ -88,9 +104,15 @@ class Finished:
     model_calls: tuple[dict, ...] = ()
 
     def encoded(self) -> Finished:
+        """This conversation with its transcript encoded."""
         if isinstance(self.transcript, EncodedTranscript):
             return self
         return replace(self, transcript=encode(self.transcript))
+
+    def encoded_transcript(self) -> EncodedTranscript:
+        """The transcript encoded: as it came, or encoded here (what `encoded()` holds)."""
+        t = self.transcript
+        return t if isinstance(t, EncodedTranscript) else encode(t)
 
 
 def call_row(run_id: str, conversation_id: str, c: dict, now: dt.datetime) -> list:

@@ -12,7 +12,7 @@ from collections import defaultdict
 from simrun.scoring.checks.goal_names import Seen, goal_problems
 from simrun.scoring.dataset.models import Goal
 from simrun.scoring.store.database import Store
-from simrun.scoring.store.duck import insert_rows, transaction
+from simrun.scoring.store.duck import insert_rows, one_row, transaction
 from simrun.scoring.transcript import NOT_THE_RUNTIME
 
 MOST_NAMES = 100_000         # a hostile store's names stay bounded
@@ -46,7 +46,7 @@ def seen_in_run(store: Store, run_id: str) -> Seen:
     con, run = store.con, {"run": run_id}
     fields: dict[str, set[str]] = defaultdict(set)
     types_of: dict[str, str] = {}
-    if con.execute(f"WITH {_RECORDS} SELECT count(*) FROM records", run).fetchone()[0] <= MOST_RECORDS:
+    if one_row(con.execute(f"WITH {_RECORDS} SELECT count(*) FROM records", run))[0] <= MOST_RECORDS:
         for rtype, path in con.execute(f"""WITH {_RECORDS}
                 SELECT DISTINCT coalesce(rec->>'type', ''), t.fullkey FROM records, json_tree(rec) t
                 WHERE t.fullkey <> '$' AND NOT contains(t.fullkey, '[') LIMIT {MOST_NAMES}""", run).fetchall():

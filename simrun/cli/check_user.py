@@ -11,12 +11,12 @@ import typer
 from simrun.cli.common import BUDGETS, CONFIG, DB, err_line, fail, out, print_competence, say
 from simrun.scoring.errors import ConfigError, SimrunError
 from simrun.scoring.gate.competence import DEFAULT_THRESHOLD, competence
+from simrun.scoring.money import parse_usd, usd
+from simrun.scoring.settings import Budgets, load_budgets
 from simrun.scoring.store.database import Store
 from simrun.simulator import eventloop
 from simrun.simulator.check_user import CheckUser, checks_db, kept, measured_pace, reference_dataset
-from simrun.simulator.config import Budgets, load_budgets
 from simrun.simulator.ledger import Ledger
-from simrun.simulator.money import parse_usd, usd
 from simrun.simulator.progress import RunProgress, duration
 from simrun.simulator.project import given_file, load_project_file, project_db
 from simrun.simulator.users.base import make_user
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             err_line(f"interrupted: {_what_was_kept(checks_db(project_db(db, config)), user)}; run the same command "
                      "again to finish it")
-            raise typer.Exit(130)
+            raise typer.Exit(130) from None
         out.print(f"stored in {path}; every report of a run with {user} shows it beside the rates (its conversations "
                   f"and calls: run {result.run_id} in {kept_in})", highlight=False, soft_wrap=True)
         if result.stopped:

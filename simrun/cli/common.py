@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
+from typing import IO, Any, cast
 
 import typer
 from rich import box
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 from rich.table import Table
+from rich.text import Text
 
 from simrun.scoring.errors import ConfigError, SimrunError
 from simrun.scoring.gate import text as T
 from simrun.scoring.gate import verdict_text as V
 from simrun.scoring.gate.competence import competence
-from simrun.scoring.gate.release import ReleaseSettings
-from simrun.scoring.gate.run_verdict import RunVerdict, verdict_of_run
-from simrun.scoring.gate.summary import RunSummary
+from simrun.scoring.gate.formats import pct
+from simrun.scoring.gate.run_verdict import RunVerdict
+from simrun.scoring.gate.sequential import Sequential
 from simrun.scoring.gate.verdict import GateResult
+from simrun.scoring.gate.verdict_lines import Status
 from simrun.scoring.secrets import redact, register_header
 from simrun.scoring.store.database import Store
 from simrun.scoring.untrusted_text import escaped
@@ -72,11 +76,11 @@ class TextOnlyConsole(Console):
     Rich markup is read from no text unless a call asks for it (`markup=False` by default). Rich's
     own styling is untouched: it is added after, to the segments this yields."""
 
-    def render_str(self, text: str, **kwargs):
+    def render_str(self, text: str, **kwargs: Any) -> Text:
         # Escaped before Rich measures it, so that a table sizes its columns to what is shown.
         return super().render_str(escaped(text), **kwargs)
 
-    def render(self, renderable, options=None):
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         # Text built elsewhere (rich.text.Text) reaches here unescaped: the last line of defence.
         for segment in super().render(renderable, options):
             if segment.control or not segment.text:
@@ -85,8 +89,9 @@ class TextOnlyConsole(Console):
                 yield Segment(escaped(segment.text), segment.style, segment.control)
 
 
-def _console(**options) -> Console:
-    return TextOnlyConsole(file=ClosableStdout(), markup=False, emoji=False, **options)
+def _console(**options: Any) -> Console:
+    # ClosableStdout is the file-like object Rich writes to (write, flush, isatty, fileno, encoding).
+    return TextOnlyConsole(file=cast(IO[str], ClosableStdout()), markup=False, emoji=False, **options)
 
 
 out = _console()
@@ -128,9 +133,10 @@ RAY_WORKERS = typer.Option(None, "--ray-workers", help="ray: workers to start (d
 
 
 
-def runtime_flags(transport, url, command, timeout, headers) -> dict:
+def runtime_flags(transport: str | None, url: str | None, command: str | None, timeout: float | None,
+                  headers: list[str] | None) -> dict[str, Any]:
     """Runtime settings given as flags, over simrun.toml's [runtime]."""
-    flags: dict = {}
+    flags: dict[str, Any] = {}
     if transport:
         flags["transport"] = transport
     if url:
@@ -142,26 +148,27 @@ def runtime_flags(transport, url, command, timeout, headers) -> dict:
     for item in headers or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigError(f"{name.strip() or item[:20]!r}...: write a header as NAME=VALUE (VALUE may use ${{VAR}})",
-                              field="--header")
+            raise ConfigError(f"{name.strip() or item[:20]!r}...: write a header as NAME=VALUE (VALUE may use "
+                              "${VAR})", field="--header")
         register_header(name, value, from_flag=True)
         flags.setdefault("headers", {})[name.strip()] = value
     return flags
 
 
-def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = None, *,
-                  baseline: RunSummary | None = None, gate_settings=None, sequential=None) -> RunVerdict:
-    """The run's rates, the gate against the baseline if one is set (`sequential`: its rounds,
-    judged already), and the run's verdict last (`simrun.scoring.gate.run_verdict`): what the exit
-    status is made from."""
-    verdict = verdict_of_run(store, run_id, release, baseline=baseline, gate_settings=gate_settings,
-                             sequential=sequential)
-    rates, outcome = verdict.rates, verdict.outcome
+def print_summary(store: Store, verdict: RunVerdict) -> None:
+    """The run's rates, the gate against the baseline if there was one, its rounds if it ran in
+    rounds, and its verdict last. `verdict` is made by the library
+    (`simrun.scoring.gate.run_verdict.verdict_of_run`); this only prints it, and `store` is read for
+    what sits beside the rates (the first provider error, the user model's check-user result)."""
+    run_id = verdict.run_id
+    outcome = verdict.outcome
+    if outcome is None:     # a verdict made without its rates (`run_verdict` given no outcome): nothing to tabulate
+        print_verdict(verdict)
+        return
     table = Table(title=f"run {run_id}", title_justify="left")
     for col in ("class", "kind", "rate", "95% interval", "conversations", "UNVERIFIABLE"):
         table.add_column(col, justify="left" if col in ("class", "kind") else "right")
-    pct = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # noqa: E731
-    for r in [*rates, outcome.runtime_error_rate]:
+    for r in [*verdict.rates, outcome.runtime_error_rate]:
         low, high = r.interval
         style = "bold red" if r.occurrences and r.kind == "guarantee" else ("yellow" if r.occurrences else None)
         table.add_row(r.cls, r.kind, pct(r.rate), f"{pct(low)} – {pct(high)}", f"{r.occurrences}/{r.scored}",
@@ -187,10 +194,9 @@ def print_summary(store: Store, run_id: str, release: ReleaseSettings | None = N
     if verdict.sequential is not None:
         print_rounds(verdict.sequential)
     print_verdict(verdict)
-    return verdict
 
 
-def print_rounds(rounds) -> None:
+def print_rounds(rounds: Sequential) -> None:
     """The sequential gate's looks, one line each (`simrun.scoring.gate.verdict_text.round_line`)."""
     say(f"sequential gate: {len(rounds.looks)} look(s), cap {rounds.settings.max_rounds} rounds of "
         f"{rounds.settings.per_round} repetition(s) per cell")
@@ -199,17 +205,17 @@ def print_rounds(rounds) -> None:
 
 
 STYLES = {"status": "bold", "reason": "bold red", "held": "green", "not_checked": "yellow"}
+STATUS_STYLES = {Status.PASSED: "bold green", Status.INCONCLUSIVE: "bold yellow"}     # else bold red
 
 
 def print_verdict(verdict: RunVerdict) -> None:
     """The run's verdict, the last lines a run prints: one line per reason, per thing that held,
     and per thing not checked. A run nothing judged also says so on stderr, as an error."""
-    for kind, line in verdict.lines():
-        style = STYLES[kind] if kind != "status" else ("bold green" if verdict.passed else "bold yellow"
-                                                       if verdict.status == "inconclusive" else "bold red")
+    for part, line in verdict.lines():
+        style = STYLES[part] if part != "status" else STATUS_STYLES.get(verdict.status, "bold red")
         out.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
-    if verdict.status == "not judged":
-        err_line(f"error: {verdict.reasons[0]}; see the lines above")
+    if verdict.status is Status.NOT_JUDGED and verdict.reasons:
+        err_line(f"error: {verdict.reasons[0].text}; see the lines above")
 
 
 def print_gate(result: GateResult) -> None:

@@ -1,37 +1,39 @@
 """The commands around comparing runs: `baseline bless`, `gate`, `rescore`, `export`, `import`.
 
-A thin shell over `simrun.scoring.gate.summary`, `simrun.scoring.gate.compare`, `simrun.scoring.store.rescore` and `simrun.scoring.store.bundle`,
-registered on the main app by `register(app)`. Exit status as for every simrun command: 2 on a
+A thin shell over the library (`simrun.gate`, `simrun.scoring.gate.summary`,
+`simrun.scoring.store.rescore` and `simrun.scoring.store.bundle`), registered on the main app by
+`register(app)`: it parses flags, calls, writes and prints. Exit status as for every simrun command: 2 on a
 user error, printed as one line. `simrun gate` exits 1 when the candidate fails the gate.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from simrun._gate import chosen_baseline
+from simrun._gate import gate as judge_gate
+from simrun._step_summary import write_step_summary
 from simrun.cli.common import fail, out, print_gate, print_rounds, print_verdict, say
 from simrun.scoring.dataset.files import Dataset, load_dataset
-from simrun.scoring.errors import ConfigError, GateError, SimrunError, StoreError
+from simrun.scoring.errors import SimrunError
 from simrun.scoring.gate import verdict_text as V
-from simrun.scoring.gate.baseline import baseline_from_git, open_baseline, write_baseline
-from simrun.scoring.gate.compare import gate_verdict
-from simrun.scoring.gate.run_verdict import verdict_of_run
-from simrun.scoring.gate.sequential import SequentialSettings, sequential_gate
-from simrun.scoring.gate.summary import RunSummary, summary_from_store
+from simrun.scoring.gate.baseline import write_baseline
+from simrun.scoring.gate.run_verdict import RunVerdict, verdict_of_run
+from simrun.scoring.gate.summary import summary_from_store
+from simrun.scoring.settings import Budgets, Project, load_budgets, load_project
 from simrun.scoring.store.bundle import export_bundle, import_bundle, load_bundle, write_bundle
 from simrun.scoring.store.database import Store
 from simrun.scoring.store.rescore import rescore_run
 from simrun.scoring.store.run_ids import new_run_id
 from simrun.simulator import __version__
-from simrun.simulator.config import Budgets, Project, load_budgets, load_project
-from simrun.simulator.project import given_file, load_project_file, project_baseline, project_db
+from simrun.simulator.project import given_file, project_db
 
 DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
-CONFIG = typer.Option(None, "--config", help="Project file, for the personas and goals folders (default: ./simrun.toml).")
+CONFIG = typer.Option(None, "--config", help="Project file, for the personas and goals folders "
+                      "(default: ./simrun.toml).")
 PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
 GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
 
@@ -48,7 +50,8 @@ def current_dataset(config: Optional[str], personas: Optional[str], goals: Optio
 def _write(path: str, text: str, what: str) -> None:
     target = Path(path)
     if not target.parent.is_dir():
-        raise SimrunError(f"{path}: the folder {target.parent} does not exist; create it, or write the {what} elsewhere")
+        raise SimrunError(f"{path}: the folder {target.parent} does not exist; create it, or write the {what} "
+                          "elsewhere")
     target.write_text(text, encoding="utf-8")
 
 
@@ -82,21 +85,6 @@ SHARED_CELLS_ONLY = typer.Option(False, "--shared-cells-only", hidden=True, help
                                  "content, and lists the others.")
 
 
-def chosen_baseline(baseline: Optional[str], baseline_ref: Optional[str], database: str,
-                    required: bool = True) -> RunSummary | None:
-    """--baseline FILE|RUN or --baseline-ref REF (at most one of them), else gate.baseline of
-    simrun.toml; with neither, an error if `required`, else None."""
-    if baseline is not None and baseline_ref is not None:
-        raise ConfigError("give one of --baseline FILE|RUN and --baseline-ref REF:PATH, not both", field="--baseline")
-    if baseline is None and baseline_ref is None:
-        found = project_baseline(load_project_file(), given_file(None, "simrun.toml", "--config"))
-        if found is None and required:
-            raise ConfigError("no baseline: give --baseline FILE|RUN or --baseline-ref REF:PATH, or set gate.baseline "
-                              "in simrun.toml", field="--baseline")
-        return found
-    return baseline_from_git(baseline_ref) if baseline_ref else open_baseline(baseline, database)
-
-
 def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file, or a run id "
                                                 "(default: gate.baseline of simrun.toml)."),
          candidate: str = typer.Option(..., "--candidate", help="The run to judge (a run id, or 'latest')."),
@@ -106,6 +94,10 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
          budgets: Optional[str] = typer.Option(None, "--budgets", help="Gate thresholds (default: ./budgets.toml)."),
          markdown: Optional[str] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
          junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here."),
+         verdict_json: Optional[str] = typer.Option(None, "--verdict-json", help="Write the candidate's verdict "
+                                                    "here as JSON: its status, exit code, typed reasons and the "
+                                                    "gate's per-class results (docs/reference/cli.md, 'The verdict "
+                                                    "as JSON')."),
          sequential: bool = typer.Option(False, "--sequential", help="Judge the candidate's repetitions as rounds "
                                          "with the sequential gate (budgets.toml [gate.sequential], or the settings "
                                          "a run made with `simrun --sequential` ran with): exit 3 when undecided.")
@@ -114,52 +106,29 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
     regression (over all cells, or in one goal or persona), any guarantee violation, or a failed release
     criterion (budgets.toml [release]), each named in one line; with --sequential, exit 3 when the rounds
     run so far decide nothing (inconclusive, never a pass)."""
-    database = project_db(db)
     try:
-        budgets_file = given_file(budgets, "budgets.toml", "--budgets")
-        money = load_budgets(budgets_file) if budgets_file else Budgets()
-        base = chosen_baseline(baseline, baseline_ref, database)
-        with Store(database, create=False) as store:
-            try:
-                cand = summary_from_store(store, candidate)
-            except StoreError as exc:
-                raise GateError(f"no candidate run {candidate!r}: {exc}") from None
-            rounds = None
-            if sequential:
-                recorded = (store.run(cand.run_id).get("config") or {}).get("sequential")
-                settings = SequentialSettings(**(recorded if isinstance(recorded, dict)
-                                                 else money.gate.sequential.model_dump()))
-                rounds = sequential_gate(base, cand, money.gate, settings, finished=True)
-                result = rounds.gate
-            else:
-                result = gate_verdict(base, cand, money.gate)
-            # The candidate's whole verdict: its guarantees, its release criteria (those it ran with,
-            # unless --budgets says otherwise) and this gate.
-            verdict = verdict_of_run(store, cand.run_id, money.release if budgets else None, baseline=base,
-                                     gate=result, sequential=rounds, fallback=money.release)
+        # The candidate's whole verdict (`simrun.gate`): its guarantees, its release criteria (those
+        # it ran with, unless --budgets says otherwise) and this gate. Here it is only written and printed.
+        judged = judge_gate(candidate, baseline, baseline_ref=baseline_ref, db=db, budgets=budgets,
+                            sequential=sequential)
+        verdict = judged.verdict
         text = V.markdown(verdict)
         if markdown:
             _write(markdown, text, "Markdown summary")
         if junit:
             _write(junit, V.junit_xml(verdict), "JUnit XML")
-        step_summary(text)
+        if verdict_json:
+            _write(verdict_json, V.verdict_json(verdict), "verdict's JSON")
+        write_step_summary(text)
     except SimrunError as exc:
         fail(exc)
     except OSError as exc:
         fail(SimrunError(f"cannot write the gate's summary: {exc}"))
-    print_gate(result)
-    if rounds is not None:
-        print_rounds(rounds)
+    print_gate(judged.gate)
+    if judged.rounds is not None:
+        print_rounds(judged.rounds)
     print_verdict(verdict)
     raise typer.Exit(verdict.exit_code)
-
-
-def step_summary(text: str) -> None:
-    """Append to $GITHUB_STEP_SUMMARY, when GitHub Actions gives one."""
-    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_file:
-        with open(summary_file, "a", encoding="utf-8") as fh:
-            fh.write(text + "\n")
 
 
 # --- rescore, export, import -----------------------------------------------------------------
@@ -181,7 +150,7 @@ def rescore(run: str = typer.Argument(..., help="Run id, or 'latest'."), db: Opt
     say(f"verdict of run {result.run_id}: {verdict.headline()}")
 
 
-def _verdict_now(store: Store, run_id: str, database: str):
+def _verdict_now(store: Store, run_id: str, database: str) -> RunVerdict:
     """A run's verdict as `simrun report` would give it now (gate.baseline of simrun.toml, and the
     criteria it ran with, else ./budgets.toml's): what a rescored or imported run now says."""
     budgets_file = given_file(None, "budgets.toml", "--budgets")

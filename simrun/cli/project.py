@@ -25,10 +25,10 @@ from simrun.cli.common import (
 )
 from simrun.cli.tables import fit, tokens
 from simrun.scoring.errors import ConfigError, SimrunError
+from simrun.scoring.money import usd
 from simrun.scoring.store.database import Store
 from simrun.simulator import eventloop
 from simrun.simulator.goal_check import check_goals
-from simrun.simulator.money import usd
 from simrun.simulator.plan import estimate
 from simrun.simulator.project import load_plan, runtime_for
 
@@ -175,7 +175,8 @@ def register(app: typer.Typer) -> None:
             goals: Optional[str] = GOALS,
             repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n"),
             seed: Optional[int] = typer.Option(None, "--seed"),
-            user: Optional[str] = typer.Option(None, "--user", help="Price only this backend (default: every priced one)."),
+            user: Optional[str] = typer.Option(None, "--user", help="Price only this backend (default: every "
+                                               "priced one)."),
             transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
             runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
             header: Optional[list[str]] = HEADER) -> None:
@@ -209,9 +210,10 @@ def register(app: typer.Typer) -> None:
                          f"${e.per_conversation:.5f}", share])
         out.print(f"{plan.conversations} conversations, budget {usd(plan.budget)}; tokens: input, read from the "
                   "cache, written to it, output", highlight=False, soft_wrap=True)
-        headers = ["backend", "calls", "input", "cached", "writes", "output", "cost p50–p90", "per conv.", "budget buys"]
-        header, lines = fit(headers, rows, right=set(range(1, 9)))
-        for line in (header, *lines):
+        headers = ["backend", "calls", "input", "cached", "writes", "output", "cost p50–p90", "per conv.",
+                   "budget buys"]
+        title, lines = fit(headers, rows, right=set(range(1, 9)))   # `header` is the --header option
+        for line in (title, *lines):
             out.print(line, highlight=False, soft_wrap=True)
         for e in estimates:
             out.print(f"{e.backend}: {e.basis}", highlight=False, soft_wrap=True)

@@ -10,11 +10,12 @@ could be judged; 3 when a `--sequential` run is still undecided at its round cap
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
-import duckdb
 import typer
 
+from simrun._run import Outcome, PreparedRun, RunEvents, RunStart, interrupted_run, prepare, prepare_resume
 from simrun.cli.common import (
     BUDGETS,
     CONFIG,
@@ -36,35 +37,38 @@ from simrun.cli.common import (
     runtime_flags,
     say,
 )
-from simrun.cli.gate import step_summary
-from simrun.scoring.errors import ClusterLost, ConfigError, SimrunError
+from simrun.scoring.errors import ClusterLost, SimrunError
 from simrun.scoring.gate import verdict_text as V
-from simrun.scoring.pages.report import build_report
+from simrun.scoring.gate.run_verdict import RunVerdict
+from simrun.scoring.gate.sequential import Sequential
+from simrun.scoring.money import usd
 from simrun.scoring.store.database import Store
-from simrun.scoring.store.model_calls import replay_answers
+from simrun.scoring.store.rows import Finished
 from simrun.simulator import __version__, eventloop
-from simrun.simulator.executors import executor_for
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.money import usd
-from simrun.simulator.plan import estimate
+from simrun.simulator.plan import Estimate
 from simrun.simulator.progress import RunProgress
-from simrun.simulator.project import execute, load_plan, parse_shard, project_db, runtime_for
-from simrun.simulator.rounds import run_in_rounds
-from simrun.simulator.runner import in_shard, matrix
-from simrun.simulator.users.model import ReplayCache
+from simrun.simulator.project import Plan
+from simrun.simulator.runner import RunResult
+
+VERDICT_JSON = typer.Option(None, "--verdict-json", help="Also write the run's verdict here as JSON: its status, "
+                            "exit code and typed reasons (docs/reference/cli.md, 'The verdict as JSON').")
 
 
 def run_command(
     ctx: typer.Context,
-    budget: Optional[str] = typer.Option(None, "--budget", help="Most the run may spend, e.g. 5usd, $5, '5 USD' (to 8 decimal places)."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Most the run may spend, e.g. 5usd, $5, '5 USD' "
+                                         "(to 8 decimal places)."),
     config: Optional[str] = CONFIG,
     budgets: Optional[str] = BUDGETS,
     db: Optional[str] = DB,
     personas: Optional[str] = PERSONAS,
     goals: Optional[str] = GOALS,
-    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", help="Conversations per persona x goal cell (1 to 10,000)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Run seed (a 64-bit integer); each cell derives its own from it."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Conversations in flight at once (1 to 4,096)."),
+    repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n", help="Conversations per persona x goal "
+                                              "cell (1 to 10,000)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Run seed (a 64-bit integer); each cell derives its "
+                                       "own from it."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Conversations in flight at once "
+                                              "(1 to 4,096)."),
     user: Optional[str] = typer.Option(None, "--user", help="scripted (default), openai:<model> or anthropic:<model>."),
     reports: Optional[str] = typer.Option(None, "--reports", help="Folder for the HTML report."),
     transport: Optional[str] = TRANSPORT,
@@ -90,6 +94,7 @@ def run_command(
     sequential: bool = typer.Option(False, "--sequential", help="Run in rounds against gate.baseline and stop as "
                                     "soon as the sequential gate decides (budgets.toml [gate.sequential]); "
                                     "undecided at the round cap or the budget exits 3, inconclusive."),
+    verdict_json: Optional[str] = VERDICT_JSON,
     version: bool = typer.Option(False, "--version", help="Print the version and exit."),
 ) -> None:
     """Run the persona x goal matrix, store it, print the rates and write the report.
@@ -105,180 +110,133 @@ def run_command(
     if version:
         out.print(f"simrun {__version__}")
         raise typer.Exit(0)
-    if replay_only and not replay:
-        fail(ConfigError("--replay-only needs --replay RUN", field="--replay-only"))
     try:
-        recorded = _replayed(replay, db, config) if replay else None
-        if recorded:
-            # A replay repeats the recorded run: its user backend, seed and repetitions.
-            user = user or recorded["user_backend"]
-            seed = recorded["seed"] if seed is None else seed
-            repetitions = repetitions or recorded["repetitions"]
-        plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
-                         repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, db=db,
-                         reports=reports, runtime_flags=runtime_flags(transport, url, runtime_command,
-                                                                      timeout, header),
-                         check_user=not replay_only, labels=label, sequential=sequential)
-        if sequential and shard:
-            raise ConfigError("a sequential run decides on the whole matrix after each round; it cannot be "
-                              "sharded", field="--shard")
-        cache = ReplayCache(recorded["answers"], only=replay_only, output=recorded["user_output"]) if recorded else None
-        _run_and_report(plan, cache, shard=parse_shard(shard), resume=not fresh,
-                        executor=executor_for(plan, executor, address=ray_address, workers=ray_workers))
+        prepared = prepare(config, budget=budget, budgets=budgets, db=db, personas=personas, goals=goals,
+                           repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, reports=reports,
+                           runtime=runtime_flags(transport, url, runtime_command, timeout, header),
+                           labels=label, replay=replay, replay_only=replay_only, shard=shard, fresh=fresh,
+                           sequential=sequential, executor=executor, ray_address=ray_address,
+                           ray_workers=ray_workers)
     except SimrunError as exc:
         fail(exc)
+    _run_and_report(prepared, verdict_json)
 
 
-def _run_and_report(plan, cache=None, *, shard=None, resume: bool | str = True, executor=None) -> None:
-    """Run a plan, print its summary and report, and exit with the run's status."""
+def _run_and_report(prepared: PreparedRun, verdict_json: Optional[str] = None) -> None:
+    """Run a prepared run through the library, print what it came to, and exit with its status."""
     try:
-        result, code, path, estimated = eventloop.run(_run(plan, runtime_for(plan), cache, shard, resume, executor))
+        outcome = eventloop.run(prepared.execute(events=ConsoleEvents(), verdict_json=verdict_json))
     except ClusterLost as exc:
-        err_line(f"error: {exc}; the conversations that finished are stored, and run {_interrupted_run(plan)} is "
-                 "marked interrupted: start the cluster again (or leave --ray-address out), then run the same "
-                 "command (or `simrun resume`) to finish it")
-        raise typer.Exit(2)
+        err_line(f"error: {exc}; the conversations that finished are stored, and run "
+                 f"{interrupted_run(prepared.plan.db)} is marked interrupted: start the cluster again (or leave "
+                 "--ray-address out), then run the same command (or `simrun resume`) to finish it")
+        raise typer.Exit(2) from None
     except SimrunError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        err_line(f"interrupted: the conversations that finished are stored, and run {_interrupted_run(plan)} is "
-                 "marked interrupted; run the same command again (or `simrun resume`) to finish it")
-        raise typer.Exit(130)
-    _spend_summary(plan, result, estimated, cache)
-    out.print(f"database: {plan.db}   run: {result.run_id}", highlight=False)
-    out.print(f"report: {path}", highlight=False)
-    if result.stopped:
-        err_line(f"error: {result.stopped}; nothing more was sent. Fix the user model's settings (see "
-                 f"docs/how-to/model-users.md, 'Local and self-hosted user models'), then `simrun resume {result.run_id}`")
-        raise typer.Exit(2)
-    raise typer.Exit(code)
+        err_line(f"interrupted: the conversations that finished are stored, and run "
+                 f"{interrupted_run(prepared.plan.db)} is marked interrupted; run the same command again (or "
+                 "`simrun resume`) to finish it")
+        raise typer.Exit(130) from None
+    _spend_summary(prepared.plan, outcome)
+    out.print(f"database: {outcome.db}   run: {outcome.run_id}", highlight=False)
+    out.print(f"report: {outcome.report}", highlight=False)
+    if outcome.stopped:
+        err_line(f"error: {outcome.stopped}; nothing more was sent. Fix the user model's settings (see "
+                 f"docs/how-to/model-users.md, 'Local and self-hosted user models'), then "
+                 f"`simrun resume {outcome.run_id}`")
+    raise typer.Exit(outcome.exit_code)
 
 
-def _interrupted_run(plan) -> str:
-    """The run an interruption left behind: the newest unfinished one in the run's database."""
-    try:
-        with Store(plan.db, create=False) as store:
-            return store.latest_unfinished()["run_id"]
-    except (SimrunError, duckdb.Error):   # interrupted before its run was recorded
-        return "(none recorded)"
-
-
-def resume(run: str = typer.Argument("latest", help="The run to finish (default: the newest unfinished one)."),
-           config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS, db: Optional[str] = DB,
-           budget: Optional[str] = typer.Option(None, "--budget", help="A new budget for the whole run "
-                                                "(what it spent already counts against it)."),
-           executor: Optional[str] = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS,
-           ray_workers: Optional[int] = RAY_WORKERS) -> None:
+def resume_command(run: str = typer.Argument("latest", help="The run to finish (default: the newest unfinished one)."),
+                   config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS, db: Optional[str] = DB,
+                   budget: Optional[str] = typer.Option(None, "--budget", help="A new budget for the whole run "
+                                                        "(what it spent already counts against it)."),
+                   executor: Optional[str] = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS,
+                   ray_workers: Optional[int] = RAY_WORKERS, verdict_json: Optional[str] = VERDICT_JSON) -> None:
     """Finish a run that was killed, interrupted or stopped by its budget: every conversation it
     stored is kept once, the rest are run, and its spend carries over."""
     try:
-        with Store(project_db(db, config), create=False) as store:
-            earlier = store.latest_unfinished() if run == "latest" else store.run(run)
-        if earlier["status"] == "finished":
-            raise ConfigError(f"run {earlier['run_id']} is finished; there is nothing to resume", field="RUN")
-        stored = earlier["config"]
-        shard = parse_shard(earlier.get("shard"))
-        plan = load_plan(config=config, budgets=budgets, db=db, budget=budget or f"{stored['budget_usd']}usd",
-                         repetitions=stored["repetitions"], seed=stored["seed"], user=stored["user"],
-                         runtime_flags={k: v for k, v in stored["runtime"].items()
-                                        if k in ("transport", "url", "command", "timeout_s", "target", "options")})
-        if plan.dataset.hash != earlier["dataset_hash"]:
-            raise ConfigError(f"the personas and goals changed since run {earlier['run_id']} (dataset "
-                              f"{earlier['dataset_hash']}, now {plan.dataset.hash}); it cannot be finished as "
-                              "the same run", field="RUN")
-        chosen = executor_for(plan, executor, address=ray_address, workers=ray_workers)
+        prepared = prepare_resume(run, config=config, budgets=budgets, db=db, budget=budget, executor=executor,
+                                  ray_address=ray_address, ray_workers=ray_workers)
     except SimrunError as exc:
         fail(exc)
-    _run_and_report(plan, shard=shard, resume=earlier["run_id"], executor=chosen)
+    _run_and_report(prepared, verdict_json)
 
 
-def _replayed(run: str, db: Optional[str], config: Optional[str]) -> dict:
-    with Store(project_db(db, config), create=False) as store:
-        recorded = store.run(run)
-        recorded["answers"] = replay_answers(store, recorded["run_id"])
-    if not recorded["answers"]:
-        raise ConfigError(f"run {recorded['run_id']} recorded no model answers to replay "
-                          f"(its user was {recorded['user_backend']})", field="--replay")
-    return recorded
+class ConsoleEvents(RunEvents):
+    """A run as the command line tells it: the plan's line, live progress, each round, the rates
+    and the verdict (`print_summary`)."""
+
+    def __init__(self) -> None:
+        self.progress: RunProgress | None = None
+        self.plan: Plan | None = None
+
+    def note(self, text: str) -> None:
+        say(text)
+
+    def started(self, start: RunStart) -> None:
+        plan = self.plan = start.plan
+        reps = f"{plan.repetitions} repetition" + ("" if plan.repetitions == 1 else "s")
+        out.print(f"simrun {__version__}: {len(plan.dataset.personas)} personas x {len(plan.dataset.goals)} goals x "
+                  f"{reps} = {plan.conversations} conversations; user {plan.user}; "
+                  f"runtime {start.runtime}; budget {usd(plan.budget)}", highlight=False, soft_wrap=True)
+        if start.shard is not None:
+            out.print(f"shard {start.shard[0]}/{start.shard[1]}: {start.conversations} of the {plan.conversations} "
+                      "conversations", highlight=False)
+        self.progress = RunProgress(out, start.conversations, plan.budget, start.ledger, workers=start.workers)
+        self.progress.__enter__()
+
+    def estimated(self, estimate: Estimate) -> None:
+        out.print(f"plan: {estimate.range_text} for this matrix (p50–p90; {estimate.basis})",
+                  highlight=False, soft_wrap=True)
+
+    def conversation(self, finished: Finished) -> None:
+        if self.progress is not None:
+            self.progress(finished)
+
+    def round(self, rounds: Sequential) -> None:
+        out.print(f"round {V.round_line(rounds.looks[-1], rounds.settings)}", highlight=False, soft_wrap=True)
+
+    def resumed(self, result: RunResult, labels: Sequence[str]) -> None:
+        out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
+                  f"{result.conversations - (result.resumed or 0)} more now", highlight=False)
+        if self.plan is not None and list(labels) != list(self.plan.labels):
+            out.print(f"it keeps the labels it started with ({', '.join(labels) or 'none'}): a resumed run "
+                      "is the same run", highlight=False, markup=False)
+
+    def judged(self, store: Store, verdict: RunVerdict) -> None:
+        print_summary(store, verdict)
+
+    def ended(self) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(None, None, None)
+            self.progress = None
 
 
-async def _run(plan, runtime, replay=None, shard=None, resume=True, executor=None):
-    try:
-        await runtime.health()
-        if executor is not None:
-            # Before anything is spent: a cluster that cannot be reached is bad input, one line.
-            say(f"executor: {executor.connect()}")
-    except BaseException:
-        await runtime.aclose()
-        raise
-    reps = f"{plan.repetitions} repetition" + ("" if plan.repetitions == 1 else "s")
-    out.print(f"simrun {__version__}: {len(plan.dataset.personas)} personas x {len(plan.dataset.goals)} goals x "
-              f"{reps} = {plan.conversations} conversations; user {plan.user}; "
-              f"runtime {runtime.description}; budget {usd(plan.budget)}", highlight=False, soft_wrap=True)
-    estimated = None
-    total = plan.conversations
-    if shard is not None:
-        total = sum(1 for cell in matrix(plan.dataset, plan.repetitions, plan.seed) if in_shard(cell.id, shard))
-        out.print(f"shard {shard[0]}/{shard[1]}: {total} of the {plan.conversations} conversations", highlight=False)
-    ledger = Ledger(plan.budget)
-    workers = (lambda: executor.alive) if executor is not None else None
-    with Store(plan.db) as store, RunProgress(out, total, plan.budget, ledger, workers=workers) as progress:
-        if plan.user != "scripted" and replay is None:
-            # What `simrun plan` would have said, to compare with the spend afterwards.
-            (estimated,) = await estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
-                                          repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user],
-                                          store=store)
-            out.print(f"plan: {estimated.range_text} for this matrix (p50–p90; {estimated.basis})",
-                      highlight=False, soft_wrap=True)
-        rounds = None
-        if plan.sequential:
-            first = iter([runtime])     # the runtime checked above runs the first round; each round closes its own
-            result, rounds = await run_in_rounds(
-                plan, store, runtime_for=lambda p: next(first, None) or runtime_for(p), resume=resume,
-                replay=replay, on_conversation=progress, on_user_ready=say, executor=executor,
-                on_round=lambda s: out.print(f"round {V.round_line(s.looks[-1], s.settings)}", highlight=False,
-                                             soft_wrap=True))
-        else:
-            result = await execute(plan, store, runtime=runtime, replay=replay, shard=shard, resume=resume,
-                                   ledger=ledger, on_conversation=progress, on_user_ready=say, executor=executor)
-        if result.resumed is not None:
-            out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
-                      f"{result.conversations - result.resumed} more now", highlight=False)
-            kept = store.run(result.run_id)["labels"]
-            if kept != list(plan.labels):
-                out.print(f"it keeps the labels it started with ({', '.join(kept) or 'none'}): a resumed run "
-                          "is the same run", highlight=False, markup=False)
-        # Kept with the run: a report written again later, and the dashboard, judge it the same way.
-        store.set_release_criteria(result.run_id, plan.budgets.release.model_dump())
-        verdict = print_summary(store, result.run_id, plan.budgets.release, baseline=plan.baseline,
-                                gate_settings=plan.budgets.gate, sequential=rounds)
-        path = build_report(store, result.run_id, plan.reports, gate_settings=plan.budgets.gate,
-                            release=plan.budgets.release, baseline=plan.baseline, verdict=verdict)
-    step_summary(V.markdown(verdict))
-    return result, verdict.exit_code, path, estimated
-
-
-def _spend_summary(plan, result, estimated, cache) -> None:
+def _spend_summary(plan: Plan, outcome: Outcome) -> None:
     if plan.user == "scripted":
-        out.print(f"spent {usd(result.spent_usd)} of {usd(result.budget_usd)} (the scripted user is free); "
-                  f"{usd(result.budget_usd - result.spent_usd)} left", highlight=False)
+        out.print(f"spent {usd(outcome.spent_usd)} of {usd(outcome.budget_usd)} (the scripted user is free); "
+                  f"{usd(outcome.budget_usd - outcome.spent_usd)} left", highlight=False)
         return
-    out.print(f"spent {usd(result.spent_usd)} (exactly ${result.spent_usd:.6f}, the sum of its calls) of "
-              f"{usd(result.budget_usd)}; {usd(result.budget_usd - result.spent_usd)} left; the budget allowed "
-              f"{result.conversations} of {result.planned} conversations", highlight=False, soft_wrap=True)
-    if result.budget_stopped:
+    out.print(f"spent {usd(outcome.spent_usd)} (exactly ${outcome.spent_usd:.6f}, the sum of its calls) of "
+              f"{usd(outcome.budget_usd)}; {usd(outcome.budget_usd - outcome.spent_usd)} left; the budget allowed "
+              f"{outcome.conversations} of {outcome.planned} conversations", highlight=False, soft_wrap=True)
+    if outcome.budget_stopped:
         out.print("the budget ran out: no new conversation started, and those in flight ended as budget_cut "
                   "(listed in the report; kept out of the rates)", style="yellow", highlight=False)
+    estimated, cache = outcome.estimate, outcome.replay
     if estimated is not None and estimated.cost_usd:
-        off = (result.spent_usd - estimated.cost_usd) / estimated.cost_usd
-        out.print(f"plan estimated {estimated.range_text} (p50–p90) for this matrix; actual ${result.spent_usd:.4f} "
-                  f"({off:+.0%} of the p50; basis: {estimated.source})", highlight=False, soft_wrap=True)
+        off = (outcome.spent_usd - estimated.cost_usd) / estimated.cost_usd
+        out.print(f"plan estimated {estimated.range_text} (p50–p90) for this matrix; actual "
+                  f"${outcome.spent_usd:.4f} ({off:+.0%} of the p50; basis: {estimated.source})",
+                  highlight=False, soft_wrap=True)
     if cache is not None:
         out.print(f"replay: {cache.hits} answers from the recorded run, {cache.misses} not in it"
                   + (" (went live)" if cache.misses and not cache.only else ""), highlight=False)
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(resume)
+    app.command("resume")(resume_command)
     app.callback(invoke_without_command=True)(run_command)
     app.command("run", help="Same as plain `simrun`.")(run_command)

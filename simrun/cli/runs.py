@@ -11,18 +11,19 @@ from typing import Optional
 
 import typer
 
+from simrun._gate import chosen_baseline
 from simrun.cli.common import BUDGETS, DB, fail, out, print_summary, say
-from simrun.cli.gate import BASELINE_REF, SHARED_CELLS_ONLY, chosen_baseline
+from simrun.cli.gate import BASELINE_REF, SHARED_CELLS_ONLY
 from simrun.cli.tables import WIDTH, fit
 from simrun.scoring.errors import ConfigError, SimrunError
 from simrun.scoring.gate.run_verdict import verdict_of_run
+from simrun.scoring.money import usd
 from simrun.scoring.pages.report import build_report
+from simrun.scoring.settings import Budgets, load_budgets
 from simrun.scoring.store.database import Store, reading
 from simrun.scoring.store.reasons import unverifiable_reasons
-from simrun.scoring.transcript import error_evidence
+from simrun.scoring.transcript import Transcript, TurnRecord, error_evidence
 from simrun.scoring.untrusted_text import one_line
-from simrun.simulator.config import Budgets, load_budgets
-from simrun.simulator.money import usd
 from simrun.simulator.project import given_file, load_project_file, project_baseline, project_db, project_reports
 
 
@@ -50,7 +51,8 @@ def register(app: typer.Typer) -> None:
             # This command holds the database's only write lock, so no run in it is running now:
             # one still marked running was killed (kill -9, a lost machine). Resuming finishes it.
             status = "killed" if r["status"] == "running" else r["status"]
-            cells.append([r["run_id"], status, str(r["conversations"]), rate, usd(r["spent_usd"]), r["dataset_hash"][:8]])
+            cells.append([r["run_id"], status, str(r["conversations"]), rate, usd(r["spent_usd"]),
+                          r["dataset_hash"][:8]])
             commit = (r["git_commit"] or "–")[:8] + (f" {r['git_branch']}" if r["git_branch"] else "")
             identities.append(f"user {r['user_backend']} · labels {', '.join(r['labels']) or '–'} · runtime "
                               f"{r['runtime_version'] or '–'} · commit {commit}")
@@ -168,7 +170,8 @@ def register(app: typer.Typer) -> None:
             out.print(f"UNVERIFIABLE {cls}: {why[0][0]}", style="yellow", highlight=False, markup=False,
                       soft_wrap=True)
         if t.error:
-            collateral = " (collateral: the runtime went down in another conversation)" if t.error.get("collateral") else ""
+            collateral = (" (collateral: the runtime went down in another conversation)" if t.error.get("collateral")
+                          else "")
             out.print(f"error: {t.error.get('message')}{collateral}", style="red", highlight=False, markup=False,
                       soft_wrap=True)
             # The runtime's own evidence, where people look: not only in --json.
@@ -181,7 +184,7 @@ def register(app: typer.Typer) -> None:
                     out.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)
 
 
-    def _click(t, turn) -> str:
+    def _click(t: Transcript, turn: TurnRecord) -> str:
         """`clicks o-14 "Rebook the outbound"`: the button as the user saw it (the runtime's text,
         one short line), and the turn that showed it when that was not the turn just before."""
         shown = t.offer_label(turn.user.offer, turn.index)
@@ -230,9 +233,10 @@ def register(app: typer.Typer) -> None:
         try:
             settings = _budgets(budgets)
             base = chosen_baseline(baseline, baseline_ref, out_file, required=False)
-            run_id = merge_shards(out_file, shards, partial=partial)
+            run_id = merge_shards(out_file, list[Path | str](shards), partial=partial)
             with Store(out_file, create=False) as store:
-                verdict = print_summary(store, run_id, settings.release, baseline=base, gate_settings=settings.gate)
+                verdict = verdict_of_run(store, run_id, settings.release, baseline=base, gate_settings=settings.gate)
+                print_summary(store, verdict)
                 path = build_report(store, run_id, reports, gate_settings=settings.gate, release=settings.release,
                                     baseline=base, verdict=verdict)
         except SimrunError as exc:

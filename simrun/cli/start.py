@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+import typer.core
 
+from simrun._run import prepare
 from simrun.cli.common import DB, RUNTIME_COMMAND, URL, fail, out
 from simrun.cli.run import _run_and_report
 from simrun.scoring.errors import SimrunError
 from simrun.simulator import demo, eventloop
-from simrun.simulator.project import load_plan
 from simrun.simulator.scaffold import new_project
 
 TRANSPORTS = ("http", "stdio", "python", "chat", "callable")
@@ -23,7 +24,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def init(
             ctx: typer.Context,
-            folder: str = typer.Argument(".", help="The project's folder (default: here), e.g. the runtime's repository."),
+            folder: str = typer.Argument(".", help="The project's folder (default: here), e.g. the runtime's "
+                                         "repository."),
             transport: Optional[str] = typer.Option(None, "--transport", help="How simrun reaches the runtime: "
                                                     "http, stdio, python, chat or callable (asked when a terminal)."),
             url: Optional[str] = URL,
@@ -63,7 +65,10 @@ def register(app: typer.Typer) -> None:
                       soft_wrap=True)
         if check:
             # The very command `simrun check-runtime --config DIR/simrun.toml` runs, with its exit status.
-            check_runtime = ctx.find_root().command.get_command(ctx, "check-runtime")
+            root = ctx.find_root().command
+            assert isinstance(root, typer.core.TyperGroup)     # the `simrun` app: a group of commands
+            check_runtime = root.get_command(ctx, "check-runtime")
+            assert check_runtime is not None and check_runtime.callback is not None
             defaults = {p.name: p.default for p in check_runtime.params}
             ctx.invoke(check_runtime.callback, **{**defaults, "config": str(where / "simrun.toml")})
         goto = "" if where.resolve() == Path.cwd().resolve() else f"cd {where} && "
@@ -72,18 +77,20 @@ def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo_command(db: Optional[str] = DB,
                      reports: Optional[str] = typer.Option(None, "--reports", help="Folder for the HTML report."),
-                     repetitions: Optional[int] = typer.Option(None, "--repetitions", "-n",
-                                                               help="Conversations per persona x goal cell (default 5).")) -> None:
+                     repetitions: Optional[int] = typer.Option(
+                         None, "--repetitions", "-n", help="Conversations per persona x goal cell (default 5).")
+                     ) -> None:
         """Run the bundled demo with faults planted in its runtime, to see what findings look like:
         a dead end, a loop and a broken guarantee, each with its transcripts, in the report.
 
         Its own database by default (simrun-demo.duckdb), so your `latest` run stays yours. Exits 1:
         a broken guarantee fails a run."""
         try:
-            plan = load_plan(**demo.faulty_run(db or "simrun-demo.duckdb", reports or "reports"), repetitions=repetitions)
-            _run_and_report(plan)
+            prepared = prepare(**demo.faulty_run(db or "simrun-demo.duckdb", reports or "reports"),
+                               repetitions=repetitions)
         except SimrunError as exc:
             fail(exc)
+        _run_and_report(prepared)
 
 
 def _terminal() -> bool:

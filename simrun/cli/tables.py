@@ -6,11 +6,13 @@ first cell too long for its column (a long model name) gets a line of its own ab
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 WIDTH = 100          # the widest a table line may be: a CI log, a side-by-side terminal
 GAP = "  "
 
 
-def fit(headers: list[str], rows: list[list[str]], *, right: set[int] = frozenset(),
+def fit(headers: list[str], rows: list[list[str]], *, right: AbstractSet[int] = frozenset(),
         width: int = WIDTH) -> tuple[str, list[str]]:
     """(header line, one text per row) of a table of `rows`; columns in `right` are right-aligned.
     A row's text is two lines when its first cell needed a line of its own."""

@@ -1,6 +1,8 @@
 """Runtime adapters: how simrun reaches a runtime. Each speaks PROTOCOL.md version 1 to the runner.
 
-    base        the role (start, turn, state, audit, close) and the checks every reply passes
+    base        the contract (`RuntimeAdapter`: start, turn, state, audit, close and the optional
+                members), the base every transport inherits (`Transport`: the optional members'
+                defaults), and the checks every reply passes
     python      a runtime object in this process (`module:Class` or `file.py:Class`)
     http        protocol 1 over HTTP (aiohttp)
     stdio       protocol 1 as one JSON object per line over a child process
@@ -15,7 +17,7 @@
 Imports: `scoring` (the protocol's wire models, errors, secrets) and nothing else of `simulator`.
 """
 
-from simrun.simulator.adapters.base import RuntimeAdapter, check_turn_result
+from simrun.simulator.adapters.base import RuntimeAdapter, Transport, check_turn_result
 from simrun.simulator.adapters.python import PythonRuntime
 
-__all__ = ["RuntimeAdapter", "PythonRuntime", "check_turn_result"]
+__all__ = ["RuntimeAdapter", "Transport", "PythonRuntime", "check_turn_result"]

@@ -16,13 +16,16 @@ import math
 import re
 import signal
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simrun.scoring import secrets
 from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
 from simrun.scoring.protocol import SNAPSHOT, Audit, Started, State, TurnResult, violations
 from simrun.scoring.storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, unstorable
 from simrun.scoring.untrusted_text import one_line
+
+if TYPE_CHECKING:
+    from simrun.simulator.adapters.spans import TraceBook
 
 PROTOCOL_VERSION = 1
 DEFAULT_MAX_RESULT_BYTES = 1 << 20      # runtime.max_result_bytes
@@ -36,16 +39,48 @@ KEEPALIVE_S = 1.0
 
 
 class RuntimeAdapter(Protocol):
+    """Everything the runner, the conversation loop and `simrun check-runtime` use of a transport.
+
+    A new transport inherits `Transport` (below), which gives the optional members their
+    defaults and the protocol checks, and writes the operations. Sessions: `turn`, `state`,
+    `audit` and `close` are given the session exactly as `start` returned it (a transport may
+    return a `str` subclass that carries more, as `SessionId` carries its process's start).
+    """
+
     description: str     # what it is, as the user will recognise it (with the port it got)
-    identity: str        # what it is across runs: part of a run's key, so never a random port
+    # Checked against protocol 1 (True, for runs), or handed back as they came (False: `simrun
+    # check-runtime` sets it, to list every violation itself).
+    strict: bool
+    # Whether simrun builds the runtime's store itself (from its traces and a state hook), as
+    # for an assistant with no protocol code: a `state` field in its turn result is then its
+    # own, not protocol 1's snapshot, and what its store lacks is a rung not reached, not a
+    # violation. Default False.
+    builds_state: bool
+    # The trace book of a runtime whose spans simrun reads (check-runtime reports what its
+    # receiver saw); None for every other. Default None.
+    book: TraceBook | None
+
+    @property
+    def identity(self) -> str:
+        """What it is across runs: part of a run's key, so never a random port."""
 
     async def health(self) -> dict[str, Any]: ...
     async def start(self, request: dict[str, Any]) -> str: ...
+
+    def first_state(self, session: str) -> dict[str, Any] | None:
+        """The store the start reply carried (protocol 1's optional `state`), once, right after
+        `start`; None when it carried none, and the loop then asks `state`. Default None."""
+
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]: ...
     async def state(self, session: str) -> dict[str, Any] | None: ...
     async def audit(self, session: str) -> list[dict[str, Any]] | None: ...
-    async def close(self, session: str) -> None: ...
-    async def aclose(self) -> None: ...
+
+    async def close(self, session: str) -> list[dict[str, Any]] | None:
+        """Close the session; the audit its answer carried, if any (check-runtime compares it
+        with what `audit` answered), else None."""
+
+    async def aclose(self) -> None:
+        """Release the transport (connections, the process simrun started); called once, at the end."""
 
 
 def exit_text(returncode: int | None) -> str:
@@ -146,10 +181,14 @@ def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_not_a_constant, parse_int=_bounded_int, parse_float=_finite_float)
 
 
+# The decoders' scanners, called directly (`_read_own`). typeshed does not declare `scan_once`,
+# which JSONDecoder's __init__ sets: the ignores are for that gap in the stubs.
+_Scan = Callable[[str, int], tuple[Any, int]]
+_HOOKED_SCAN: _Scan = _DECODER.scan_once  # type: ignore[attr-defined]
 # For a text this module's encoder wrote: no hooks, so numbers are read in C, not by a Python call each.
-_PLAIN_SCAN = json.JSONDecoder().scan_once
+_PLAIN_SCAN: _Scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _A_DIGIT = re.compile("[0-9]")
-_LONG_DIGIT_RUN = re.compile("[0-9]{%d}" % (MAX_INT_DIGITS + 1))
+_LONG_DIGIT_RUN = re.compile(f"[0-9]{{{MAX_INT_DIGITS + 1}}}")
 
 
 def _long_digit_run(text: str) -> bool:
@@ -171,7 +210,7 @@ def _read_own(text: str) -> Any:
     text with no run of more than MAX_INT_DIGITS digits cannot break it: read without hooks (half
     the time). A text with such a run (an integer past the bound, or only a string of digits) is
     read with them, which tell the two apart."""
-    return (_DECODER.scan_once if _long_digit_run(text) else _PLAIN_SCAN)(text, 0)[0]
+    return (_HOOKED_SCAN if _long_digit_run(text) else _PLAIN_SCAN)(text, 0)[0]
 
 
 def _loads(text: str, raw: bytes | str, what: str, read: Callable[[str], Any] = _DECODER.decode, /,
@@ -236,7 +275,7 @@ def _repr(value: Any) -> str:
         return f"a {type(value).__name__} that cannot be shown"
 
 
-def _checked(model, value: Any, what: str) -> Any:
+def _checked(model: type, value: Any, what: str) -> Any:
     problems = violations(model, value)
     if problems:
         raise RuntimeFault("malformed", f"the runtime's {what} breaks protocol 1: {'; '.join(problems[:3])}",
@@ -265,11 +304,16 @@ def check_audit(audit: Any) -> list[dict[str, Any]]:
     return _checked(Audit, audit, "audit")["turns"]
 
 
-class Checked:
-    """How adapters hand back what a runtime said: checked against protocol 1 (`strict`, the
-    default for runs), or as it came, for `simrun check-runtime` to list every violation."""
+class Transport:
+    """What every transport inherits: the optional members of the contract (`RuntimeAdapter`)
+    with their defaults, and how it hands back what a runtime said: checked against protocol 1
+    (`strict`, the default for runs), or as it came, for `simrun check-runtime` to list every
+    violation. A transport sets `description` and writes the operations."""
 
-    strict = True
+    description: str
+    strict: bool = True
+    builds_state: bool = False
+    book: TraceBook | None = None
 
     @property
     def identity(self) -> str:
@@ -287,13 +331,15 @@ class Checked:
             session = raw["session"]
         if raw.get(SNAPSHOT) is not None:
             # Kept until the conversation loop takes it, right after start returns (`first_state`).
+            # (In the instance's own dict: a transport need not call an __init__ of this class.)
             self.__dict__.setdefault("_first_states", {})[session] = raw[SNAPSHOT]
         return session
 
-    def first_state(self, session: str) -> Any:
+    def first_state(self, session: str) -> dict[str, Any] | None:
         """The store the start reply carried (protocol 1's optional `state`, checked with the reply),
         once; None when it carried none, and then the loop asks `state`."""
-        return self.__dict__.get("_first_states", {}).pop(session, None)
+        first: dict[str, Any] | None = self.__dict__.get("_first_states", {}).pop(session, None)
+        return first
 
     def _state(self, raw: Any) -> Any:
         return check_state(raw) if self.strict else raw
@@ -337,4 +383,6 @@ def _json_kind(value: Any) -> str:
         return json.dumps(value)
     if isinstance(value, float):
         return f"the fraction {one_line(json_excerpt(value), 40)}"
-    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else "a value of another type"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else "a value of another type"

@@ -32,6 +32,7 @@ from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
 from simrun.simulator.adapters.foreign import ForeignRuntime
 from simrun.simulator.adapters.local_spans import LocalSpans
 from simrun.simulator.adapters.python import guarded, load_attribute
+from simrun.simulator.adapters.spans import TraceBook
 
 
 @contextlib.contextmanager
@@ -108,8 +109,8 @@ class CallableRuntime(ForeignRuntime):
         function = self.function
         started = time.perf_counter()
         with trace_context(session["traceparent"]):
-            if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-                    getattr(function, "__call__", None)):
+            # (An object whose __call__ is async is awaited as an async function is.)
+            if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(function.__call__):
                 call = guarded("turn", function, messages, session)
             else:
                 call = guarded("turn", in_thread, function, messages, session)
@@ -120,13 +121,13 @@ class CallableRuntime(ForeignRuntime):
                                    "(runtime.timeout_s)",
                                    elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
-    async def _settle(self, session: str, turn: int) -> None:
+    async def _settle(self, book: TraceBook, session: str, turn: int) -> None:
         if self.local is not None and self.local.heard:
             # Its spans are read as they end, all before the function returned; the ones handed
             # over from its threads are filed once the loop has run what was queued.
             await asyncio.sleep(0)
             return
-        await super()._settle(session, turn)
+        await super()._settle(book, session, turn)
 
     async def _close_transport(self) -> None:
         if self.local is not None:

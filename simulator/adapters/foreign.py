@@ -17,7 +17,7 @@ from typing import Any
 
 from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
 from simrun.scoring.protocol import SNAPSHOT
-from simrun.simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Checked, as_json, json_excerpt
+from simrun.simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, Transport, as_json, json_excerpt
 from simrun.simulator.adapters.otlp import TraceReceiver
 from simrun.simulator.adapters.python import guarded, load_attribute
 from simrun.simulator.adapters.spans import Tool, TraceBook
@@ -39,7 +39,7 @@ def message_of(payload: dict[str, Any]) -> str:
     return f"[pressed {payload.get('action', {}).get('offer')}]"
 
 
-class ForeignRuntime(Checked):
+class ForeignRuntime(Transport):
     """The protocol played for an assistant that speaks chat: subclasses say how a turn is sent
     (`_reply`) and how the assistant is made ready (`_ready`)."""
 
@@ -76,9 +76,9 @@ class ForeignRuntime(Checked):
     async def _close_transport(self) -> None:
         """Release the transport's own resources."""
 
-    async def _settle(self, session: str, turn: int) -> None:
-        """Wait until the turn's spans are in (a transport that sees them sooner says so)."""
-        await self.book.settle(session, turn, self.trace_wait_s)
+    async def _settle(self, book: TraceBook, session: str, turn: int) -> None:
+        """Wait until the turn's spans are in the book (a transport that sees them sooner says so)."""
+        await book.settle(session, turn, self.trace_wait_s)
 
     # --- the protocol, played ----------------------------------------------------------------
 
@@ -146,20 +146,20 @@ class ForeignRuntime(Checked):
         if self.book is not None:
             if s.turn > s.settled:
                 s.settled = s.turn
-                await self._settle(session, s.turn)
+                await self._settle(self.book, session, s.turn)
             # Until a span of this conversation has come, its events are unknown, not none: an
             # exporter that sends elsewhere must make the checks over events UNVERIFIABLE, not pass them.
             if self.book.heard(session):
                 state["events"] = self.book.events(session)
         if self.state_hook is not None:
-            state["records"] = await self._records(session)
+            state["records"] = await self._records(session, self.state_hook)
         return state
 
-    async def _records(self, session: str) -> dict[str, Any]:
+    async def _records(self, session: str, hook: str) -> dict[str, Any]:
         if self._state_fn is not None:
             records = await guarded("the state hook", self._state_fn, session)
         else:
-            records = await self._get_json(self.state_hook.replace("{session}", session), "the state hook")
+            records = await self._get_json(hook.replace("{session}", session), "the state hook")
         records = as_json(records, "state hook's records", self.max_result_bytes)
         if not isinstance(records, dict) or not all(isinstance(r, dict) for r in records.values()):
             raise RuntimeFault("malformed", "the state hook must return the session's records as an object of "

@@ -18,7 +18,7 @@ from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
 from simrun.simulator.adapters.base import (
     DEFAULT_MAX_RESULT_BYTES,
     KEEPALIVE_S,
-    Checked,
+    Transport,
     check_health,
     excerpt,
     exit_text,
@@ -36,7 +36,7 @@ class _NotSupported(Exception):
     pass
 
 
-class HttpRuntime(Checked):
+class HttpRuntime(Transport):
     def __init__(self, *, url: str | None = None, command: list[str] | None = None,
                  env: dict[str, str] | None = None, cwd: str | None = None, timeout_s: float = 30.0,
                  startup_timeout_s: float = 30.0, headers: dict[str, str] | None = None,
@@ -45,15 +45,19 @@ class HttpRuntime(Checked):
             raise RuntimeUnavailable("the http transport needs exactly one of runtime.url "
                                      "(a running server) or runtime.command (simrun starts it)")
         self.process: ManagedProcess | None = None
-        # A server simrun starts gets a new port each time: a run is known by its command.
-        self._identity = f"http:{url.rstrip('/')}" if url is not None else f"http:{' '.join(command)}"
-        # Without {port} the runtime cannot know the port simrun chose, so it can never answer there.
-        self._portless = command is not None and not any("{port}" in part for part in command)
+        self._portless = False
         if command is not None:
+            # A server simrun starts gets a new port each time: a run is known by its command.
+            self._identity = f"http:{' '.join(command)}"
+            # Without {port} the runtime cannot know the port simrun chose, so it can never answer there.
+            self._portless = not any("{port}" in part for part in command)
             port = free_port()
             command = [part.replace("{port}", str(port)) for part in command]
             self.process = ManagedProcess(command, env=env, cwd=cwd)
             url = f"http://127.0.0.1:{port}"
+        elif url is not None:
+            self._identity = f"http:{url.rstrip('/')}"
+        assert url is not None    # (exactly one of the two, checked above)
         self.url = url.rstrip("/")
         self.description = f"http:{self.url}" + (f" ({command[0]} started by simrun)" if command else "")
         self.timeout_s = timeout_s
@@ -99,7 +103,8 @@ class HttpRuntime(Checked):
                        check: Callable[[Any], Any] | None = None) -> Any:
         started = time.perf_counter()
         elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
-        generation = getattr(session, "generation", None)
+        # (A session this transport did not hand out, a caller's own id, belongs to no start.)
+        generation = session.generation if isinstance(session, SessionId) else None
         mark = self.process.stderr_lines if self.process is not None else 0
         if self.process is not None and generation not in (None, self.process.generation):
             raise RuntimeFault("connection", f"{op}: the server that held this session died during another "
@@ -141,17 +146,19 @@ class HttpRuntime(Checked):
         cannot be reached, one that exited, and one that closed the connection but stayed up
         (the request failed inside it: it may still answer for the store and audit) differ."""
         what = f"{type(exc).__name__}: {exc}"
+        # (`died` says something only of a server simrun started.)
+        exited = exit_text(self.process.returncode if self.process is not None else None)
         if died.get("collateral"):
-            return "connection", f"{op}: the server had exited ({exit_text(self.process.returncode)}) during " \
+            return "connection", f"{op}: the server had exited ({exited}) during " \
                                  f"another conversation{self._said(mark)}"
         if died and isinstance(exc, ConnectFailed):
             # Refused: the request never reached the server, which had ended before it.
-            return "connection", f"{op}: the server had exited ({exit_text(self.process.returncode)}) before " \
+            return "connection", f"{op}: the server had exited ({exited}) before " \
                                  f"this request{self._said(mark)}"
         if isinstance(exc, ConnectFailed):
             return "connection", f"{op}: cannot connect to {self.url} ({what}): the runtime no longer answers"
         if died:
-            return "connection", f"{op}: the server exited ({exit_text(self.process.returncode)}) while " \
+            return "connection", f"{op}: the server exited ({exited}) while " \
                                  f"answering{self._said(mark)}"
         if self.process is not None:
             return "disconnected", (f"{op}: the server closed the connection without answering, and is still "
@@ -171,24 +178,24 @@ class HttpRuntime(Checked):
 
     async def health(self) -> dict[str, Any]:
         if self.process is not None and not self._server_up:
-            await self._start_server()
+            await self._start_server(self.process)
         try:
             reply = await self._request("health", "GET", "/v1/health")
         except RuntimeFault as fault:
             raise RuntimeUnavailable(f"{self.url}/v1/health: {fault}") from None
         return check_health(reply, self.description)
 
-    async def _start_server(self) -> None:
-        await self.process.start()
+    async def _start_server(self, process: ManagedProcess) -> None:
+        await process.start()
         self._server_up = True
         # A command without {port} is given a moment to exit with its own error, not the full wait.
         wait = min(self.startup_timeout_s, PORTLESS_WAIT_S) if self._portless else self.startup_timeout_s
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not self.process.alive:
-                why = (f"the runtime {self.process.command!r} exited with status {self.process.returncode} "
+            if not process.alive:
+                why = (f"the runtime {process.command!r} exited with status {process.returncode} "
                        f"before answering /v1/health{self._port_hint()}; its stderr ends:\n"
-                       f"{self.process.stderr_tail()}")
+                       f"{process.stderr_tail()}")
                 await self.aclose()
                 raise RuntimeUnavailable(why)
             try:
@@ -202,7 +209,7 @@ class HttpRuntime(Checked):
         if self._portless:
             raise RuntimeUnavailable(f"the command has no {{port}} and nothing answered on the port simrun chose "
                                      f"({self.url}){self._port_hint()}")
-        raise RuntimeUnavailable(f"the runtime {self.process.command!r} did not answer {self.url}/v1/health "
+        raise RuntimeUnavailable(f"the runtime {process.command!r} did not answer {self.url}/v1/health "
                                  f"within {self.startup_timeout_s}s (raise runtime.startup_timeout_s?)")
 
     def _port_hint(self) -> str:
@@ -212,30 +219,30 @@ class HttpRuntime(Checked):
                 "(e.g. --port {port}); or start the runtime yourself and give runtime.url")
 
     async def start(self, request: dict[str, Any]) -> str:
-        generation = None
-        if self.process is not None:
-            async with self._restart_lock():     # a server being started again is waited for
-                generation = self.process.generation
+        process = self.process
+        if process is None:
+            return self._started(await self._request("start", "POST", "/v1/sessions", request))
+        async with self._restart_lock():     # a server being started again is waited for
+            generation = process.generation
         try:
             reply = await self._request("start", "POST", "/v1/sessions", request)
         except RuntimeFault as fault:
-            if fault.kind != "connection" or self.process is None:
+            if fault.kind != "connection":
                 raise
             # The server simrun started died in an earlier conversation: this one gets a new one.
             # Conversations in flight see the death together: one starts the server again, and
             # the others, finding it started, use it, rather than each stopping the one before.
             async with self._restart_lock():
-                if self.process.generation == generation:
-                    if not await self.process.exited(1.0):
+                if process.generation == generation:
+                    if not await process.exited(1.0):
                         raise
                     self.restarts += 1
-                    await self.process.stop()
-                    await self._start_server()
-                generation = self.process.generation
+                    await process.stop()
+                    await self._start_server(process)
+                generation = process.generation
             reply = await self._request("start", "POST", "/v1/sessions", request)
-        session = self._started(reply)
         # The session belongs to the server that was asked, even if it died while answering.
-        return SessionId(session, generation) if self.process is not None else session
+        return SessionId(self._started(reply), generation)
 
     def _restart_lock(self) -> asyncio.Lock:
         """The lock of this event loop (a runtime may serve several loops, one after another)."""

@@ -149,8 +149,10 @@ class ManagedProcess:
         cut, so a line being read keeps enough past the cut for a secret that straddles it."""
         keep = STDERR_LINE_CHARS + secrets.longest()
         partial = ""
+        stderr = proc.stderr
+        assert stderr is not None     # (`start` always pipes it)
         while True:
-            chunk = await proc.stderr.read(1 << 16)
+            chunk = await stderr.read(1 << 16)
             if not chunk:
                 if partial:
                     self._stderr.append(secrets.cut(partial, STDERR_LINE_CHARS))

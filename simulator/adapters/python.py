@@ -18,7 +18,7 @@ from typing import Any
 
 from simrun.scoring import secrets
 from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
-from simrun.simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Checked, as_json, check_health
+from simrun.simulator.adapters.base import DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Transport, as_json, check_health
 
 
 def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
@@ -43,7 +43,7 @@ def load_attribute(target: str, form: str = "module:name") -> Any:
         if module_name.endswith(".py"):
             path = Path(module_name)
             spec = importlib.util.spec_from_file_location(path.stem, path)
-            if spec is None or not path.exists():
+            if spec is None or spec.loader is None or not path.exists():
                 raise RuntimeUnavailable(f"runtime target {target!r}: no such file {path}")
             module = importlib.util.module_from_spec(spec)
             sys.modules[path.stem] = module
@@ -97,10 +97,9 @@ async def guarded(what: str, fn, *args) -> Any:
 _ABSENT = object()
 
 
-class PythonRuntime(Checked):
-    # Said outright, as the foreign transport says True: the loop asks on every turn, and an
-    # attribute not found costs getattr an exception raised and caught.
-    builds_state = False
+class PythonRuntime(Transport):
+    """The adapter states the whole contract (`RuntimeAdapter`); the runtime object it wraps, a
+    team's own, may lack the optional methods (`state`, `audit`, `close`), and is asked for them here."""
 
     def __init__(self, runtime: Any, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.runtime = runtime

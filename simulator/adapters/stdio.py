@@ -23,7 +23,7 @@ from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
 from simrun.simulator.adapters.base import (
     DEFAULT_MAX_RESULT_BYTES,
     EXCERPT_BYTES,
-    Checked,
+    Transport,
     by_size,
     check_health,
     excerpt,
@@ -31,7 +31,7 @@ from simrun.simulator.adapters.base import (
     read_answer,
     stderr_said,
 )
-from simrun.simulator.adapters.process import ManagedProcess
+from simrun.simulator.adapters.process import ManagedProcess, SessionId
 
 ENVELOPE_BYTES = 1 << 12    # room for {"id": ..., "result": ...} around an answer of the largest size
 
@@ -45,7 +45,7 @@ class _TooLong(Exception):
         self.size, self.head = size, head
 
 
-class StdioRuntime(Checked):
+class StdioRuntime(Transport):
     def __init__(self, command: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                  timeout_s: float = 30.0, startup_timeout_s: float = 30.0,
                  max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
@@ -74,7 +74,8 @@ class StdioRuntime(Checked):
                 await self.process.start()
                 self._answered = False
             sent_at = time.perf_counter()
-            generation = getattr(session, "generation", None)
+            # (A session this transport did not hand out, a caller's own id, belongs to no start.)
+            generation = session.generation if isinstance(session, SessionId) else None
             if generation not in (None, self.process.generation):
                 raise self._fault("exited", f"{op}: the runtime process that held this session exited during "
                                   "another conversation and was started again", collateral=True)
@@ -89,6 +90,8 @@ class StdioRuntime(Checked):
             started = time.perf_counter()
             elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
             proc = self.process.proc
+            # (Alive, so started; and the stdio transport's child always has its pipes.)
+            assert proc is not None and proc.stdin is not None and proc.stdout is not None
             limit, limit_name = ((self.timeout_s, "runtime.timeout_s") if self._answered
                                  else (self.startup_timeout_s, "runtime.startup_timeout_s: its first answer"))
             try:
@@ -184,7 +187,7 @@ class StdioRuntime(Checked):
             return None
 
     async def close(self, session: str) -> None:
-        await self._call("close", session)
+        await self._call("close", session)     # (its answer carries no audit this transport reads)
 
     async def aclose(self) -> None:
         await self.process.stop()

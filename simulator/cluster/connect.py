@@ -25,13 +25,13 @@ def connect(address: str = "auto") -> str:
     if ray.is_initialized():
         return f"Ray already running in this process ({cpus()} CPUs)"
     # Workers' own output stays in the cluster's logs; a worker's failure reaches the driver as
-    # an exception. Ray's notices (token authentication, and the like) are not this run's news.
-    quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
+    # an exception. Ray's notices (token authentication, and the like) are not this run's news:
+    # hence log_to_driver=False and logging_level=ERROR, below.
     found = None if address == "local" else _cluster_at(address)
     if found is not None:
         try:
             # "auto" as such: Ray then also takes up the token of a cluster found on this machine.
-            ray.init(address="auto" if address == "auto" else found, **quiet)
+            ray.init(address="auto" if address == "auto" else found, log_to_driver=False, logging_level=logging.ERROR)
         except ConnectionError as exc:
             raise ConfigError(f"the Ray cluster at {found} did not let this process join ({first_line(exc)}); "
                               "a cluster with token authentication (Ray's default) needs RAY_AUTH_MODE=token, and "
@@ -41,7 +41,8 @@ def connect(address: str = "auto") -> str:
     # workers are the run itself, and the driver (at the caller's priority) only stores.
     os.environ.setdefault("RAY_worker_niceness", "0")
     # "local": a new cluster even where one runs (Ray would otherwise join the one `ray start` made).
-    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, **quiet)
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
+             logging_level=logging.ERROR)
     return f"started a local Ray cluster on this machine's {cpus()} cores"
 
 

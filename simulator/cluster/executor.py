@@ -37,6 +37,7 @@ from ray.exceptions import ActorUnavailableError, ObjectLostError, OwnerDiedErro
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from simrun.scoring.errors import ClusterLost, SimrunError
+from simrun.simulator.adapters.base import RuntimeAdapter
 from simrun.simulator.cluster.connect import connect, cpus, first_line
 from simrun.simulator.cluster.shared import Budget, Rates
 from simrun.simulator.cluster.worker import Chunk, Worker, WorkerSpec, float_prefix
@@ -44,6 +45,7 @@ from simrun.simulator.conversation import Cell
 from simrun.simulator.ledger import Ledger
 from simrun.simulator.project import Plan
 from simrun.simulator.runner import Finish
+from simrun.simulator.users.base import UserBackend
 
 CHUNK_S = 0.5          # a chunk's length in its worker's time (what a dead worker's chunk costs to run again)
 MAX_CHUNK = 64         # cells per chunk at most
@@ -72,8 +74,8 @@ class RayExecutor:
         self.connected_here = self.connected_here or not ray.is_initialized()
         return connect(self.address)
 
-    async def run(self, cells: Iterator[Cell], finish: Finish, *, user, runtime, ledger: Ledger,
-                  concurrency: int) -> None:
+    async def run(self, cells: Iterator[Cell], finish: Finish, *, user: UserBackend, runtime: RuntimeAdapter,
+                  ledger: Ledger, concurrency: int) -> None:
         if not ray.is_initialized():
             self.connect()
         try:
@@ -88,19 +90,23 @@ class RayExecutor:
 class _Dispatch:
     """One run on the cluster: the shared actors, the workers, and the cells between them."""
 
-    def __init__(self, executor: RayExecutor, cells: Iterator[Cell], finish: Finish, user, ledger: Ledger,
-                 concurrency: int) -> None:
+    def __init__(self, executor: RayExecutor, cells: Iterator[Cell], finish: Finish, user: UserBackend,
+                 ledger: Ledger, concurrency: int) -> None:
         self.executor, self.cells, self.finish, self.user, self.ledger = executor, cells, finish, user, ledger
         self.concurrency = max(1, concurrency)    # each worker's slots
         self.given_back: collections.deque[Cell] = collections.deque()
         self.out: dict[asyncio.Future, tuple[Any, list[Cell]]] = {}    # chunks out: (ref, cells)
         self.changed = asyncio.Event()        # cells were given back, or a chunk came home
-        self.budget = self.rates = self.replay = None
+        # The cluster's actors (handles to a `Budget` and a `Rates`), and the replay cache in
+        # Ray's object store; None until `run` makes them.
+        self.budget: Any = None
+        self.rates: Any = None
+        self.replay: Any = None
         self.handles: list[Any] = []
         self.syncing: asyncio.Future | None = None    # the latest take of the cluster's records
 
     def stopping(self) -> bool:
-        return self.ledger.exhausted or bool(getattr(self.user, "stopped", None))
+        return self.ledger.exhausted or bool(self.user.stopped)
 
     def take(self, size: int) -> list[Cell]:
         chunk: list[Cell] = []
@@ -118,25 +124,26 @@ class _Dispatch:
         pace = returned / max(1e-3, asyncio.get_running_loop().time() - since)
         return max(1, min(MAX_CHUNK, round(pace * CHUNK_S)))
 
-    async def run(self, runtime) -> None:
+    async def run(self, runtime: RuntimeAdapter) -> None:
         plan = self.executor.plan
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         run = uuid.uuid4().hex[:12]
-        names = {"budget": f"simrun-budget-{run}", "rates": None}
+        budget_name = f"simrun-budget-{run}"
+        rates_name: str | None = None       # a rate-limit actor only when budgets.toml limits the user backend
         shared = {"num_cpus": 0, "scheduling_strategy": here, "max_restarts": 0}
-        self.budget = ray.remote(Budget).options(name=names["budget"], **shared).remote(
+        self.budget = ray.remote(Budget).options(name=budget_name, **shared).remote(
             self.ledger.budget, self.ledger.figures(), plan.user)
         limit = plan.budgets.limits.get(plan.user)
         if limit is not None:
-            names["rates"] = f"simrun-rates-{run}"
-            local = getattr(getattr(self.user, "limiter", None), "window", None)
-            self.rates = ray.remote(Rates).options(name=names["rates"], **shared).remote(
+            rates_name = f"simrun-rates-{run}"
+            local = self.user.limiter.window if self.user.limiter is not None else None
+            self.rates = ray.remote(Rates).options(name=rates_name, **shared).remote(
                 {plan.user: (limit.requests_per_minute, limit.tokens_per_minute, limit.window_s)},
                 {plan.user: list(local.booked)} if local is not None else None)
         available = cpus()
         count = self.executor.workers or max(1, available)
-        spec = WorkerSpec.for_plan(self.executor.plan, self.user, count, **names)
-        replay = getattr(self.user, "replay", None)
+        spec = WorkerSpec.for_plan(self.executor.plan, self.user, count, budget=budget_name, rates=rates_name)
+        replay = self.user.replay
         self.replay = ray.put(replay) if replay is not None else None
         worker = ray.remote(Worker).options(num_cpus=min(1.0, available / count) if available else 0,
                                             max_restarts=MAX_RESTARTS, max_task_retries=0)
@@ -281,11 +288,11 @@ class _Dispatch:
             return False
 
     async def _deliver(self, result: Chunk) -> None:
-        replay = getattr(self.user, "replay", None)
+        replay = self.user.replay
         if replay is not None:
             replay.hits += result.replay[0]
             replay.misses += result.replay[1]
-        if result.stopped and not getattr(self.user, "stopped", None):
+        if result.stopped and not self.user.stopped:
             self.user.stopped = result.stopped
         for finished in result.done:
             await self.finish(finished)

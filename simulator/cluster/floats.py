@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from simrun.scoring.money import stored_usd
 from simrun.simulator.cluster.shared import LedgerLost, Report
 from simrun.simulator.ledger import Reservation
-from simrun.simulator.money import stored_usd
 
 FLOAT_S = 0.5      # a float holds about this long of the worker's worst cases
 MIN_CALLS = 4      # ...and at least this many of the largest worst case seen

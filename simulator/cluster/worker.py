@@ -22,17 +22,23 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
 from simrun.scoring import secrets
+from simrun.scoring.dataset.models import Goal, Persona
 from simrun.scoring.errors import SimrunError
 from simrun.scoring.store.rows import Finished, encoded_or_stand_in
+from simrun.simulator.adapters.base import RuntimeAdapter
 from simrun.simulator.cluster.floats import FloatLedger
 from simrun.simulator.cluster.shared import LedgerLost, RemoteLimiter
 from simrun.simulator.conversation import Cell, converse
 from simrun.simulator.project import Plan, environment_of, runtime_for, user_backend
+from simrun.simulator.users.base import UserBackend
+
+if TYPE_CHECKING:
+    from simrun.simulator.users.model import ReplayCache
 
 CellKey = tuple[str, str, int, int]          # persona id, goal id, repetition, seed: what travels
 
@@ -49,10 +55,10 @@ class WorkerSpec:
     rates: str | None
 
     @classmethod
-    def for_plan(cls, plan: Plan, user, workers: int, budget: str, rates: str | None) -> WorkerSpec:
+    def for_plan(cls, plan: Plan, user: UserBackend, workers: int, budget: str, rates: str | None) -> WorkerSpec:
         """What a worker needs to run `plan` as the driver would, given the driver's user backend."""
         project = plan.project
-        if getattr(user, "output", None) is not None:
+        if user.output is not None:
             # Settled here once (a probe costs money): every worker asks in the same form.
             project = project.model_copy(update={"run": project.run.model_copy(update={"user_output": user.output})})
         if project.user.concurrency is not None:
@@ -82,6 +88,20 @@ class Chunk:
     replay: tuple[int, int]
 
 
+@dataclass(frozen=True)
+class _Started:
+    """What a worker makes when it starts: its float of the budget, its share of the rate limit,
+    its user backend and runtime, the plan's personas and goals by id, and its slots."""
+
+    ledger: FloatLedger
+    limiter: RemoteLimiter | None
+    user: UserBackend
+    runtime: RuntimeAdapter
+    personas: dict[str, Persona]
+    goals: dict[str, Goal]
+    slots: asyncio.Semaphore
+
+
 def float_prefix(index: int) -> str:
     """How the floats of the driver's worker `index` are named: what forfeiting them names."""
     return f"worker {index}/"
@@ -90,11 +110,11 @@ def float_prefix(index: int) -> str:
 class Worker:
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
-        self.replay = None
-        self.ready: asyncio.Task | None = None
-        self.slots: asyncio.Semaphore | None = None
+        self.replay: ReplayCache | None = None
+        self.ready: asyncio.Future[None] | None = None
+        self.started: _Started | None = None     # what `_start` made, once it has
 
-    async def start(self, replay=None, index: int = 0) -> dict[str, Any]:
+    async def start(self, replay: ReplayCache | None = None, index: int = 0) -> dict[str, Any]:
         """Start the runtime and the user backend, once (again after Ray restarted this worker).
         `replay`: the recorded answers of a `--replay` run, sent once to each worker; `index`:
         which of the driver's workers this is, which names its float of the budget."""
@@ -115,20 +135,23 @@ class Worker:
             secrets.register(value)
         plan = spec.plan
         # A float of its own each time it starts: one of a process that died is forfeited whole.
-        self.ledger = FloatLedger(ray.get_actor(spec.budget), f"{float_prefix(index)}{uuid.uuid4().hex[:8]}")
+        ledger = FloatLedger(ray.get_actor(spec.budget), f"{float_prefix(index)}{uuid.uuid4().hex[:8]}")
         limit = plan.budgets.limits.get(plan.user)
-        self.limiter = (RemoteLimiter(ray.get_actor(spec.rates), plan.user, limit.requests_per_minute,
-                                      limit.tokens_per_minute, limit.window_s)
-                        if limit is not None and spec.rates else None)
-        self.user = user_backend(plan, self.ledger, self.replay, limiter=self.limiter)
-        self.runtime = runtime_for(plan)
-        self.personas = {p.id: p for p in plan.dataset.personas}
-        self.goals = {g.id: g for g in plan.dataset.goals}
-        self.slots = asyncio.Semaphore(max(1, plan.concurrency))
+        limiter = (RemoteLimiter(ray.get_actor(spec.rates), plan.user, limit.requests_per_minute,
+                                 limit.tokens_per_minute, limit.window_s)
+                   if limit is not None and spec.rates else None)
+        user = user_backend(plan, ledger, self.replay, limiter=limiter)
         try:
-            await self.runtime.health()
-            if hasattr(self.user, "start"):
-                await self.user.start(plan.project.run.user_output)
+            runtime = runtime_for(plan)
+        except BaseException:
+            await user.aclose()     # its connections, as `stop` closes them once both are made
+            raise
+        self.started = started = _Started(
+            ledger, limiter, user, runtime, {p.id: p for p in plan.dataset.personas},
+            {g.id: g for g in plan.dataset.goals}, asyncio.Semaphore(max(1, plan.concurrency)))
+        try:
+            await started.runtime.health()
+            await user.start(plan.project.run.user_output)
         except BaseException:
             await self.stop()
             raise
@@ -140,22 +163,26 @@ class Worker:
         if self.ready is None:
             raise RuntimeError("a chunk was sent to a worker that was not started")
         await self.start()
+        started = self.started
+        if started is None:       # (`start` raised if `_start` did not get as far)
+            raise RuntimeError("the worker's start made no runtime or user")
+        ledger, limiter, user = started.ledger, started.limiter, started.user
 
         async def one(key: CellKey) -> Finished | None:
             persona, goal, repetition, seed = key
-            cell = Cell(self.personas[persona], self.goals[goal], repetition, seed)
-            async with self.slots:
-                if self.ledger.exhausted or getattr(self.user, "stopped", None):
+            cell = Cell(started.personas[persona], started.goals[goal], repetition, seed)
+            async with started.slots:
+                if ledger.exhausted or user.stopped:
                     return None
-                conversation = await converse(cell, self.user, self.runtime)
-            if self.ledger.lost or (self.limiter is not None and self.limiter.lost):
+                conversation = await converse(cell, user, started.runtime)
+            if ledger.lost or (limiter is not None and limiter.lost):
                 # Its calls could not be held or booked: it ended on that, which is no finding.
                 raise LedgerLost("the cluster's budget or rate-limit actor is gone")
             return encoded_or_stand_in(conversation.finished())
 
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(one(key)) for key in cells]
-        return Chunk([t.result() for t in tasks if t.result() is not None], getattr(self.user, "stopped", None),
+        return Chunk([done for t in tasks if (done := t.result()) is not None], user.stopped,
                      self._replay_counts())
 
     def _replay_counts(self) -> tuple[int, int]:
@@ -168,15 +195,16 @@ class Worker:
     async def stop(self) -> None:
         """Send the budget what this worker owes it, stop the runtime it started, and close the
         user model's connections."""
-        ledger = getattr(self, "ledger", None)
-        if ledger is not None and not ledger.lost:
+        started = self.started
+        if started is None:
+            return
+        if not started.ledger.lost:
             try:
-                await ledger.flush()
+                await started.ledger.flush()
             except LedgerLost:
                 pass   # what it held is then counted as spent, at its worst case
-        for close in (getattr(self, "runtime", None), getattr(self, "user", None)):
-            if close is not None:
-                try:
-                    await close.aclose()
-                except Exception:
-                    pass   # stopping is best effort; the supervisor stops a runtime whatever happens here
+        for close in (started.runtime, started.user):
+            try:
+                await close.aclose()
+            except Exception:
+                pass   # stopping is best effort; the supervisor stops a runtime whatever happens here

@@ -11,33 +11,77 @@ Backends register by the first part of their spec, the way a third party's would
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simrun.scoring.dataset.models import Goal, Persona
 from simrun.scoring.errors import ConfigError
 from simrun.scoring.transcript import TurnRecord, UserTurn
 
+if TYPE_CHECKING:
+    from simrun.scoring.settings import Budgets, UserSection
+    from simrun.simulator.ledger import CallLedger
+    from simrun.simulator.limits import RateLimiter
+    from simrun.simulator.users.model import ReplayCache
+
 
 class UserSession(Protocol):
+    """One conversation's simulated user."""
+
+    @property
+    def calls(self) -> Sequence[dict[str, Any]]:
+        """Every paid (or replayed) call this conversation made, as the ledger recorded it (with
+        its `cost_usd`): the conversation's cost. () for a backend that makes none."""
+
     async def next_turn(self, turns: tuple[TurnRecord, ...]) -> UserTurn: ...
 
 
 class UserBackend(Protocol):
-    name: str
+    """Everything the runner, the conversation loop and the Ray executor use of a backend. A free
+    backend (the scripted user) states the paid members with their defaults: no ledger, no
+    limiter, no replay, no output form, never stopped, and a `start` that settles nothing."""
+
+    name: str           # its spec (`scripted`, `openai:<model>`): part of a run's key
     paid: bool
-    # A model backend also has `async start(recorded) -> output form` (called once before the
-    # first conversation), `output` and `stopped` (why the run must stop early: the same provider
-    # failure conversation after conversation). The scripted user needs none of them.
+    # Why the run must stop early (the same provider failure conversation after conversation),
+    # once it must; None until then. The Ray executor sets it from a worker's report.
+    stopped: str | None
+
+    @property
+    def output(self) -> str | None:
+        """The structured-output form `start` settled (recorded with the run, and given to a
+        cluster's workers so that none probes again); None for a backend that has none."""
+
+    @property
+    def ledger(self) -> CallLedger[Any] | None:
+        """What its calls are held against: the run's ledger (the runner takes it when given
+        none), or a cluster worker's float; None for a free backend."""
+
+    @property
+    def limiter(self) -> RateLimiter | None:
+        """Its [limits] window, whose bookings a cluster's shared window starts from; None without limits."""
+
+    @property
+    def replay(self) -> ReplayCache | None:
+        """The recorded answers of a `--replay` run, whose hits and misses a cluster adds up; None otherwise."""
 
     def session(self, persona: Persona, goal: Goal, seed: int, repetition: int) -> UserSession: ...
+
+    async def start(self, recorded: str | None = None) -> str | None:
+        """Called once before the first conversation: settle the output form (`recorded`: the one
+        a resumed run used) and return it; None for a backend that has none to settle."""
+
+    def describe_output(self) -> str:
+        """The output form `start` settled, and the forms passed over, for the user to read."""
 
     async def aclose(self) -> None:
         """Release connections; the runner calls it once the run is over."""
 
 
-def make_user(spec: str, *, budgets=None, ledger=None, replay=None, settings=None, output: str = "auto",
-              limiter=None, **options) -> UserBackend:
+def make_user(spec: str, *, budgets: Budgets | None = None, ledger: CallLedger[Any] | None = None,
+              replay: ReplayCache | None = None, settings: UserSection | None = None, output: str = "auto",
+              limiter: RateLimiter | None = None, **options: Any) -> UserBackend:
     """The backend for `spec`. A model backend fails here, before anything runs, if its API key
     or its price is missing. `settings` is simrun.toml's [user] section; `output` its
     run.user_output. `limiter` keeps the spec's [limits] (default: a window of this process's own;
@@ -48,10 +92,10 @@ def make_user(spec: str, *, budgets=None, ledger=None, replay=None, settings=Non
         return ScriptedUser(**options)
     kind = spec.split(":", 1)[0]
     if kind in ("openai", "anthropic"):
-        from simrun.simulator.config import Budgets, UserSection
+        from simrun.scoring.money import parse_usd
+        from simrun.scoring.settings import Budgets, UserSection
         from simrun.simulator.ledger import Ledger
         from simrun.simulator.limits import RateLimiter
-        from simrun.simulator.money import parse_usd
         from simrun.simulator.pricing import price_for
         from simrun.simulator.users.model import ModelUser
         from simrun.simulator.users.providers import provider_for

@@ -10,6 +10,7 @@ compressed answer says nothing of what it inflates to (a gzip bomb), and is refu
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import cast
 
 import httpx2
 
@@ -48,8 +49,10 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
             await response.aclose()
             raise AnswerTooLarge(f"the API's answer is {encoding}-compressed, though simrun asked for it "
                                  "uncompressed: its size cannot be known before it is inflated")
+        # An async transport's answer streams asynchronously; the stub types it as either kind.
+        stream = cast(httpx2.AsyncByteStream, response.stream)
         return httpx2.Response(response.status_code, headers=response.headers, request=request,
-                               stream=_Capped(response.stream, self.limit), extensions=response.extensions)
+                               stream=_Capped(stream, self.limit), extensions=response.extensions)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

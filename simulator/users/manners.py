@@ -11,6 +11,7 @@ import functools
 import random
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +58,9 @@ def _parsed(template: str) -> tuple[tuple[str, str | None, str | None, str | Non
     return tuple(string.Formatter().parse(template))
 
 
+_CONVERSIONS: dict[str, Callable[[Any], str]] = {"r": repr, "s": str, "a": ascii}   # a template's !r, !s, !a
+
+
 def render(template: str, values: dict[str, Any]) -> list[Segment]:
     """Fill a template; the filled-in values come back as protected segments."""
     segments = []
@@ -66,7 +70,7 @@ def render(template: str, values: dict[str, Any]) -> list[Segment]:
         if name:
             value = values[name]
             if conversion:
-                value = {"r": repr, "s": str, "a": ascii}[conversion](value)
+                value = _CONVERSIONS[conversion](value)
             segments.append(Segment(format(value, spec or ""), protected=True))
     return segments
 

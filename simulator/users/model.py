@@ -31,15 +31,15 @@ from simrun.scoring import secrets
 from simrun.scoring.dataset.files import canonical_json
 from simrun.scoring.dataset.models import Goal, Persona
 from simrun.scoring.errors import BudgetCut, ProviderFailure, UserModelUnavailable
+from simrun.scoring.settings import Price
 from simrun.scoring.store.rows import JsonText
 from simrun.scoring.transcript import TurnRecord, UserTurn
-from simrun.simulator.config import Price
-from simrun.simulator.ledger import Ledger
+from simrun.simulator.ledger import CallLedger
 from simrun.simulator.limits import RateLimiter
 from simrun.simulator.pricing import Usage, cost, worst_case
 from simrun.simulator.retry import RetryPolicy
 from simrun.simulator.users.prompt import OPENING, REPAIR, action_schema, parse_action, render_result, stable_prefix
-from simrun.simulator.users.providers import Completion, MalformedResponse, redact
+from simrun.simulator.users.providers import Completion, MalformedResponse, Provider, redact
 
 STOP_AFTER = 3      # conversations failed the same way in a row before the run stops
 PROBE = "(output probe)"    # the conversation id the probe's calls are stored under
@@ -73,7 +73,7 @@ class Tab:
 class ModelUser:
     paid = True
 
-    def __init__(self, spec: str, provider, price: Price, ledger: Ledger, *, max_tokens: int = 300,
+    def __init__(self, spec: str, provider: Provider, price: Price, ledger: CallLedger[Any], *, max_tokens: int = 300,
                  per_conversation: Decimal | None = None, retry: RetryPolicy | None = None,
                  replay: ReplayCache | None = None, limiter: RateLimiter | None = None,
                  concurrency: int | None = None, output: str = "auto") -> None:
@@ -110,7 +110,7 @@ class ModelUser:
             self.output = forms[0]
         elif self.output == "auto":
             recorded = (self.replay.output if self.replay is not None else None) or recorded
-            if recorded in forms:
+            if recorded is not None and recorded in forms:
                 self.output = recorded
             elif self.replay is not None and self.replay.only:
                 self.output = forms[0]
@@ -132,13 +132,15 @@ class ModelUser:
             try:
                 completion = await self.paid_call(tab, 0, key, request)
             except ProviderFailure as failure:
-                self.refused_forms.append((form, failure.evidence.get("server_message") or str(failure)))
+                self.refused_forms.append((form, str(failure.evidence.get("server_message") or failure)))
                 continue
             except BudgetCut as cut:
-                raise UserModelUnavailable(f"the budget cannot cover even the output probe of {self.name}: {cut}")
+                raise UserModelUnavailable(
+                    f"the budget cannot cover even the output probe of {self.name}: {cut}") from None
             if form == "prompt" or _honoured(completion.answer):
                 return form
-            self.refused_forms.append((form, f"answered, but not in that form: {secrets.cut(str(completion.answer), 120)!r}"))
+            self.refused_forms.append(
+                (form, f"answered, but not in that form: {secrets.cut(str(completion.answer), 120)!r}"))
         tried = "; ".join(f"{form}: {why}" for form, why in self.refused_forms)
         # What the probe paid for (answers in the wrong form, unreadable ones charged at their
         # worst case) belongs to no run, since none begins: the message is its only record.

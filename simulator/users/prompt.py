@@ -177,22 +177,22 @@ def parse_action(answer: str | dict | None, step_ids: tuple[str, ...] = ()) -> U
     """The model's answer as a user turn; anything else is flagged for simulator_error, with the
     parse error that the repair step quotes back to the model."""
     data, error = (json_in(answer) if isinstance(answer, str) else (answer, None))
-    if error is None and not isinstance(data, dict):
-        error = "not a JSON object"
-    if error is None:
+    if error is None and isinstance(data, dict):
         error = _action_error(data)
-    if error is not None:
-        shown = answer if isinstance(answer, str) else json.dumps(answer)
-        return UserTurn("message", "", meta={"unparsed": secrets.cut(str(shown), 2000), "parse_error": error})
-    step = data.get("step")
-    meta = {"unknown_step": step} if step is not None and step not in step_ids else {}
-    step = step if step in step_ids else None
-    action = data["action"]
-    if action == "message":
-        return UserTurn("message", data["text"], meta=meta, step=step)
-    if action == "click":
-        return UserTurn("click", offer=data["offer"], meta=meta, step=step)
-    return UserTurn("stop", stop_reason="done" if data.get("reason") == "done" else "gave_up", meta=meta, step=step)
+        if error is None:
+            step = data.get("step")
+            meta = {"unknown_step": step} if step is not None and step not in step_ids else {}
+            step = step if step in step_ids else None
+            action = data["action"]
+            if action == "message":
+                return UserTurn("message", data["text"], meta=meta, step=step)
+            if action == "click":
+                return UserTurn("click", offer=data["offer"], meta=meta, step=step)
+            return UserTurn("stop", stop_reason="done" if data.get("reason") == "done" else "gave_up", meta=meta,
+                            step=step)
+    shown = answer if isinstance(answer, str) else json.dumps(answer)
+    return UserTurn("message", "", meta={"unparsed": secrets.cut(str(shown), 2000),
+                                         "parse_error": error or "not a JSON object"})
 
 
 def _action_error(data: dict) -> str | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -32,6 +32,9 @@ from simrun.scoring.dataset.files import canonical_json
 from simrun.scoring.errors import ConfigError
 from simrun.simulator.pricing import Usage
 from simrun.simulator.users.wire import LightClient
+
+if TYPE_CHECKING:
+    import openai
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OUTPUT_FORMS = ("json_schema", "json_object", "guided_json", "tools", "prompt")
@@ -55,6 +58,33 @@ class Completion:
         if self.usage.cached_input_tokens:
             return "hit"
         return "write" if self.usage.cache_write_tokens else "miss"
+
+
+class _Client(Protocol):
+    async def close(self) -> None: ...
+
+
+class Provider(Protocol):
+    """What a model-played user (`simrun.simulator.users.model.ModelUser`) asks of a model API."""
+
+    name: str           # the API's name: openai, anthropic
+    key: str            # its API key, cut out of whatever a failure says
+    output: str         # the output form its requests ask for: `ModelUser.start` settles it
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """The output forms it speaks, in the order `run.user_output = "auto"` tries them."""
+
+    @property
+    def client(self) -> _Client:
+        """The HTTP client its calls go through; the user closes it when the run is over."""
+
+    def request(self, prefix: str, messages: list[dict], max_tokens: int, schema: dict[str, Any],
+                form: str | None = None) -> dict[str, Any]:
+        """The exact request body (no credentials) in `form` (default: `output`): what is cached and replayed by."""
+
+    async def complete(self, request: dict[str, Any], body: str | None = None) -> Completion:
+        """The call; `body` is the request as JSON text, when the caller has it already."""
 
 
 def api_key(provider: str, offline: bool = False) -> str:
@@ -95,6 +125,7 @@ class OpenAIProvider:
         # A server's address may carry user:password@, sent as Basic auth: an error body that
         # echoes the header must not carry it into the store.
         secrets.register_url(base_url or os.environ.get("OPENAI_BASE_URL"))
+        self.client: LightClient | openai.AsyncOpenAI
         if client == "light":
             self.client = LightClient(base_url, self.key, timeout_s, http_client=http_client)
         elif client == "sdk":
@@ -102,7 +133,8 @@ class OpenAIProvider:
 
             self.client = openai.AsyncOpenAI(
                 api_key=self.key, base_url=base_url or os.environ.get("OPENAI_BASE_URL"), max_retries=0,
-                timeout=timeout_s, http_client=http_client or _aiohttp(openai, timeout_s))
+                # (The SDK types its client as httpx2's, its fork of httpx with the same interface.)
+                timeout=timeout_s, http_client=http_client or _aiohttp(openai, timeout_s))  # type: ignore[arg-type]
         else:
             raise ValueError(f"unknown client {client!r}: light or sdk")
 
@@ -203,7 +235,8 @@ class AnthropicProvider:
         u = _field(response, "usage", required=False)
         return Completion(
             answer=answer,
-            usage=Usage(input_tokens=u.get("input_tokens") or 0, cached_input_tokens=u.get("cache_read_input_tokens") or 0,
+            usage=Usage(input_tokens=u.get("input_tokens") or 0,
+                        cached_input_tokens=u.get("cache_read_input_tokens") or 0,
                         cache_write_tokens=u.get("cache_creation_input_tokens") or 0,
                         output_tokens=u.get("output_tokens") or 0),
             response=response, usage_reported=_counted(u, "input_tokens", "output_tokens"),
@@ -253,7 +286,7 @@ def _alternating(messages: list[dict]) -> list[dict]:
     return out
 
 
-def provider_for(spec: str, **options: Any):
+def provider_for(spec: str, **options: Any) -> Provider:
     kind, _, model = spec.partition(":")
     if kind not in KEY_VARIABLES or not model:
         raise ConfigError(f"unknown user backend {spec!r}; use scripted, openai:<model> or anthropic:<model>",

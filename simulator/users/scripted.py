@@ -22,7 +22,7 @@ import dataclasses
 import datetime as dt
 import random
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simrun.scoring.checks.evidence import MISSING, get, relates, shown
 from simrun.scoring.dataset.models import Goal, Persona, Step
@@ -32,13 +32,25 @@ from simrun.scoring.transcript import TurnRecord, UserTurn
 from simrun.simulator.users import manners as m
 from simrun.simulator.users.asked import asked_by_name
 
+if TYPE_CHECKING:
+    from simrun.simulator.ledger import CallLedger
+    from simrun.simulator.limits import RateLimiter
+    from simrun.simulator.users.model import ReplayCache
+
 SIMULATOR_FAULTS = ("empty_message", "role_leak", "leaked_instructions", "early_stop",
                     "false_success", "contradict_facts")
 
 
 class ScriptedUser:
+    """A free backend: the paid members of the contract (`UserBackend`) are stated with their defaults."""
+
     name = "scripted"
     paid = False
+    output: str | None = None               # it answers in no structured-output form
+    stopped: str | None = None              # nothing it calls can fail the same way again and again
+    ledger: CallLedger[Any] | None = None   # it makes no paid call
+    limiter: RateLimiter | None = None
+    replay: ReplayCache | None = None
 
     def __init__(self, faults: dict[str, float] | None = None, fault_seed: int = 0) -> None:
         for fault in faults or {}:
@@ -47,6 +59,12 @@ class ScriptedUser:
         self.faults = dict(faults or {})
         self.fault_seed = fault_seed
         self.planted: dict[str, list[tuple[str, str, int]]] = {}
+
+    async def start(self, recorded: str | None = None) -> None:
+        return None    # no output form to settle
+
+    def describe_output(self) -> str:
+        return "user output form: none (the scripted user calls no model)"
 
     async def aclose(self) -> None:
         pass   # nothing to release: the scripted user holds no connections
@@ -68,6 +86,8 @@ def wrong_value(value: Any) -> Any:
 
 
 class ScriptedSession:
+    calls: tuple[dict[str, Any], ...] = ()     # it makes no paid call
+
     def __init__(self, backend: ScriptedUser, persona: Persona, goal: Goal, seed: int) -> None:
         self.backend, self.persona, self.goal, self.seed = backend, persona, goal, seed
         self.step_index = 0
@@ -213,12 +233,12 @@ class ScriptedSession:
             wanted = asked_by_name(str(result.get("reply", "")), step)
             if wanted:
                 return self._answer(step, wanted, args, {**meta, "asked_in_words": wanted})
-        offers = [o for o in get(result, "next_steps") or [] if isinstance(o, dict)
-                  and o.get("operation") == step.operation
-                  and (step.record is None or o.get("record") == step.record)
-                  and all(str(_plain(args.get(k, v))) == str(v) for k, v in (o.get("arguments") or {}).items())]
-        if offers:
-            return self._take(offers[0]["id"], meta, words=None, step=step, args=args)
+        matching = [o for o in get(result, "next_steps") or [] if isinstance(o, dict)
+                    and o.get("operation") == step.operation
+                    and (step.record is None or o.get("record") == step.record)
+                    and all(str(_plain(args.get(k, v))) == str(v) for k, v in (o.get("arguments") or {}).items())]
+        if matching:
+            return self._take(matching[0]["id"], meta, words=None, step=step, args=args)
         return self._ask_for(step, args, meta)
 
     def _take(self, offer_id: str | None, meta: dict, *, words: list[m.Segment] | None,
@@ -236,6 +256,8 @@ class ScriptedSession:
             return UserTurn("click", offer=offer_id, meta=meta)
         if words is not None:
             return self._finish(words, meta)
+        # Said in words of its own, for an offer taken without them: the caller gives the step.
+        assert step is not None and args is not None, "an offer taken without words names its step"
         return self._ask_for(step, args, meta)
 
     def _answer(self, step: Step, wanted: list[str], args: dict, meta: dict) -> UserTurn:
@@ -250,7 +272,7 @@ class ScriptedSession:
                 meta = {**meta, "wrong_value": arg}
         parts: list[m.Segment] = []
         for arg in wanted:
-            ways = step.answers.get(arg) or ("{%s}" % arg,)
+            ways = step.answers.get(arg) or ("{" + arg + "}",)
             if parts:
                 parts.append(m.Segment(" "))
             parts += m.render(self.rng("answer").choice(ways), {**self._facts(), **values})
@@ -266,7 +288,7 @@ class ScriptedSession:
         else:
             template = self.rng("say").choice(step.say)
             changeable = [a for a in step.correction if a in args and self.step_index not in self.corrected
-                          and "{%s" % a in template]
+                          and ("{" + a) in template]
             if changeable and (changeable[0] in step.wrong_first or self.draw("changes_mind")):
                 arg = changeable[0]
                 values[arg] = step.wrong_first.get(arg, wrong_value(args[arg]))

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from simrun.scoring.errors import UserModelUnavailable
 from simrun.simulator.http1 import HttpError, Pool
+
+if TYPE_CHECKING:
+    import openai
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # The variables the SDK reads for these headers, read the same way: a team that scopes its key
@@ -62,6 +66,7 @@ class LightClient:
     async def post(self, path: str, body: str) -> bytes:
         """POST `body` (JSON text) to `path`; the answer's bytes, or the SDK's exception for it."""
         url = self.base_url + path
+        headers: Mapping[str, str]
         if self.http_client is not None:
             try:
                 response = await self.http_client.post(url, content=body.encode(), timeout=self.timeout_s,
@@ -72,8 +77,10 @@ class LightClient:
                 raise _connection(url, exc) from None
             status, headers, raw = response.status_code, response.headers, response.content
         else:
+            pool = self._pool
+            assert pool is not None     # (made in __init__ whenever no client is given)
             try:
-                answer = await self._pool.request("POST", path, body.encode(), limit=MAX_ANSWER_BYTES)
+                answer = await pool.request("POST", path, body.encode(), limit=MAX_ANSWER_BYTES)
             except TimeoutError:
                 raise _timeout(url) from None
             except HttpError as exc:
@@ -98,19 +105,24 @@ def _request(url: str) -> httpx.Request:
     return httpx.Request("POST", url)
 
 
-def _timeout(url: str):
+# The openai SDK types its exceptions' request and response as httpx2's (its fork of httpx, with
+# the same interface); this client makes httpx's, which the exceptions hold as they are and
+# `simrun.simulator.retry` reads alike. Hence the ignores below: a gap between the two stubs.
+
+def _timeout(url: str) -> openai.APITimeoutError:
     import openai
 
-    return openai.APITimeoutError(request=_request(url))
+    return openai.APITimeoutError(request=_request(url))  # type: ignore[arg-type]
 
 
-def _connection(url: str, exc: BaseException):
+def _connection(url: str, exc: BaseException) -> openai.APIConnectionError:
     import openai
 
-    return openai.APIConnectionError(message=f"Connection error: {type(exc).__name__}: {exc}", request=_request(url))
+    return openai.APIConnectionError(message=f"Connection error: {type(exc).__name__}: {exc}",
+                                     request=_request(url))  # type: ignore[arg-type]
 
 
-def _status_error(url: str, status: int, headers: dict[str, str], raw: bytes):
+def _status_error(url: str, status: int, headers: dict[str, str], raw: bytes) -> openai.APIStatusError:
     """The exception the openai SDK raises for this status, with the same message and body."""
     import openai
 
@@ -130,4 +142,4 @@ def _status_error(url: str, status: int, headers: dict[str, str], raw: bytes):
            429: openai.RateLimitError}.get(status)
     if cls is None:
         cls = openai.InternalServerError if status >= 500 else openai.APIStatusError
-    return cls(message, response=response, body=error)
+    return cls(message, response=response, body=error)  # type: ignore[arg-type]

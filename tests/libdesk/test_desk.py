@@ -15,8 +15,8 @@ from simrun.scoring.checks.answers import carries
 from simrun.scoring.dataset.files import canonical_json, load_dataset
 from tests.conftest import ROOT
 
-SETUP = json.loads(canonical_json(
-    load_dataset(ROOT / "simrun" / "examples" / "libdesk" / "personas", ROOT / "simrun" / "examples" / "libdesk" / "goals").goal("renew-dune").setup))
+LIBDESK = ROOT / "simrun" / "examples" / "libdesk"
+SETUP = json.loads(canonical_json(load_dataset(LIBDESK / "personas", LIBDESK / "goals").goal("renew-dune").setup))
 
 
 class Talk:

@@ -12,7 +12,7 @@ from simrun.scoring.dataset.files import load_model
 from simrun.scoring.dataset.models import Goal, Persona
 from simrun.scoring.errors import ConfigError
 from simrun.scoring.field_errors import did_you_mean
-from simrun.simulator.config import load_budgets, load_project
+from simrun.scoring.settings import load_budgets, load_project
 from tests.conftest import ROOT
 
 

@@ -59,11 +59,15 @@ number_texts = st.one_of(
 string_texts = st.builds(json.dumps, st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF,
                                                                     blacklist_categories=()), max_size=6))
 escape_texts = st.sampled_from(['"\\u0000"', '"\\ud800"', '"\\uDFFF"', '"\\ud83d\\ude00"', '"\\u00e9"', '"a\\\\u0000"'])
+
+
+def _object_text(values: list[str]) -> str:
+    return "{" + ", ".join(f'"k{i}": {x}' for i, x in enumerate(values)) + "}"
+
+
 json_texts = st.recursive(st.one_of(number_texts, string_texts, escape_texts, st.sampled_from(["true", "null"])),
                           lambda inner: st.one_of(st.lists(inner, max_size=3).map(lambda xs: f"[{', '.join(xs)}]"),
-                                                  st.lists(inner, max_size=3).map(
-                                                      lambda xs: "{" + ", ".join(f'"k{i}": {x}' for i, x in enumerate(xs))
-                                                      + "}")), max_leaves=8)
+                                                  st.lists(inner, max_size=3).map(_object_text)), max_leaves=8)
 
 
 def _walked(text: str) -> str | None:

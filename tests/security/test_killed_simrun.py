@@ -59,14 +59,14 @@ def test_a_runtime_that_starts_children_loses_them_too(tmp_path):
         return [p.name for p in Path("/proc").glob("[0-9]*") if _cmdline(p).endswith(f" {marker} ")]
 
     # Start it from a throwaway interpreter, then kill that interpreter outright.
-    code = ("import asyncio, sys, time; sys.path.insert(0, %r)\n"
+    code = (f"import asyncio, sys, time; sys.path.insert(0, {str(Path(__file__).parents[2])!r})\n"
             "from simrun.simulator.adapters.process import ManagedProcess\n"
             "async def main():\n"
-            "    p = ManagedProcess([%r])\n"
+            f"    p = ManagedProcess([{str(script)!r}])\n"
             "    await p.start()\n"
             "    print('started', flush=True)\n"
             "    await asyncio.sleep(300)\n"
-            "asyncio.run(main())\n") % (str(Path(__file__).parents[2]), str(script))
+            "asyncio.run(main())\n")
     holder = subprocess.Popen([PY, "-c", code], stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "started"
     assert wait_for(lambda: sleepers())

@@ -34,8 +34,8 @@ def _plant(db: Path, text: str) -> tuple[str, str]:
                                     [cid]).fetchone()[0])
     result["reply"] = f"reply {text} end"
     con.execute("UPDATE turns SET result = ? WHERE conversation_id = ? AND turn = 1", [json.dumps(result), cid])
-    con.execute("UPDATE conversations SET goal_detail = ?, goal_reached = false, session_id = ? WHERE conversation_id = ?",
-                [f"store holds {text}", f"s{text}", cid])
+    con.execute("UPDATE conversations SET goal_detail = ?, goal_reached = false, session_id = ? "
+                "WHERE conversation_id = ?", [f"store holds {text}", f"s{text}", cid])
     con.execute("INSERT INTO findings VALUES (?, ?, 1, 'stale_click', 'guarantee', ?, '{}')",
                 [run_id, cid, f"detail {text}"])
     con.execute("UPDATE runs SET labels = ?, runtime_version = ?, git_branch = ?",

@@ -158,7 +158,8 @@ def test_a_batch_sent_again_is_kept_once_and_other_signals_are_answered_unread()
     async def test(receiver, book, traceparent):
         batch = export([tool_span(traceparent, "rebook", {"trip_id": "T-1"}),
                         tool_span(traceparent, "rebook", {"trip_id": "T-2"})]).SerializeToString()
-        statuses = [await post(receiver, batch), await post(receiver, gzip.compress(batch), **{"Content-Encoding": "gzip"})]
+        statuses = [await post(receiver, batch),
+                    await post(receiver, gzip.compress(batch), **{"Content-Encoding": "gzip"})]
         async with aiohttp.ClientSession() as http:
             for signal in ("/v1/metrics", "/v1/logs"):
                 async with http.post(receiver.endpoint + signal, data=b"\x0a\x00",

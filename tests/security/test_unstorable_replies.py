@@ -70,7 +70,8 @@ POISONED_GOALS = ("cancel-trip", "rename-trip", "new-trip-full", "remove-bag", "
 def test_each_unstorable_reply_costs_its_conversation_only(simrun, project):
     (project / "poisoned.py").write_text(POISONED)
     toml = project / "simrun.toml"
-    toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"', 'target = "poisoned.py:PoisonedDesk"'))
+    toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"',
+                                             'target = "poisoned.py:PoisonedDesk"'))
     code, output = simrun("--budget", "5usd", "-n", "1")
     assert code in (0, 1), output                  # the run ends normally: a verdict, not a crash
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
@@ -88,10 +89,12 @@ def test_each_unstorable_reply_costs_its_conversation_only(simrun, project):
 
 
 @pytest.mark.parametrize("raw", [b'{"reply": "\\ud800"}', b'{"reply": "a\\u0000b"}', b'{"reply": "x", "k": NaN}',
-                                 b'{"reply": "x", "k": -Infinity}', b'{"reply": "x", "k": 1e999}', b'{"reply": "x", "k": [-2E+400]}', b'{"\\udc00": 1, "reply": "x"}',
+                                 b'{"reply": "x", "k": -Infinity}', b'{"reply": "x", "k": 1e999}',
+                                 b'{"reply": "x", "k": [-2E+400]}', b'{"\\udc00": 1, "reply": "x"}',
                                  b'{"reply": "x", "n": ' + b"9" * 1500 + b"}",
                                  b'{"reply": "x", "n": ' + b"9" * 5000 + b"}",
-                                 b'{"reply": "x", "k": ' + b"9" * 400 + b".0}", b'{"reply": "x", "k": 1' + b"0" * 320 + b"e-5}",
+                                 b'{"reply": "x", "k": ' + b"9" * 400 + b".0}",
+                                 b'{"reply": "x", "k": 1' + b"0" * 320 + b"e-5}",
                                  b'{"reply": "x", "n": -' + b"9" * 1001 + b"}",
                                  b'{"reply": "\\ud83d"}', b'{"reply": "\\ude00\\ud83d"}'])
 def test_an_answer_the_store_cannot_hold_is_a_fault(raw):

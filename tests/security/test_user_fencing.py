@@ -13,9 +13,9 @@ import pytest
 
 from simrun.examples.tripdesk import TripDesk
 from simrun.scoring.dataset.files import Dataset
+from simrun.scoring.settings import Price
 from simrun.scoring.store.database import Store
 from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.config import Price
 from simrun.simulator.ledger import Ledger
 from simrun.simulator.retry import RetryPolicy
 from simrun.simulator.runner import run_matrix

@@ -40,7 +40,8 @@ def cli(project, monkeypatch):
 def use_runtime(project, source: str, target: str) -> None:
     (project / "mine.py").write_text(source)
     toml = project / "simrun.toml"
-    toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"', f'target = "mine.py:{target}"'))
+    toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"',
+                                             f'target = "mine.py:{target}"'))
 
 
 @pytest.mark.parametrize("flags", [
@@ -197,8 +198,8 @@ def test_an_audit_sent_with_the_close_answer_that_is_not_the_audit_is_a_violatio
 
     server = tmp_path / "closes_stale.py"
     server.write_text(CLOSES_STALE)
-    honest = asyncio.run(check_runtime(HttpRuntime(command=[sys.executable, "-m", "simrun.examples.tripdesk.server", "--port", "{port}"],
-                                                   cwd=str(ROOT))))
+    honest = asyncio.run(check_runtime(HttpRuntime(
+        command=[sys.executable, "-m", "simrun.examples.tripdesk.server", "--port", "{port}"], cwd=str(ROOT))))
     stale = asyncio.run(check_runtime(HttpRuntime(command=[sys.executable, str(server), "{port}"], cwd=str(ROOT),
                                                   env={"PYTHONPATH": str(ROOT)})))
     said = "the audit sent with the close answer is not what the audit operation answered right before it"

@@ -100,8 +100,11 @@ def test_bad_targets_say_what_is_wrong(tmp_path):
 
 
 def test_a_failing_simulator_is_recorded_as_its_own_fault(demo):
-    class Crashing:
-        name, paid = "crashing", False
+    class Crashing(ScriptedUser):
+        """The scripted user (the rest of the contract), as its own session, crashing on its second turn."""
+
+        name = "crashing"
+        calls = ()
 
         def session(self, *args):
             return self
@@ -186,8 +189,9 @@ class Counted:
 @pytest.mark.parametrize("desk", [TripDesk, LibDesk])
 def test_the_store_sent_with_each_turn_gives_the_run_of_a_runtime_that_is_asked_for_it(demo, library, desk):
     """A reference runtime sends the store with its start reply and each turn (protocol 1's
-    optional `state`): one request a turn, not two, none for the first store, and the same seeds give the same transcripts, turn results (less
-    the snapshot), stores and findings as with a runtime that sends none and is asked."""
+    optional `state`): one request a turn, not two, none for the first store, and the same seeds
+    give the same transcripts, turn results (less the snapshot), stores and findings as with a
+    runtime that sends none and is asked."""
     dataset = demo if desk is TripDesk else library
     faults = {"loop": 0.2, "phantom_receipt": 0.2, "crash": 0.1} if desk is TripDesk else \
         {"loop": 0.2, "wrong_record": 0.2, "crash": 0.1}
@@ -196,7 +200,7 @@ def test_the_store_sent_with_each_turn_gives_the_run_of_a_runtime_that_is_asked_
         runtime = Counted(desk(faults=faults, fault_seed=3, snapshot=snapshot))
         user, adapter = ScriptedUser(), PythonRuntime(runtime)
 
-        async def go():
+        async def go(user=user, adapter=adapter):
             return [await converse(cell, user, adapter) for cell in matrix(dataset, 1, 1)]
         runs[snapshot] = (asyncio.run(go()), runtime.calls)
     (sent, sent_calls), (asked, asked_calls) = runs[True], runs[False]

@@ -126,7 +126,8 @@ def test_a_large_store_is_checked_off_the_loop_even_when_its_answer_is_known(che
     large = {**state, "events": events + padding}
     answers = [asyncio.run(conversation._reached(goal, transcript, s)) for s in (large, state)]   # cached now
     hops = _hops(monkeypatch)
-    assert asyncio.run(conversation._reached(goal, transcript, large)) == answers[0] == goal_status(goal, transcript, large)
+    assert (asyncio.run(conversation._reached(goal, transcript, large))
+            == answers[0] == goal_status(goal, transcript, large))
     assert hops == [goal_status]
     assert asyncio.run(conversation._reached(goal, transcript, state)) == answers[1]
     assert hops == [goal_status]             # the small store, its answer known: inline

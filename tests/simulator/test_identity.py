@@ -13,10 +13,11 @@ import pytest
 
 from simrun.examples.tripdesk import TripDesk
 from simrun.scoring.errors import ConfigError
+from simrun.scoring.labels import clean_labels
 from simrun.scoring.store.database import Store
 from simrun.simulator import identity
 from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.identity import GitState, clean_labels, git_state, labels_flag, runtime_version
+from simrun.simulator.identity import GitState, git_state, labels_flag, runtime_version
 from simrun.simulator.runner import run_matrix
 from simrun.simulator.users.scripted import ScriptedUser
 

@@ -9,9 +9,9 @@ from decimal import Decimal
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
+from simrun.scoring.settings import Budgets
 from simrun.scoring.store.database import Store
 from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.config import Budgets
 from simrun.simulator.ledger import Ledger
 from simrun.simulator.plan import estimate
 from simrun.simulator.runner import run_matrix

@@ -144,7 +144,7 @@ def assert_turnframe(chat: Chat) -> None:
     audit = chat.audit()
     assert [e["turn"] for e in audit] == list(range(1, len(chat.results) + 1)), "audit gap"
     assert _loops(chat) == [], "the same ask twice in a row with no reason"
-    for i, (request, result, state) in enumerate(zip(chat.requests, chat.results, chat.states)):
+    for i, (_request, result, state) in enumerate(zip(chat.requests, chat.results, chat.states)):
         turn = i + 1
         before = chat.results[i - 1] if i else None
         assert isinstance(result["reply"], str) and result["reply"]

@@ -36,7 +36,7 @@ def answer(p: Patron, r: Reading, out: Out) -> None:
     pending(p, out, "I still need it")
 
 
-def fact(catalogue: Catalogue, topic: str, rid: str) -> str:
+def fact(catalogue: Catalogue, topic: str | None, rid: str) -> str:
     rec = catalogue.records[rid]
     if topic == "due":
         return f"{rec['title']} is due back on {long_date(rec['due'])}."

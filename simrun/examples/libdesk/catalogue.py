@@ -137,6 +137,8 @@ class Catalogue:
             self.records[record] = {"type": "hold", "title": args["title"], "branch": args["branch"],
                                     "status": "waiting"}
             return record
+        # Every other command was checked to name a record that exists before it is carried out.
+        assert record is not None
         rec = self.records[record]
         if command == "renew":
             rec["due"] = (dt.date.fromisoformat(rec["due"]) + dt.timedelta(weeks=int(args["weeks"]))).isoformat()

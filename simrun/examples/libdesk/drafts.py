@@ -66,7 +66,8 @@ def correct(p: Patron, r: Reading, out: Out) -> bool:
     changed = {k: v for k, v in values.items() if k in args and args[k] != v}
     if not changed:
         return False
-    if "weeks" in changed and not 1 <= changed["weeks"] <= MAX_WEEKS:
+    weeks = changed.get("weeks")
+    if isinstance(weeks, int) and not 1 <= weeks <= MAX_WEEKS:     # (weeks, when given, are a number)
         return False
     event = p.catalogue.amend(command, record, {**changed, "was": args.get("weeks")}, turn=p.turn)
     p.last_done = (command, record, {**args, **changed})

@@ -48,7 +48,7 @@ def reply(p: Patron, out: Out) -> dict[str, Any]:
     buttons = out.buttons if out.buttons is not None else ([] if card or out.ask else menu(p))
     ask, lines = out.ask, list(out.lines)
     again = ask is not None and (ask["operation"], ask["record"], tuple(ask["arguments"])) == p.last_ask
-    if again and not ask["repeat_reason"] and not out.loop:
+    if ask is not None and again and not ask["repeat_reason"] and not out.loop:
         ask["repeat_reason"] = f"I still need the {ask['arguments'][0]}"
     if buttons and not ask and not card:
         lines.append("What else can I do for you?")
@@ -70,6 +70,7 @@ def reply(p: Patron, out: Out) -> dict[str, Any]:
     verdicts = {"refusal_emitted": out.refusal, "hedge_injected": out.hedge}
     card_json = None
     if card is not None:
+        assert p.card_buttons is not None       # set with the card (drafts.advance)
         yes, no = p.card_buttons
         card_json = {"id": mentions[0], "operation": "cancel_hold", "record": card.args["record"],
                      "arguments": {}, "actions": [{"id": yes.id, "label": yes.label},

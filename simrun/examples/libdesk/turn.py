@@ -52,6 +52,7 @@ def _press(p: Patron, oid: str, out: Out) -> None:
         return None
     if button.operation == "confirm":
         draft, p.card = button.draft, None
+        assert draft is not None        # a card's confirm button carries its draft
         draft.offer, draft.fresh, draft.stale = oid, fresh, not fresh
         return carry_out(p, draft, out)
     draft = p.draft
@@ -100,6 +101,7 @@ def _read(p: Patron, text: str, out: Out) -> None:
             out.refusal, out.answer = True, "unavailable"
         return pending(p, out, "I still need it")
     if p.card is not None and (r.confirm or r.decline) and r.command in (None, "cancel_hold"):
+        assert p.card_buttons is not None       # set with the card (drafts.advance)
         yes, no = p.card_buttons
         return _press(p, (no if r.decline else yes).id, out)
     if r.correction and correct(p, r, out):
@@ -107,10 +109,11 @@ def _read(p: Patron, text: str, out: Out) -> None:
     if r.topic is not None and r.command is None:
         return answer(p, r, out)
     if r.command is not None:
-        return _request(p, r, out)
+        return _request(p, r, r.command, out)
     if p.draft is not None and fill(p, p.draft, r):
         if p.faults.fire("loop"):
-            p.draft.args.pop(p.draft.asking, None)
+            if p.draft.asking is not None:
+                p.draft.args.pop(p.draft.asking, None)
             out.loop = True
         return advance(p, p.draft, out)
     if r.confirm or CHIT_CHAT.search(text):
@@ -119,18 +122,18 @@ def _read(p: Patron, text: str, out: Out) -> None:
     return stub(p, out)
 
 
-def _request(p: Patron, r: Reading, out: Out) -> None:
-    """A command asked for in words: the pending draft goes on if it is the same command on the
-    same record; anything else starts anew."""
-    record = named(p, KIND_OF[r.command], r)
+def _request(p: Patron, r: Reading, command: str, out: Out) -> None:
+    """A command asked for in words (`command`, as `r` read it): the pending draft goes on if it
+    is the same command on the same record; anything else starts anew."""
+    record = named(p, KIND_OF[command], r)
     draft = p.draft
-    if not (draft and draft.operation == r.command and record in (None, draft.args.get("record"))):
-        draft = p.draft = Draft(r.command)
+    if not (draft and draft.operation == command and record in (None, draft.args.get("record"))):
+        draft = p.draft = Draft(command)
         p.card = None
-    if record and r.command != "place_hold":
+    if record and command != "place_hold":
         draft.args["record"] = record
     fill(p, draft, r)
-    same = [b for b in p.shown.values() if b.operation == r.command and b.record == draft.args.get("record")]
+    same = [b for b in p.shown.values() if b.operation == command and b.record == draft.args.get("record")]
     if len(same) == 1:
         out.taken = same[0].id
         draft.offer, draft.fresh, draft.stale = same[0].id, True, False

@@ -26,8 +26,8 @@ def answer(s: SessionState, r: Reading, out: Out) -> None:
             out.refusal = True
             out.answer = "unavailable"
         return keep_pending(s, out, "I still need it")
-    trips = [trip_named(s.store, r) or s.focus] if (trip_named(s.store, r) or s.focus) \
-        else s.store.trips()
+    named = trip_named(s.store, r) or s.focus
+    trips = [named] if named else s.store.trips()
     if topic == "other" or not trips:
         out.lines.append("I can't answer that from the trip records. Here is where things stand: "
                          + (standing(s.store, trips) if trips else "there is no trip yet."))
@@ -43,7 +43,7 @@ def answer(s: SessionState, r: Reading, out: Out) -> None:
     keep_pending(s, out, "I still need it")
 
 
-def fact(store: Store, topic: str, rid: str, segment: str | None) -> str:
+def fact(store: Store, topic: str | None, rid: str, segment: str | None) -> str:
     trip, label = store.records[rid], store.label(rid)
     if topic == "bags":
         return f"{label} has {plural(trip['bags'], 'bag')}."

@@ -21,7 +21,8 @@ def correct(s: SessionState, r: Reading, out: Out) -> bool:
     last = s.last_given
     if last is None:
         return False
-    arg, new = last["argument"], None
+    arg = last["argument"]
+    new: object = None          # the argument's new value: a date, a name, a count, ...
     if arg == "date" and r.date is not None:
         # A correction keeps what it does not restate: the year of the date it corrects.
         new = r.date.complete(year=last["value"].year)

@@ -181,6 +181,8 @@ class Store:
                 },
             }
             return target
+        # Every other operation was checked to name a trip that exists before it commits.
+        assert target is not None
         trip = self.records[target]
         if operation == "name_trip":
             trip["name"] = args["name"]

@@ -13,6 +13,7 @@ import calendar
 import datetime as dt
 import functools
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
@@ -202,7 +203,7 @@ def clean_value(value: str) -> str:
     return value.strip(" \"'“”.!?,")
 
 
-def capitalised_phrase(text: str, *, skip: set[str] = frozenset()) -> str | None:
+def capitalised_phrase(text: str, *, skip: AbstractSet[str] = frozenset()) -> str | None:
     best = None
     for m in _CAPITALISED.finditer(text):
         words = [w for w in m.group(0).split()

@@ -80,6 +80,7 @@ def finish(s: SessionState, out: Out) -> dict[str, Any]:
         s.card = None   # a card no longer on screen cannot be confirmed
     shown = list(steps)
     if card:
+        assert s.card is not None       # a card shown is the one pending
         shown += [card_offer(s.card, "confirm"), card_offer(s.card, "decline")]
     s.offers = {o.id: o for o in shown}
     s.history.update(s.offers)

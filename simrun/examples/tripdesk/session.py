@@ -77,11 +77,11 @@ class Session(SessionState):
                                given=filled, record=self.ask["record"])
         if r.intent in REQUIRED:
             args = values(self, r, r.intent)
-            offer = match_offer(self, r)
-            if offer is not None:
-                out.taken_offer = offer.id
-                return proceed(self, offer.operation, {**offer.arguments, **args}, out,
-                               offer=offer.id, given=args, record=offer.record)
+            matched = match_offer(self, r)
+            if matched is not None:
+                out.taken_offer = matched.id
+                return proceed(self, matched.operation, {**matched.arguments, **args}, out,
+                               offer=matched.id, given=args, record=matched.record)
             return proceed(self, r.intent, args, out, offer=None, given=args)
         steps = [o for o in self.offers.values() if o.kind == "step"]
         if r.intent != "question" and steps and (
@@ -135,6 +135,7 @@ class Session(SessionState):
     def _take(self, offer: Offer, out: Out) -> None:
         if offer.kind == "confirm":
             card, self.card = self.card, None
+            assert card is not None     # a confirm offer is the pending card's
             return commit(self, card["operation"], card["args"], out, offer=offer.id, addressed=True)
         if offer.kind == "decline":
             self.card = None

@@ -46,7 +46,8 @@ def digests(which: str) -> tuple[str, str, int]:
     if which == "demo":
         dataset, runtime_class, faults = load_dataset(ROOT / "personas", ROOT / "goals"), None, TRIPDESK_FAULTS
     else:
-        dataset = load_dataset(ROOT / "simrun" / "examples" / "libdesk" / "personas", ROOT / "simrun" / "examples" / "libdesk" / "goals")
+        libdesk = ROOT / "simrun" / "examples" / "libdesk"
+        dataset = load_dataset(libdesk / "personas", libdesk / "goals")
         runtime_class, faults = LibDesk, LIBDESK_FAULTS
     run = run_demo(dataset, faults={name: 0.15 for name in faults},
                    user_faults={name: 0.1 for name in SIMULATOR_FAULTS}, repetitions=3, seed=7, fault_seed=5,

@@ -59,7 +59,7 @@ def test_follow_answers_as_the_index_did(pairs):
         except Exception as new:
             assert type(new) is type(exc)
             return
-        raise AssertionError(f"the old code raised {exc!r}, the new did not")
+        raise AssertionError(f"the old code raised {exc!r}, the new did not") from exc
     takes = _follow(transcript)
     assert (takes.by_turn, takes.unknown) == (by_turn, unknown)
     for offer in (*ids.elements, "never-shown"):

@@ -224,7 +224,8 @@ def test_the_answer_is_the_value_the_store_held_at_that_turn():
 
 
 def test_a_wrong_number_that_contains_the_value_is_not_an_answer():
-    t = transcript(("How many bags are on the Porto trip?", {"reply": "Porto visit has 12 bags.", "answer": "answered"}))
+    t = transcript(("How many bags are on the Porto trip?",
+                    {"reply": "Porto visit has 12 bags.", "answer": "answered"}))
     assert goal_status(bags_goal(), t, state())[0] is False
 
 

@@ -53,7 +53,8 @@ def renew(oid: str, record: str) -> dict:
 def commit_later(record: str, status: str = "committed"):
     return conversation(
         (msg("Hello."), result("What next?", next_steps=[renew("o-1", "loan:L-1")])),
-        (click("o-1"), result("For how many weeks?", taken_offer="o-1", ask=ask("a-1", "renew", "loan:L-1", ("weeks",)))),
+        (click("o-1"), result("For how many weeks?", taken_offer="o-1",
+                              ask=ask("a-1", "renew", "loan:L-1", ("weeks",)))),
         (msg("Two weeks."), result("Renewed.")),
         events=[[], [], [event("e-1", 3, operation="renew", record=record, status=status, offer="o-1")]])
 
@@ -134,7 +135,8 @@ def test_a_stale_click_that_nothing_follows_is_clean_and_an_unfinished_store_is_
 
 def test_an_ask_abandoned_for_another_operation_does_not_address_the_new_write():
     t = conversation(
-        (msg("Renew a loan."), result("Which loan, and for how long?", ask=ask("a-1", "renew", "loan:L-1", ("weeks",)))),
+        (msg("Renew a loan."),
+         result("Which loan, and for how long?", ask=ask("a-1", "renew", "loan:L-1", ("weeks",)))),
         (msg("Actually, place a hold."), result("Done.")),
         events=[[], [event("e-1", 2, operation="hold", record="loan:L-2")]])
     # The ask was for renew: its record says nothing about the hold, and nothing else does.
@@ -145,7 +147,8 @@ def test_an_ask_abandoned_for_another_operation_does_not_address_the_new_write()
 def test_a_new_request_in_words_starts_a_new_context_even_for_the_same_operation():
     def t(written: str):
         return conversation(
-            (tagged("Renew Dune.", "renew-dune"), result("For how many weeks?", ask=ask("a-1", "renew", "loan:L-1", ("weeks",)))),
+            (tagged("Renew Dune.", "renew-dune"),
+             result("For how many weeks?", ask=ask("a-1", "renew", "loan:L-1", ("weeks",)))),
             (tagged("Renew Emma for two weeks.", "renew-emma"), result("Renewed.")),
             events=[[], [event("e-1", 2, operation="renew", record=written)]])
 
@@ -159,8 +162,10 @@ def test_a_new_request_in_words_starts_a_new_context_even_for_the_same_operation
 def test_an_ask_of_the_same_operation_addresses_a_write_several_answers_later():
     def t(written: str):
         return conversation(
-            (tagged("Renew Dune.", "renew-dune"), result("For how many weeks?", ask=ask("a-1", "renew", "loan:L-1", ("weeks",)))),
-            (tagged("Two weeks.", "renew-dune"), result("At which branch?", ask=ask("a-2", "renew", None, ("branch",)))),
+            (tagged("Renew Dune.", "renew-dune"),
+             result("For how many weeks?", ask=ask("a-1", "renew", "loan:L-1", ("weeks",)))),
+            (tagged("Two weeks.", "renew-dune"),
+             result("At which branch?", ask=ask("a-2", "renew", None, ("branch",)))),
             (tagged("Central.", "renew-dune"), result("Renewed.")),
             events=[[], [], [event("e-1", 3, operation="renew", record=written)]])
 

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from simrun.scoring.checks.progress import Tally
 
-verdicts = st.lists(st.one_of(st.just(("ok", None)), st.tuples(st.just("unknown"), st.sampled_from(["", "a", "b", "c", "d"])),
+verdicts = st.lists(st.one_of(st.just(("ok", None)),
+                              st.tuples(st.just("unknown"), st.sampled_from(["", "a", "b", "c", "d"])),
                               st.tuples(st.just("found"), st.integers(1, 5))), max_size=30)
 
 

@@ -45,7 +45,7 @@ def test_unknown_manner_names_the_line_and_the_known_manners(project):
     text = path.read_text().replace("complains: 0.6", "grumbles: 0.6")
     path.write_text(text)
     exc = error(project)
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if "grumbles" in l)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if "grumbles" in row)
     assert (exc.path, exc.line, exc.field) == (str(path), line, "manners.grumbles")
     assert "unknown manner 'grumbles'" in str(exc) and "changes_mind" in str(exc)
 
@@ -72,7 +72,7 @@ def test_success_sql_naming_a_missing_column(project):
     text = path.read_text().replace("WHERE operation = 'cancel_trip'", "WHERE operaton = 'cancel_trip'")
     path.write_text(text)
     exc = error(project)
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if "operaton" in l)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if "operaton" in row)
     assert (exc.path, exc.line, exc.field) == (str(path), line, "success.sql.0")
     assert "operaton" in str(exc)
 
@@ -137,7 +137,7 @@ def test_a_goal_value_json_or_the_store_cannot_hold_is_refused_naming_its_line(p
     text = text.replace(old, new.format(value=value), 1)
     path.write_text(text)
     exc = error(project)
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if value in l)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if value in row)
     assert (exc.path, exc.line, exc.field) == (str(path), line, field), str(exc)
     assert says in str(exc) and "sent to the runtime as JSON" in str(exc)
 

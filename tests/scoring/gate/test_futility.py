@@ -50,7 +50,8 @@ def miss_rate(beta: float, rng, paths: int = 3_000, cells: int = 40, base: float
     nb = BASELINE
     fb = rng.binomial(nb, base, size=(paths, cells))
     fa = np.zeros((paths, cells))
-    expected_se = np.sqrt(cells * (base * (1 - base) / nb + (base + rise) * (1 - base - rise) / np.arange(1, LOOKS + 1)[:, None])) / cells
+    expected_se = np.sqrt(cells * (base * (1 - base) / nb
+                                   + (base + rise) * (1 - base - rise) / np.arange(1, LOOKS + 1)[:, None])) / cells
     c = boundaries(1 / expected_se[:, 0] ** 2, beta, 0.5)
     passed = np.zeros(paths, bool)
     for j in range(1, LOOKS + 1):

@@ -26,10 +26,10 @@ from simrun.scoring.gate.summary import (
     summary_from_store,
 )
 from simrun.scoring.gate.text import junit_xml, markdown
+from simrun.scoring.settings import GateSection
 from simrun.scoring.store import rates as R
 from simrun.scoring.store.database import Store
 from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.config import GateSection
 from simrun.simulator.runner import run_matrix
 from simrun.simulator.users.scripted import ScriptedUser
 from tests.conftest import run_demo
@@ -135,7 +135,8 @@ def test_a_significant_rise_shown_to_be_below_the_minimum_effect_passes():
     loop = verdict_of(result, "loop")
     assert loop.delta == pytest.approx(2 / 70) and loop.p_adjusted < 0.001
     assert loop.verdict == "ok" and "below 5.0 pts" in loop.reason and result.passed
-    assert [c.cls for c in gate_verdict(base, cand, GateSection(min_effect=0.03, permutations=4_000)).failures] == ["loop"]
+    strict = gate_verdict(base, cand, GateSection(min_effect=0.03, permutations=4_000))
+    assert [c.cls for c in strict.failures] == ["loop"]
 
 
 def test_any_guarantee_violation_fails_even_when_the_baseline_had_it():
@@ -257,7 +258,8 @@ def test_a_baseline_file_round_trips(tmp_path):
     assert loaded.cells == base.cells and loaded.repetitions_held == base.repetitions_held
     assert (loaded.run_id, loaded.dataset_hash, loaded.scorer_version, loaded.repetitions) == (BASE_ID, DATASET, "1", 5)
     lines = path.read_text().splitlines()
-    assert sum(1 for line in lines if re.fullmatch(r'    "p\d/g\d": \{"dead_end": \[.*\},?', line)) == 20   # a line a cell
+    # a line a cell
+    assert sum(1 for line in lines if re.fullmatch(r'    "p\d/g\d": \{"dead_end": \[.*\},?', line)) == 20
     assert sum(1 for line in lines if re.fullmatch(r'    "p\d/g\d": \{("fired".*)?\},?', line)) == 20
     assert json.loads(path.read_text())["repetitions"]["p0/g0"]["fired"]["dead_end"] == sorted(
         base.repetitions_held[("p0", "g0")].fired["dead_end"])

@@ -58,11 +58,11 @@ def test_a_reassignment_keeps_every_cells_sizes_and_moves_conversations_whole():
     fired, scored, cell, candidate = random_runs(rng, reps=3, classes=2)
     conv = Conversations(cell, candidate, fired & scored, scored)
     joint = Reassignment(conv, 12, np.eye(24))
-    for c, counts, kind_scored, kind_fired in joint.kinds:
+    for c, counts, _, _ in joint.kinds:
         picked = rng.multivariate_hypergeometric(counts, joint.n_candidate[c], size=20)
         assert (picked.sum(1) == 3).all() and (picked <= counts).all()
     # The two classes' joint counts are those of whole conversations: fired implies scored.
-    for c, counts, kind_scored, kind_fired in joint.kinds:
+    for _, _, kind_scored, kind_fired in joint.kinds:
         assert (kind_fired <= kind_scored).all()
 
 

@@ -21,12 +21,12 @@ from simrun.scoring.dataset.files import canonical_json
 from simrun.scoring.errors import BaselineError, GateError
 from simrun.scoring.gate.baseline import baseline_json, parse_baseline
 from simrun.scoring.gate.compare import gate_verdict
-from simrun.scoring.gate.release import ReleaseDefaults
 from simrun.scoring.gate.run_verdict import judged_with, never_run, run_verdict
 from simrun.scoring.gate.summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
+from simrun.scoring.gate.verdict_lines import Kind, Line, Status
 from simrun.scoring.gate.verdict_text import junit_xml, markdown
+from simrun.scoring.settings import GateSection, ReleaseSection
 from simrun.scoring.store.rates import Outcome, Rate
-from simrun.simulator.config import GateSection, ReleaseSection
 
 SETTINGS = GateSection(permutations=2_000)
 PERSONAS = ("anna", "ben", "cleo", "dan")
@@ -108,9 +108,20 @@ def test_a_new_goal_is_held_to_the_absolute_criteria():
     verdict = run_verdict(cand.run_id, rates, outcome, ReleaseSection(), gate=gate, baseline=BASE)
     assert verdict.status == "failed" and verdict.exit_code == 1
     (reason,) = verdict.reasons
-    assert reason.startswith("new, not gated: release.max_rate.loop in goal upgrade (added, 4 cells): loop ")
-    assert "above the ceiling 10.0%" in reason
-    assert any("goal upgrade (added, 4 cells): new, not gated" in line for line in verdict.not_checked)
+    assert reason.text.startswith("new, not gated: release.max_rate.loop in goal upgrade (added, 4 cells): loop ")
+    assert "above the ceiling 10.0%" in reason.text
+    # The same, typed: what a machine reads without reading the words.
+    assert (reason.kind, reason.classes, reason.criterion) == (
+        Kind.NEW_NOT_GATED, ("loop",), "release.max_rate.loop in goal upgrade (added, 4 cells)")
+    assert (reason.scope.kind, reason.scope.name, len(reason.scope.cells)) == ("goal", "upgrade", 4)
+    assert reason.figures["ceiling"] == 0.10 and reason.figures["rate"] > 0.10
+    assert reason.figures["fired"] == round(reason.figures["rate"] * reason.figures["scored"])
+    assert any("goal upgrade (added, 4 cells): new, not gated" in line.text and line.kind is Kind.NOT_GATED
+               for line in verdict.not_checked)
+
+
+def texts(lines) -> tuple[str, ...]:
+    return tuple(line.text for line in lines)
 
 
 def clean_rates(summary: RunSummary, **fired) -> tuple[list[Rate], Outcome]:
@@ -134,10 +145,12 @@ def test_by_default_a_run_fails_on_a_broken_guarantee_and_on_a_progress_class_ab
     verdict = run_verdict("r1", rates, outcome, None)
     assert verdict.passed == (reason is None) and verdict.exit_code == (0 if reason is None else 1)
     if reason:
-        assert verdict.reasons[0].startswith(reason) and verdict.headline().startswith("FAILED: " + reason)
+        assert verdict.reasons[0].text.startswith(reason) and verdict.headline().startswith("FAILED: " + reason)
+        kind = Kind.GUARANTEES_BROKEN if reason.startswith("guarantees") else Kind.RELEASE_CRITERION
+        assert verdict.reasons[0].kind is kind and verdict.reasons[0].classes == tuple(fired)
     # Without a baseline, the verdict says that no regression was checked, and how to bless one.
-    assert any(n.startswith("regressions: no baseline is set") and "simrun baseline bless" in n
-               for n in verdict.not_checked)
+    assert any(n.text.startswith("regressions: no baseline is set") and "simrun baseline bless" in n.text
+               and n.kind is Kind.NO_BASELINE for n in verdict.not_checked)
 
 
 def test_a_goal_file_problem_leaves_the_run_not_judged_unless_the_runtime_failed_it_too():
@@ -145,12 +158,13 @@ def test_a_goal_file_problem_leaves_the_run_not_judged_unless_the_runtime_failed
     rates, outcome = clean_rates(BASE)
     verdict = run_verdict("r1", rates, outcome, None, goal_files=(line,))
     assert (verdict.status, verdict.exit_code) == ("not judged", 2)
-    assert verdict.reasons == (f"a problem in the goal files, not the runtime's: {line}",)
-    assert any(h.startswith("every guarantee held") for h in verdict.held)     # what held still says so
+    assert texts(verdict.reasons) == (f"a problem in the goal files, not the runtime's: {line}",)
+    assert verdict.reasons[0].kind is Kind.GOAL_FILE_PROBLEM
+    assert any(h.text.startswith("every guarantee held") for h in verdict.held)     # what held still says so
     failing, outcome = clean_rates(BASE, wrong_record=(6, 350))
     both = run_verdict("r1", failing, outcome, None, goal_files=(line,))
     assert (both.status, both.exit_code) == ("failed", 1)
-    assert both.reasons[0].startswith("guarantees broken") and both.reasons[-1].endswith(line)
+    assert both.reasons[0].kind is Kind.GUARANTEES_BROKEN and both.reasons[-1].text.endswith(line)
 
 
 def test_a_ceiling_set_by_hand_replaces_the_default_and_one_switched_off_checks_nothing():
@@ -158,7 +172,7 @@ def test_a_ceiling_set_by_hand_replaces_the_default_and_one_switched_off_checks_
     assert not run_verdict("r1", rates, outcome, ReleaseSection()).passed
     assert run_verdict("r1", rates, outcome, ReleaseSection(max_rate={"dead_end": 0.4})).passed
     assert run_verdict("r1", rates, outcome, ReleaseSection(progress_ceiling=1.0)).passed
-    assert ReleaseSection().progress_ceiling == ReleaseDefaults().progress_ceiling == 0.10
+    assert ReleaseSection().progress_ceiling == 0.10
 
 
 def test_a_default_ceiling_no_conversation_could_decide_is_not_checked_and_said_so():
@@ -166,7 +180,8 @@ def test_a_default_ceiling_no_conversation_could_decide_is_not_checked_and_said_
     rates = [Rate(r.cls, r.kind, 0, 0, 48, 0, 0) if r.cls == "unanswered" else r for r in rates]
     verdict = run_verdict("r1", rates, outcome, ReleaseSection())
     assert verdict.passed
-    assert any("the ceiling on unanswered: no conversation could decide it" in n for n in verdict.not_checked)
+    assert any("the ceiling on unanswered: no conversation could decide it" in n.text
+               and (n.kind, n.classes) == (Kind.CRITERION_UNVERIFIABLE, ("unanswered",)) for n in verdict.not_checked)
     assert not run_verdict("r1", rates, outcome, ReleaseSection(max_rate={"unanswered": 0.1})).passed
 
 
@@ -178,8 +193,9 @@ def test_by_default_a_run_where_most_goals_are_not_reached_fails_and_one_that_ca
     blind = [Rate(r.cls, r.kind, 0, 0, n, 0, 0) if r.cls in PROGRESS_CLASSES else r for r in rates]
     none = run_verdict("r1", blind, dataclasses.replace(outcome, goal_reached=0), ReleaseSection())
     assert (none.status, none.exit_code) == ("failed", 1)
-    assert none.reasons == (f"release.min_goal_reached: goal reached 0.0% (0/{n}), below the floor 50.0% "
-                            "(the default floor)",)
+    assert texts(none.reasons) == (f"release.min_goal_reached: goal reached 0.0% (0/{n}), below the floor 50.0% "
+                                   "(the default floor)",)
+    assert dict(none.reasons[0].figures) == {"fired": 0, "scored": n, "rate": 0.0, "floor": 0.5}
     half = dataclasses.replace(outcome, goal_reached=n // 2)
     assert run_verdict("r1", rates, half, ReleaseSection()).passed              # at the floor: passes
     below = dataclasses.replace(outcome, goal_reached=n // 2 - 1)
@@ -190,7 +206,7 @@ def test_by_default_a_run_where_most_goals_are_not_reached_fails_and_one_that_ca
     # set by hand fails (UNVERIFIABLE is never a pass).
     unknown = dataclasses.replace(outcome, goal_reached=0, goal_scored=0, goal_unverifiable=n)
     told = run_verdict("r1", rates, unknown, ReleaseSection())
-    assert told.passed and any(line.startswith("the floor on goal reached: no conversation could decide it")
+    assert told.passed and any(line.text.startswith("the floor on goal reached: no conversation could decide it")
                                for line in told.not_checked), told.not_checked
     assert not run_verdict("r1", rates, unknown, ReleaseSection(min_goal_reached=0.9)).passed
 
@@ -205,8 +221,8 @@ def test_a_guarantee_no_conversation_could_decide_is_never_said_to_hold(undecide
     rates = [Rate(r.cls, r.kind, 0, 0, 48, 0, 0) if r.cls in undecided else r for r in rates]
     verdict = run_verdict("r1", rates, outcome, ReleaseSection())
     assert verdict.passed       # nothing failed; what was not checked is said, not counted either way
-    said = " ".join((*verdict.held, *verdict.not_checked))
-    claims = [h for h in verdict.held if "guarantee" in h]
+    said = " ".join(texts((*verdict.held, *verdict.not_checked)))
+    claims = [h.text for h in verdict.held if h.kind is Kind.GUARANTEES_HELD]
     if not undecided:
         assert claims == [f"every guarantee held ({outcome.conversations} conversations)"]
     elif len(undecided) < len(guarantees):
@@ -240,9 +256,9 @@ def test_a_run_cut_short_says_what_it_never_ran_and_what_it_left_out(status, ran
     outcome = Outcome(ran, ran - sum(cut.values()), {"goal_reached": ran - sum(cut.values()), **cut},
                       ran - 5, ran - 5, 0, 0, 3.0, 3.0, 0.0)
     lines = never_run({"status": status, "conversations_planned": planned}, outcome)
-    assert [line for line in lines if "planned" in line] == ([f"{said}: the verdict is over the {ran} that ran"]
-                                                             if said else [])
-    left_out = [line for line in lines if "not the runtime's" in line]
+    assert [line.text for line in lines if line.kind is Kind.NEVER_RUN] == (
+        [f"{said}: the verdict is over the {ran} that ran"] if said else [])
+    left_out = [line.text for line in lines if line.kind is Kind.LEFT_OUT]
     assert left_out == (["5 conversation(s) ended for reasons that are not the runtime's (budget_cut 5): left out "
                          "of the progress rates and the goal rate"] if cut else [])
 
@@ -259,8 +275,8 @@ def every_status() -> dict[str, object]:
         "nothing judged": run_verdict("r1", rates, nothing, None),
         "baseline refused": run_verdict("r1", rates, outcome, None, baseline=BASE, gate_refused="another scorer"),
         # A run in rounds still undecided at its cap: the one verdict the sequential gate gives it.
-        "inconclusive": replace(clean, status="inconclusive", reasons=(
-            "sequential gate: inconclusive after 20 of 20 rounds: run more rounds",)),
+        "inconclusive": replace(clean, status=Status.INCONCLUSIVE, reasons=(Line(
+            Kind.ROUNDS_UNDECIDED, "sequential gate: inconclusive after 20 of 20 rounds: run more rounds"),)),
     }
 
 
@@ -273,11 +289,11 @@ def test_junit_and_markdown_fail_exactly_when_the_exit_status_is_not_zero_naming
     root = ET.fromstring(junit_xml(verdict).split("?>", 1)[1])
     messages = [c.find("failure").get("message") for c in root.iter("testcase") if c.find("failure") is not None]
     assert (int(root.get("failures")) > 0) == (verdict.exit_code != 0), (case, messages)
-    assert all(any(reason in m for m in messages) for reason in verdict.reasons), (case, messages)
+    assert all(any(reason.text in m for m in messages) for reason in verdict.reasons), (case, messages)
     md = markdown(verdict)
     assert md.startswith(f"## {'✅' if verdict.passed else '❌' if verdict.status == 'failed' else '⚠️'} simrun "
                          f"{verdict.word}: run `r1` (exit {verdict.exit_code})")
-    assert all(f"- **{reason}**" in md for reason in verdict.reasons)
+    assert all(f"- **{reason.text}**" in md for reason in verdict.reasons)
 
 
 def test_a_baseline_keeps_the_hashes_and_one_that_forges_them_is_refused():
@@ -303,8 +319,9 @@ def test_goals_that_could_not_be_checked_are_named_as_not_checked_never_silently
     rates = [Rate(cls, kind_of(cls), 0, 70, 0, 0, 70) for cls in ALL_CLASSES]
     checked = Outcome(70, 70, {"goal_reached": 63, "user_stopped": 7}, 63, 70, 0, 0, 3.0, 3.0, 0.0)
     unchecked = Outcome(70, 70, {"goal_reached": 63, "user_stopped": 7}, 63, 63, 7, 0, 3.0, 3.0, 0.0)
-    assert not any("goal reached" in line for line in run_verdict("r1", rates, checked, None).not_checked)
-    lines = [line for line in run_verdict("r1", rates, unchecked, None).not_checked if "goal reached" in line]
+    assert not any("goal reached" in line.text for line in run_verdict("r1", rates, checked, None).not_checked)
+    lines = [line.text for line in run_verdict("r1", rates, unchecked, None).not_checked
+             if line.kind is Kind.GOAL_UNVERIFIABLE]
     assert lines == ["goal reached: UNVERIFIABLE in 7 of 70 conversations, whose goal could not be checked "
                      "(`simrun show RUN CONVERSATION` gives the reason)"]
 

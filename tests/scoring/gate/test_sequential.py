@@ -12,10 +12,10 @@ import pytest
 from simrun.scoring.gate.compare import check_comparable, slice_masks
 from simrun.scoring.gate.looks import _largest_level, look_level
 from simrun.scoring.gate.run_verdict import run_verdict
-from simrun.scoring.gate.sequential import SequentialSettings, sequential_gate, spent
+from simrun.scoring.gate.sequential import sequential_gate, spent
 from simrun.scoring.gate.summary import GATE_CLASSES, Counts, summary_from_counts
+from simrun.scoring.settings import GateSection, ReleaseSection, SequentialSection
 from simrun.scoring.store import rates as R
-from simrun.simulator.config import GateSection, ReleaseSection
 
 CELLS = [(f"p{i}", f"g{j}") for i in range(3) for j in range(4)]
 RATES = {"dead_end": 0.15, "loop": 0.10, "goal_not_reached": 0.20}
@@ -35,10 +35,10 @@ def run(rng, name: str, reps: int, rise: dict | None = None, goal: str | None = 
 
 
 def test_the_spending_adds_up_to_alpha_at_the_cap_and_spends_less_early_with_a_larger_rho():
-    seq = SequentialSettings(max_rounds=10, spending=2.0)
+    seq = SequentialSection(max_rounds=10, spending=2.0)
     shares = np.diff([spent(0.05, k, seq) for k in range(11)])
     assert (shares > 0).all() and shares.sum() == pytest.approx(0.05)
-    assert spent(0.05, 3, seq) < spent(0.05, 3, SequentialSettings(max_rounds=10, spending=1.0))
+    assert spent(0.05, 3, seq) < spent(0.05, 3, SequentialSection(max_rounds=10, spending=1.0))
     assert spent(0.05, 99, seq) == 0.05                      # never more than alpha, whatever the looks
 
 
@@ -49,11 +49,11 @@ def test_looking_every_round_without_the_spending_exceeds_alpha_and_the_sequenti
     at alpha at every look alarm about three times as often. (600 such pairs at 1,000
     reassignments: exact levels 2.7%; benchmarks/gate_sequential.py measures the real matrix.)"""
     settings = GateSection(min_effect=0.0, min_effect_slice=0.0, permutations=1_000)
-    seq = SequentialSettings(max_rounds=5)
+    seq = SequentialSection(max_rounds=5)
     rng = np.random.default_rng(2026)
     naive = sequential = 0
     pairs = 60
-    for i in range(pairs):
+    for _ in range(pairs):
         outcome = sequential_gate(run(rng, "base", 6), run(rng, "cand", 5), settings, seq)
         sequential += outcome.decision == "failed"
         naive += any(np.nanmin([c.p_adjusted for c in look.gate.classes if c.p_adjusted is not None]
@@ -71,7 +71,7 @@ def test_each_look_tests_between_the_union_bound_s_share_and_the_alpha_spent_and
     never below it, never above what is spent by then. A look whose p-values all stay at or
     above the alpha spent cannot fail at any such level, and shows the increment."""
     settings = GateSection(min_effect=0.0, min_effect_slice=0.0, permutations=1_000)
-    seq = SequentialSettings(max_rounds=6)
+    seq = SequentialSection(max_rounds=6)
     rng = np.random.default_rng(11)
     base, cand = run(rng, "base", 10), run(rng, "cand", 6)
     outcome = sequential_gate(base, cand, settings, seq)
@@ -87,7 +87,7 @@ def test_each_look_tests_between_the_union_bound_s_share_and_the_alpha_spent_and
     level = look_level(base, cand, cells, slices, range(1, 7), spent_by[1:], 2_000)
     assert spent_by[6] >= level > 1.5 * (spent_by[6] - spent_by[5]), level
     assert look_level(base, cand, cells, slices, [1], spent_by[1:2], 2_000) == pytest.approx(spent_by[1])
-    union = sequential_gate(base, cand, settings, SequentialSettings(max_rounds=6, exact=False))
+    union = sequential_gate(base, cand, settings, SequentialSection(max_rounds=6, exact=False))
     assert [look.alpha for look in union.looks] == pytest.approx(np.diff(spent_by))
 
 
@@ -101,7 +101,7 @@ def test_a_level_never_splits_tied_p_values():
 
 def test_a_broken_goal_fails_early_and_names_the_goal():
     settings = GateSection(permutations=2_000)
-    seq = SequentialSettings(max_rounds=8)
+    seq = SequentialSection(max_rounds=8)
     rng = np.random.default_rng(7)
     outcome = sequential_gate(run(rng, "base", 10), run(rng, "cand", 8, {"dead_end": 0.8}, goal="g2"), settings, seq)
     assert outcome.decision == "failed"
@@ -112,7 +112,7 @@ def test_a_broken_goal_fails_early_and_names_the_goal():
 
 def test_an_aa_pair_passes_once_every_class_rules_out_the_minimum_effect():
     settings = GateSection(min_effect=0.15, permutations=1_000)
-    seq = SequentialSettings(max_rounds=12)
+    seq = SequentialSection(max_rounds=12)
     rng = np.random.default_rng(3)
     outcome = sequential_gate(run(rng, "base", 30), run(rng, "cand", 12), settings, seq)
     assert outcome.decision == "passed", outcome.line()
@@ -127,14 +127,14 @@ def test_an_aa_pair_passes_once_every_class_rules_out_the_minimum_effect():
 
 def test_undecided_at_the_cap_is_inconclusive_exit_3_and_never_a_pass():
     settings = GateSection(permutations=1_000)
-    seq = SequentialSettings(max_rounds=2)
+    seq = SequentialSection(max_rounds=2)
     rng = np.random.default_rng(5)
     outcome = sequential_gate(run(rng, "base", 4), run(rng, "cand", 2), settings, seq)
     assert outcome.decision == "inconclusive"
     # Below the cap, and not finished, it says continue; finished (the budget), inconclusive.
-    early = sequential_gate(run(rng, "base", 4), run(rng, "cand", 1), settings, SequentialSettings(max_rounds=5))
+    early = sequential_gate(run(rng, "base", 4), run(rng, "cand", 1), settings, SequentialSection(max_rounds=5))
     assert early.decision == "continue"
-    cut = sequential_gate(run(rng, "base", 4), run(rng, "cand", 1), settings, SequentialSettings(max_rounds=5),
+    cut = sequential_gate(run(rng, "base", 4), run(rng, "cand", 1), settings, SequentialSection(max_rounds=5),
                           finished=True)
     assert cut.decision == "inconclusive"
     outcome_rates = R.Outcome(conversations=24, counted=24, ends={"goal_reached": 24}, goal_reached=20,
@@ -143,14 +143,14 @@ def test_undecided_at_the_cap_is_inconclusive_exit_3_and_never_a_pass():
     release = ReleaseSection(fail_on_runtime_error=False, progress_ceiling=1.0)
     verdict = run_verdict("cand", [], outcome_rates, release, sequential=outcome)
     assert (verdict.status, verdict.exit_code, verdict.passed) == ("inconclusive", 3, False)
-    assert verdict.reasons[0].startswith("sequential: inconclusive after 2 of 2 rounds")
+    assert verdict.reasons[0].text.startswith("sequential: inconclusive after 2 of 2 rounds")
     continuing = run_verdict("cand", [], outcome_rates, release, sequential=early)
-    assert continuing.exit_code == 3 and "run more rounds" in continuing.reasons[0]
+    assert continuing.exit_code == 3 and "run more rounds" in continuing.reasons[0].text
 
 
 def test_looks_continue_from_the_previous_ones_and_agree_with_judging_afresh():
     settings = GateSection(permutations=1_000)
-    seq = SequentialSettings(max_rounds=4)
+    seq = SequentialSection(max_rounds=4)
     rng = np.random.default_rng(9)
     base, cand = run(rng, "base", 6), run(rng, "cand", 4)
     from simrun.scoring.gate.summary import first_repetitions

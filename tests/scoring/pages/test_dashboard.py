@@ -22,10 +22,10 @@ from simrun.scoring.gate.run_verdict import verdict_of_run
 from simrun.scoring.gate.summary import summary_from_store
 from simrun.scoring.pages import dashboard as D
 from simrun.scoring.pages import verdicts as V
+from simrun.scoring.settings import Budgets, GateSection
 from simrun.scoring.store import rates as R
 from simrun.scoring.store.database import Store, reading
 from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.config import Budgets, GateSection
 from simrun.simulator.identity import GitState
 from simrun.simulator.runner import run_matrix
 from simrun.simulator.users.scripted import ScriptedUser

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html as html_lib
 import re
+from dataclasses import replace
 
 from simrun.scoring.checks.scorer import ALL_CLASSES
 from simrun.scoring.pages.report import build_report
@@ -96,18 +97,29 @@ def test_charts_are_inline_svg_and_pass_k_is_shown(tmp_path, demo):
 
 
 def test_each_reason_of_the_verdict_links_the_evidence_behind_it():
+    from simrun.scoring.gate.verdict_lines import Kind, Line
     from simrun.scoring.pages.report import evidence_anchor
 
     fired = ["dead_end", "audit_gap", "phantom_receipt"]
     gate = object()
-    # The first class the reason names, wherever it is in the list of classes that fired.
-    assert evidence_anchor("guarantees broken: phantom_receipt in 3 conversation(s), audit_gap in 1", fired,
-                           None) == "#fired-phantom_receipt"
-    assert evidence_anchor("release.max_rate.dead_end: dead_end 25.0% (5/20), above the ceiling", fired,
-                           gate) == "#fired-dead_end"
-    assert evidence_anchor("gate against the baseline r1 (b.json), on 70 cells: regressions: dead_end", fired,
-                           gate) == "#gate"
-    assert evidence_anchor("new, not gated: goal g (added): release.max_rate.loop", fired, gate) == "#gate"
-    # No gate on the page, or no class named that fired: the class rates.
-    assert evidence_anchor("gate: the baseline b.json cannot judge this run: other dataset", fired, None) == "#rates"
-    assert evidence_anchor("release.fail_on_runtime_error: the runtime failed in 2", fired, None) == "#rates"
+    # The first class the reason concerns that fired, wherever it is in the list of classes that fired.
+    broken = Line(Kind.GUARANTEES_BROKEN, "guarantees broken: phantom_receipt in 3 conversation(s), audit_gap in 1",
+                  classes=("phantom_receipt", "audit_gap"))
+    assert evidence_anchor(broken, fired, None) == "#fired-phantom_receipt"
+    ceiling = Line(Kind.RELEASE_CRITERION, "release.max_rate.dead_end: dead_end 25.0% (5/20), above the ceiling",
+                   classes=("dead_end",), criterion="release.max_rate.dead_end")
+    assert evidence_anchor(ceiling, fired, gate) == "#fired-dead_end"
+    regression = Line(Kind.GATE_REGRESSION, "gate against the baseline r1 (b.json), on 70 cells: regressions: "
+                      "dead_end", classes=("dead_end",))
+    assert evidence_anchor(regression, fired, gate) == "#gate"
+    new = Line(Kind.NEW_NOT_GATED, "new, not gated: goal g (added): release.max_rate.loop", classes=("loop",))
+    assert evidence_anchor(new, fired, gate) == "#gate"
+    # No gate on the page, or no class it concerns that fired: the class rates.
+    refused = Line(Kind.BASELINE_REFUSED, "gate: the baseline b.json cannot judge this run: other dataset")
+    assert evidence_anchor(refused, fired, None) == "#rates"
+    runtime = Line(Kind.RELEASE_CRITERION, "release.fail_on_runtime_error: the runtime failed in 2",
+                   classes=("runtime_error",))
+    assert evidence_anchor(runtime, fired, None) == "#rates"
+    # The link follows the record, not its words: a reason reworded to name another class still
+    # leads to the class it concerns.
+    assert evidence_anchor(replace(ceiling, text="audit_gap said otherwise"), fired, gate) == "#fired-dead_end"

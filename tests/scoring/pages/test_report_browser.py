@@ -166,7 +166,7 @@ def changed_report(tmp_path_factory, demo) -> Path:
     """A candidate run that breaks what its baseline (the same seeds, no fault) did not, reported
     against it: the flipped conversations shown side by side."""
     from simrun.scoring.gate.summary import summary_from_store
-    from simrun.simulator.config import GateSection, ReleaseSection
+    from simrun.scoring.settings import GateSection, ReleaseSection
 
     tmp = tmp_path_factory.mktemp("changed-report")
     db = tmp / "s.duckdb"
@@ -235,7 +235,8 @@ def test_the_filters_apply_to_the_flipped_conversations(changed):
     expected = {p["id"] for p in every if "runtime_error" in p["classes"]}
     visible = set(page.locator(".flip-pair").evaluate_all("els => els.filter(e => e.checkVisibility()).map(e => e.id)"))
     assert visible == expected and 0 < len(expected) < len(every)
-    assert page.locator("#f-count-changed").inner_text() == f"{len(expected)} of {len(every)} flipped conversations shown"
+    assert (page.locator("#f-count-changed").inner_text()
+            == f"{len(expected)} of {len(every)} flipped conversations shown")
     page.select_option("#f-class", label="any")
     goal = every[0]["goal"]
     page.select_option("#f-goal", label=goal)
@@ -247,7 +248,8 @@ def test_the_release_check_and_the_gate_speak_in_points(changed):
     page = changed.page
     verdict = page.locator("#verdict").inner_text()      # issue 23: the verdict, not a tile, says it
     assert "FAILED" in verdict and "release.fail_on_runtime_error: the runtime failed in" in verdict
-    rows = page.locator("#gate-table tr").evaluate_all("els => els.slice(1).map(r => [...r.cells].map(c => c.innerText))")
+    rows = page.locator("#gate-table tr").evaluate_all(
+        "els => els.slice(1).map(r => [...r.cells].map(c => c.innerText))")
     assert len(rows) == 15
     for row in rows:
         delta, detectable = row[3], row[5]
@@ -276,8 +278,9 @@ def test_no_two_text_boxes_in_any_chart_intersect_and_no_label_is_cut(opened):
     for chart in charts:
         fl, ft, fr, fb = chart["frame"]
         for t in chart["texts"]:
-            l, tp, r, b = t["box"]
-            assert r - l > 0 and l >= fl - 0.5 and tp >= ft - 0.5 and r <= fr + 0.5 and b <= fb + 0.5, (chart["label"], t)
+            tl, tt, tr, tb = t["box"]
+            assert (tr - tl > 0 and tl >= fl - 0.5 and tt >= ft - 0.5
+                    and tr <= fr + 0.5 and tb <= fb + 0.5), (chart["label"], t)
         for a, b in itertools.combinations(chart["texts"], 2):
             (al, at, ar, ab), (bl, bt, br, bb) = a["box"], b["box"]
             overlap = min(ar, br) - max(al, bl) > 0.5 and min(ab, bb) - max(at, bt) > 0.5

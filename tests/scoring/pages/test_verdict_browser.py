@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from simrun.scoring.gate.run_verdict import verdict_of_run
+from simrun.scoring.gate.verdict_lines import Kind, Line, Status
 from simrun.scoring.pages.report import build_report
 from simrun.scoring.store.database import Store
 from tests.fixtures.browser import open_page
@@ -84,8 +85,8 @@ def test_the_first_verdict_on_the_page_is_the_exit_status(browser, cli, project)
     # Exit 2 and 3 (not judged; a run in rounds still undecided) are no pass: never drawn green.
     with Store(project / "simrun.duckdb") as store:
         verdict = verdict_of_run(store, None)
-        for status in ("not judged", "inconclusive"):
-            shown = replace(verdict, status=status, reasons=("undecided",))
+        for status in (Status.NOT_JUDGED, Status.INCONCLUSIVE):
+            shown = replace(verdict, status=status, reasons=(Line(Kind.ROUNDS_UNDECIDED, "undecided"),))
             page = first_verdict(browser, build_report(store, None, project / status, verdict=shown))
             assert page["exit"] == str(shown.exit_code) and page["status"] == status.split()[0].upper(), page
             assert page["colour"] != GREEN and page["background"] != GREEN_BACKGROUND, (status, page)

@@ -83,7 +83,7 @@ def test_a_misnamed_goal_is_kept_with_the_run_and_its_verdict_blames_the_goal_fi
     assert stored_goal_problems(store, run_id) == [line]
     verdict = verdict_of_run(store, run_id)
     assert (verdict.status, verdict.exit_code) == ("not judged", 2)
-    assert verdict.reasons == (f"a problem in the goal files, not the runtime's: {line}",)
+    assert [r.text for r in verdict.reasons] == [f"a problem in the goal files, not the runtime's: {line}"]
     assert verdict.headline().startswith("NOT JUDGED: a problem in the goal files")
     assert record_goal_problems(store, run_id, demo.goals) == [] and verdict_of_run(store, run_id).passed
 

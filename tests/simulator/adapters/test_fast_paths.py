@@ -116,7 +116,7 @@ digit_runs = st.lists(st.tuples(st.integers(0, 2100), st.booleans()), max_size=6
 @given(digit_runs)
 def test_a_long_run_of_digits_is_found_wherever_it_lies(text):
     """The sampled search (every MAX_INT_DIGITS-th character) answers as searching all the text."""
-    whole = re.search("[0-9]{%d}" % (MAX_INT_DIGITS + 1), text) is not None
+    whole = re.search(f"[0-9]{{{MAX_INT_DIGITS + 1}}}", text) is not None
     assert base._long_digit_run(text) is whole
 
 
@@ -168,7 +168,8 @@ async def _coroutine():
 def test_call_awaits_what_the_old_one_awaited():
     answers = [{"reply": "x"}, [1], "s", 1, 1.5, True, None, _Awaitable(), _Dict(a=1), (1, 2)]
     for answer in answers:
-        assert repr(asyncio.run(_call(lambda: answer))) == repr(asyncio.run(_old_call(lambda: answer)))
+        assert (repr(asyncio.run(_call(lambda answer=answer: answer)))
+                == repr(asyncio.run(_old_call(lambda answer=answer: answer))))
     assert asyncio.run(_call(_coroutine)) == asyncio.run(_old_call(_coroutine)) == {"reply": "async"}
 
 

@@ -13,9 +13,9 @@ from opentelemetry import trace
 
 from simrun.scoring.dataset.models import Step
 from simrun.scoring.errors import ConfigError, RuntimeFault
+from simrun.scoring.settings import load_project
 from simrun.simulator.adapters.callable import CallableRuntime
 from simrun.simulator.adapters.template import ChatRuntime, TemplateRuntime, fill, pointer
-from simrun.simulator.config import load_project
 from simrun.simulator.users.scripted import asked_by_name
 
 SEEN: list[tuple[list, dict, str | None]] = []   # what the functions below were given
@@ -173,7 +173,8 @@ def test_a_chat_answer_that_asks_its_caller_to_run_tools_is_a_fault_that_names_t
             {"id": "c1", "type": "function", "function": {"name": "reschedule", "arguments": "{}"}}]}}]})
     results, _ = with_endpoint(answer, lambda url: ChatRuntime(url=url + "/v1", model="m"), "hi")
     assert isinstance(results[0], RuntimeFault) and results[0].kind == "missing_reply"
-    assert "asks its caller to run tools (reschedule)" in str(results[0]) and "reschedule" in results[0].evidence["body"]
+    assert "asks its caller to run tools (reschedule)" in str(results[0])
+    assert "reschedule" in results[0].evidence["body"]
 
 
 def test_an_openai_compatible_endpoint_gets_the_model_and_every_message():

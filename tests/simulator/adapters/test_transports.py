@@ -109,7 +109,8 @@ def test_every_runtime_fault_is_recorded_with_evidence_and_the_run_goes_on(tmp_p
     assert not leftovers(ODD)
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])  # Ctrl-C; a cancelled CI job
+# SIGINT: Ctrl-C; SIGTERM: a cancelled CI job
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project, stop):
     starts = tmp_path / "starts"
     proc = subprocess.Popen(
@@ -130,7 +131,8 @@ def test_ctrl_c_leaves_no_process_and_no_port(tmp_path, project, stop):
     assert proc.returncode == 130 and "interrupted" in err
     assert not leftovers(ODD) and port_is_free(port)
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
-    run_id, status, done = con.execute("SELECT run_id, status, (SELECT count(*) FROM conversations) FROM runs").fetchone()
+    run_id, status, done = con.execute(
+        "SELECT run_id, status, (SELECT count(*) FROM conversations) FROM runs").fetchone()
     assert status == "interrupted" and 0 < done < 350
     assert f"run {run_id} is marked interrupted" in err
 

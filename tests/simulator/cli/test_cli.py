@@ -61,7 +61,7 @@ def test_bad_input_is_one_line_naming_the_place_and_writes_no_run(cli, project, 
     mutate(project)
     if "{line}" in where:
         text = (project / "budgets.toml").read_text().splitlines()
-        where = where.format(line=next(i for i, l in enumerate(text, 1) if "min_efect" in l))
+        where = where.format(line=next(i for i, row in enumerate(text, 1) if "min_efect" in row))
     result = cli("--budget", "5usd")
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
@@ -205,7 +205,8 @@ def test_a_run_with_crashes_fails_the_release_check_and_says_which_criterion(cli
     result = cli("-n", "1")
     assert result.exit_code == 1
     failed = [line for line in result.output.splitlines() if line.startswith("FAILED: release.")]
-    assert [line.split(":")[1].strip() for line in failed] == ["release.min_goal_reached", "release.max_rate.runtime_error"]
+    assert ([line.split(":")[1].strip() for line in failed]
+            == ["release.min_goal_reached", "release.max_rate.runtime_error"])
     assert "below the floor 99.0%" in failed[0] and "above the ceiling 1.0%" in failed[1]
 
     budgets.write_text(text + "\n[release.max_rate]\ndeadend = 0.1\n")

@@ -48,7 +48,8 @@ def test_a_paid_run_reports_its_exact_spend_and_the_plan_beside_it(fake_api, sma
     spent = re.search(r"spent \$\S+ \(exactly \$([\d.]+), the sum of its calls\) of \$1\.00", result.output)
     assert spent and float(spent.group(1)) > 0
     assert "the budget allowed 8 of 8 conversations" in result.output
-    assert re.search(r"plan estimated \$[\d.]+–\$[\d.]+ \(p50–p90\) for this matrix; actual \$[\d.]+ \([+-]\d+% of the p50", result.output)
+    assert re.search(r"plan estimated \$[\d.]+–\$[\d.]+ \(p50–p90\) for this matrix; "
+                     r"actual \$[\d.]+ \([+-]\d+% of the p50", result.output)
     requests = len(fake_api.requests)
 
     replay = CliRunner().invoke(app, ["--replay", "latest", "--replay-only"])
@@ -123,7 +124,7 @@ def test_auto_finds_the_form_llama_cpp_speaks_and_says_so(small_project, monkeyp
     finally:
         server.should_exit = True
     assert result.exit_code in (0, 1), result.output
-    line = next(l for l in result.output.splitlines() if l.startswith("user output form: "))
+    line = next(row for row in result.output.splitlines() if row.startswith("user output form: "))
     assert line.startswith("user output form: json_object (json_schema refused: 1 validation error: ")
     assert "Input should be 'text' or 'json_object'" in line and "File \"" not in result.output   # one line
     with Store(small_project / "simrun.duckdb", create=False) as store:

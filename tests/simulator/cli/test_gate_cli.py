@@ -138,7 +138,8 @@ def test_misuse_is_one_line_and_exit_2(cli, project):
 def test_rescore_restores_the_scores_and_records_the_scorer_version(cli, project):
     set_faults(project, "dead_end=0.3,phantom_receipt=0.2,crash=0.05")
     run_id = run(cli, "--seed", "5")
-    checks = "SELECT conversation_id, class, status, occurrences, checked_turns FROM checks WHERE run_id = ? ORDER BY ALL"
+    checks = ("SELECT conversation_id, class, status, occurrences, checked_turns FROM checks "
+              "WHERE run_id = ? ORDER BY ALL")
     findings = "SELECT conversation_id, turn, class, detail FROM findings WHERE run_id = ? ORDER BY ALL"
     before = rows(project, checks, run_id), rows(project, findings, run_id)
     assert before[1], "the faults left findings to restore"
@@ -195,7 +196,8 @@ def test_export_import_round_trip_scores_the_same(cli, project):
                 "WHERE run_id = ? ORDER BY ALL",
                 "SELECT conversation_id, class, status, occurrences, checked_turns, unverifiable_turns FROM checks "
                 "WHERE run_id = ? ORDER BY ALL",
-                "SELECT conversation_id, turn, class, detail, evidence::VARCHAR FROM findings WHERE run_id = ? ORDER BY ALL"):
+                "SELECT conversation_id, turn, class, detail, evidence::VARCHAR FROM findings "
+                "WHERE run_id = ? ORDER BY ALL"):
         assert rows(project, sql, new) == rows(project, sql, original), sql
     assert rows(project, "SELECT count(*) FROM findings WHERE run_id = ?", new)[0][0] > 0
     gate = cli("gate", "--baseline", original, "--candidate", new, "--markdown", "gate.md")
@@ -253,7 +255,9 @@ def test_one_goal_broken_outright_fails_the_gate_naming_it_and_the_report_shows_
     base = run(cli, "--seed", "1", repetitions=2)
     assert cli("baseline", "bless", base, "--out", "baseline.json").exit_code == 0
     toml = project / "simrun.toml"
-    toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"', 'target = "benchmarks.gate_calibration:ByGoal"')
+    toml.write_text(toml.read_text()
+                    .replace('target = "simrun.examples.tripdesk:TripDesk"',
+                             'target = "benchmarks.gate_calibration:ByGoal"')
                     .replace("[runtime.options]", '[runtime.options]\nfaults = {}\ngoal = "rename-trip"\n'
                              'goal_faults = {dead_end = 1.0}\nfault_seed = 1'))
     cand = run(cli, "--seed", "1", repetitions=2)

@@ -14,7 +14,8 @@ CANCEL = ("goal cancel-trip: no event, offer or ask ever had operation `cancel` 
 
 def test_goal_names_the_runtime_never_held_are_named_before_and_after_a_run(cli, project):
     rename, cancel = project / "goals" / "rename-trip.yaml", project / "goals" / "cancel-trip.yaml"
-    rename.write_text(rename.read_text().replace("match: {name: Lisbon offsite}", "match: {name: Lisbon offsite, bag: 1}"))
+    rename.write_text(rename.read_text().replace("match: {name: Lisbon offsite}",
+                                                 "match: {name: Lisbon offsite, bag: 1}"))
     cancel.write_text(cancel.read_text().replace("operation = 'cancel_trip'", "operation = 'cancel'"))
 
     assert cli("validate").exit_code == 0            # the files are well formed: only the runtime can tell

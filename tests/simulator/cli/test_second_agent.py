@@ -47,8 +47,8 @@ def judged(tmp_path_factory):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CLINIC_WRONG_RECORD": "0.2", "CLINIC_PLANTED_LOG": str(log)}
     for name in [n for n in env if n.startswith("OTEL_")]:
         del env[name]
-    done = subprocess.run([sys.executable, "-c", "from simrun.cli.main import main; main()"], cwd=folder, env=env, capture_output=True,
-                          text=True, timeout=240)
+    done = subprocess.run([sys.executable, "-c", "from simrun.cli.main import main; main()"], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=240)
     output = done.stdout + done.stderr
     assert "report:" in output, output
     with Store(folder / "simrun.duckdb") as store:
@@ -63,7 +63,8 @@ def judged(tmp_path_factory):
         for cid, cls, status, reason in store.con.execute("SELECT conversation_id, class, status, reason "
                                                           "FROM checks").fetchall():
             conversations[cid]["checks"][cls] = (status, reason)
-    planted = {(line.split()[0], int(line.split()[1])) for line in log.read_text().splitlines()} if log.exists() else set()
+    planted = ({(line.split()[0], int(line.split()[1])) for line in log.read_text().splitlines()}
+               if log.exists() else set())
     return conversations, planted, output
 
 

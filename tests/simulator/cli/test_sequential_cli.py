@@ -22,7 +22,8 @@ def rounds(project, max_rounds: int) -> None:
 
 def test_rounds_continue_one_run_undecided_is_inconclusive_and_a_broken_goal_fails_at_once(cli, project):
     toml = project / "simrun.toml"          # rates that vary: two rounds cannot rule out 1 point
-    toml.write_text(toml.read_text().replace("[runtime.options]", '[runtime.options]\nfaults = "dead_end=0.2,loop=0.3"'))
+    toml.write_text(toml.read_text().replace("[runtime.options]",
+                                             '[runtime.options]\nfaults = "dead_end=0.2,loop=0.3"'))
     rounds(project, 2)
     # At beta 0.10 two rounds can rule out 5 points for a class that fired nowhere (0 of 70 has
     # chance 3% at a 5% rate), so the undecided case asks about 1 point.
@@ -40,7 +41,8 @@ def test_rounds_continue_one_run_undecided_is_inconclusive_and_a_broken_goal_fai
     assert "round 1/2: 70 candidate conversations" in same.output and "round 2/2: 140 " in same.output
     lines = verdict_lines(same.output)
     assert lines[0] == "verdict: INCONCLUSIVE (exit 3)"
-    assert lines[1].startswith("INCONCLUSIVE: sequential: inconclusive after 2 of 2 rounds, 140 candidate conversations")
+    assert lines[1].startswith("INCONCLUSIVE: sequential: inconclusive after 2 of 2 rounds, "
+                               "140 candidate conversations")
     run_id = re.search(r"run: (\S+)", same.output).group(1)
     with duckdb.connect(str(project / "simrun.duckdb"), read_only=True) as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 2      # the baseline's, and this one
@@ -50,7 +52,8 @@ def test_rounds_continue_one_run_undecided_is_inconclusive_and_a_broken_goal_fai
     assert '<table id="rounds-table">' in html and '<td class="num">2 / 2</td><td class="num">140</td>' in html
     assert '<table id="confidence-sequences">' in html
     # The dashboard judges the run against the baseline with the same sequential gate.
-    assert "– inconclusive: sequential: inconclusive after 2 of 2 rounds" in (project / "reports" / "index.html").read_text()
+    dashboard = (project / "reports" / "index.html").read_text()
+    assert "– inconclusive: sequential: inconclusive after 2 of 2 rounds" in dashboard
     gated = cli("gate", "--sequential", "--candidate", run_id, "--markdown", "gate.md")
     assert gated.exit_code == 3, gated.output
     assert verdict_lines(gated.output)[:2] == lines[:2]

@@ -109,9 +109,11 @@ def test_gate_baseline_may_name_a_blob_git_holds_and_a_bad_one_is_refused_before
     with_baseline(project, "HEAD:baselines/main.json")
     result = cli("-n", "1", "--seed", "2")
     assert result.exit_code == 0, result.output
-    assert "held: no regression against the baseline" in result.output and "HEAD:baselines/main.json (git)" in result.output
+    assert "held: no regression against the baseline" in result.output
+    assert "HEAD:baselines/main.json (git)" in result.output
 
-    runs = duckdb.connect(str(project / "simrun.duckdb"), read_only=True).execute("SELECT count(*) FROM runs").fetchone()
+    runs = duckdb.connect(str(project / "simrun.duckdb"), read_only=True).execute(
+        "SELECT count(*) FROM runs").fetchone()
     toml = project / "simrun.toml"
     toml.write_text(toml.read_text().replace('baseline = "HEAD:baselines/main.json"', 'baseline = "missing.json"'))
     refused = cli("-n", "1")

@@ -146,6 +146,7 @@ def test_a_worker_s_slots_are_kept_full_with_chunks_of_about_half_a_second_and_n
         demo, slots, seconds, cells):
     from simrun.simulator.cluster.executor import CHUNK_S, MAX_CHUNK, _Dispatch
     from simrun.simulator.runner import matrix
+    from simrun.simulator.users.scripted import ScriptedUser
 
     stored: list[str] = []
 
@@ -155,8 +156,9 @@ def test_a_worker_s_slots_are_kept_full_with_chunks_of_about_half_a_second_and_n
     async def feed(worker: FakeWorker) -> None:
         plan = SimpleNamespace(alive=1)
         ledger = SimpleNamespace(exhausted=False)
-        dispatch = _Dispatch(plan, iter(list(matrix(demo, 1 + cells // 70, 1))[:cells]), finish, object(), ledger,
-                             concurrency=slots)
+        # A user that never stops: the feeder reads `stopped`, as of any backend (UserBackend).
+        dispatch = _Dispatch(plan, iter(list(matrix(demo, 1 + cells // 70, 1))[:cells]), finish, ScriptedUser(),
+                             ledger, concurrency=slots)
         await dispatch._feed(worker)
 
     worker = FakeWorker(slots, seconds)

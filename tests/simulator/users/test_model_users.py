@@ -15,11 +15,11 @@ from simrun.examples.tripdesk import TripDesk
 from simrun.scoring.dataset.files import Dataset, canonical_json
 from simrun.scoring.errors import ConfigError
 from simrun.scoring.pages.report import build_report
+from simrun.scoring.settings import Budgets, Price
 from simrun.scoring.store import rates as R
 from simrun.scoring.store.database import Store
 from simrun.scoring.store.model_calls import replay_answers, spend
 from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.config import Budgets, Price
 from simrun.simulator.ledger import Ledger
 from simrun.simulator.plan import estimate
 from simrun.simulator.pricing import Usage, cost, price_for, worst_case

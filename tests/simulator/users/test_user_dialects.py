@@ -252,8 +252,9 @@ def test_the_fake_single_slot_server_works_one_call_at_a_time():
     try:
         async def three():
             async with httpx.AsyncClient() as client:
-                body = {"model": "m", "messages": [{"role": "system", "content": "Reply with the JSON object "
-                                                   '{"ok": true} and nothing else.'}, {"role": "user", "content": "ok?"}]}
+                body = {"model": "m", "messages": [
+                    {"role": "system", "content": 'Reply with the JSON object {"ok": true} and nothing else.'},
+                    {"role": "user", "content": "ok?"}]}
                 started = time.perf_counter()
                 await asyncio.gather(*(client.post(f"{url}/chat/completions", json=body) for _ in range(3)))
                 return time.perf_counter() - started

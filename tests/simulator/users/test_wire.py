@@ -94,9 +94,10 @@ def test_a_server_that_does_not_answer_in_time_is_a_timeout_and_one_that_is_gone
                               (f"http://127.0.0.1:{free_port()}/v1", "APIConnectionError")):
             provider = OpenAIProvider("m", base_url=url, timeout_s=0.3)
 
-            async def call():
+            async def call(provider=provider):
                 try:
-                    await provider.complete(provider.request("## Your goal\nA\n", [{"role": "user", "content": "go"}], 9, {}))
+                    request = provider.request("## Your goal\nA\n", [{"role": "user", "content": "go"}], 9, {})
+                    await provider.complete(request)
                 except Exception as exc:
                     return type(exc).__name__, should_retry(exc)
                 finally:

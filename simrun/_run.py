@@ -1,0 +1,320 @@
+"""A run as a library call: what plain `simrun` does, from a project to a verdict.
+
+`simrun.run()` (and `run_async`) is the whole of a run, and the command line calls nothing else:
+the project is loaded and checked before anything is spent (`prepare`), the runtime's health is
+asked, a model-played user's spend estimated, the matrix run (in rounds against the baseline with
+`sequential=True`), the release criteria kept with the run (so that a later `simrun report`
+judges it the same way), the verdict made once, and the report, the step summary and the JSON
+verdict written from it. What a run says as it goes (the progress, a resumed run, each round) is
+told to a `RunEvents`; the default says nothing, and the command line's console is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from simrun._step_summary import write_step_summary
+from simrun.scoring.errors import ConfigError, SimrunError
+from simrun.scoring.gate.run_verdict import RunVerdict, verdict_of_run
+from simrun.scoring.gate.sequential import Sequential
+from simrun.scoring.gate.verdict_text import markdown
+from simrun.scoring.pages.report import build_report
+from simrun.scoring.store.database import Store
+from simrun.scoring.store.model_calls import replay_answers
+from simrun.scoring.store.rows import Finished
+from simrun.simulator import eventloop
+from simrun.simulator.executors import executor_for
+from simrun.simulator.ledger import Ledger
+from simrun.simulator.plan import Estimate, estimate
+from simrun.simulator.project import Plan, execute, load_plan, parse_shard, project_db, runtime_for
+from simrun.simulator.rounds import run_in_rounds
+from simrun.simulator.runner import ClusterExecutor, RunResult, in_shard, matrix
+from simrun.simulator.users.model import ReplayCache
+
+if TYPE_CHECKING:
+    from simrun.simulator.adapters.base import RuntimeAdapter
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What a run is about to do, once its runtime answered: told to `RunEvents.started`."""
+
+    plan: Plan
+    runtime: str                        # the runtime, as its transport describes it
+    conversations: int                  # the conversations this run (or this shard) will hold
+    shard: tuple[int, int] | None
+    ledger: Ledger                      # the run's spend, as it goes
+    workers: Callable[[], int] | None   # on a cluster: how many of its workers are alive now
+
+
+class RunEvents:
+    """What a run tells as it goes. Each method does nothing here: override those you want.
+
+    They are called on the run's event loop, in this order: `note` (the executor reached),
+    `started`, `estimated` (a model-played user), `note` (the user model's output form),
+    `conversation` for each one finished, `round` after each round (sequential), `resumed`,
+    `judged` (the store still open, for what a caller wants to read beside the verdict),
+    `ended` (also when the run fails)."""
+
+    def note(self, text: str) -> None:
+        """A line worth telling (which executor, which output form the user model answers in)."""
+
+    def started(self, start: RunStart) -> None:
+        """The runtime answered and nothing has run yet."""
+
+    def estimated(self, estimate: Estimate) -> None:
+        """What `simrun plan` would have said of a model-played user's spend, before it is spent."""
+
+    def conversation(self, finished: Finished) -> None:
+        """One conversation finished and stored."""
+
+    def round(self, rounds: Sequential) -> None:
+        """A round of a sequential run was judged: `rounds.looks[-1]` is the newest look."""
+
+    def resumed(self, result: RunResult, labels: Sequence[str]) -> None:
+        """The run finished one an earlier attempt had started; `labels` are those it keeps."""
+
+    def judged(self, store: Store, verdict: RunVerdict) -> None:
+        """The run's verdict is made; `store` is open for reading."""
+
+    def ended(self) -> None:
+        """The run is over, or failed: whatever `started` set up can be taken down."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run came to: its verdict, its exit status and where it is kept.
+
+    `exit_code` is the command line's: the verdict's (0 passed, 1 failed, 2 not judged, 3
+    inconclusive), or 2 when the user model stopped the run (`stopped` says why). In a test,
+    `assert outcome.passed, outcome.verdict` fails with the verdict's lines."""
+
+    run_id: str
+    verdict: RunVerdict
+    report: Path
+    db: Path
+    spent_usd: Decimal
+    budget_usd: Decimal
+    conversations: int                  # conversations this run holds
+    planned: int                        # conversations its matrix (or shard) has
+    budget_stopped: bool                # the budget ran out before the matrix did
+    stopped: str | None                 # why the user model stopped the run, if it did
+    resumed: int | None                 # conversations an earlier attempt had stored
+    estimate: Estimate | None           # the plan's estimate of a model-played user's spend
+    replay: ReplayCache | None = field(default=None, repr=False)
+    verdict_json: Path | None = None    # where the verdict was written as JSON, if asked
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.stopped else self.verdict.exit_code
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run checked and ready, nothing spent yet: `prepare` makes one, `execute` runs it.
+
+    Every error in the project, its files or the options is raised by `prepare` (a
+    `simrun.ConfigError` naming the file, line or field), before the runtime is reached."""
+
+    plan: Plan
+    replay: ReplayCache | None = None
+    shard: tuple[int, int] | None = None
+    resume: bool | str = True           # True: finish the same run if it was cut short; a run id: that run
+    executor: ClusterExecutor | None = None   # None: in this process (`simrun.simulator.executors`)
+
+    async def execute(self, *, events: RunEvents | None = None, verdict_json: str | Path | None = None,
+                      step_summary: bool = True) -> Outcome:
+        """Run it and judge it. `verdict_json`: also write the verdict there, as JSON.
+        `step_summary`: append the verdict as Markdown to $GITHUB_STEP_SUMMARY when it is set."""
+        return await _execute(self, events or RunEvents(), verdict_json, step_summary)
+
+
+def prepare(config: str | Path | None = None, *, budget: str | None = None, budgets: str | Path | None = None,
+            db: str | None = None, personas: str | None = None, goals: str | None = None,
+            repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
+            user: str | None = None, reports: str | None = None, runtime: dict[str, Any] | None = None,
+            labels: Sequence[str] | None = None, replay: str | None = None, replay_only: bool = False,
+            shard: str | None = None, fresh: bool = False, sequential: bool = False,
+            executor: str | None = None, ray_address: str | None = None,
+            ray_workers: int | None = None) -> PreparedRun:
+    """A run of the project at `config` (default: ./simrun.toml if there is one, else the bundled
+    demo), each keyword over the file's setting as the flag of the same name is on the command
+    line. `runtime`: settings over simrun.toml's [runtime] (transport, url, command, timeout_s,
+    headers, target, options, ...). `replay`: a stored run whose recorded model answers are
+    replayed ($0; `replay_only`: never call the model). `shard`: "i/n". `fresh`: a new run even
+    if the same run was cut short."""
+    if replay_only and not replay:
+        raise ConfigError("--replay-only needs --replay RUN", field="--replay-only")
+    recorded = _replayed(replay, db, config) if replay else None
+    if recorded:
+        # A replay repeats the recorded run: its user backend, seed and repetitions.
+        user = user or recorded["user_backend"]
+        seed = recorded["seed"] if seed is None else seed
+        repetitions = repetitions or recorded["repetitions"]
+    plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
+                     repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, db=db,
+                     reports=reports, runtime_flags=runtime, check_user=not replay_only,
+                     labels=list(labels) if labels else None, sequential=sequential)
+    if sequential and shard:
+        raise ConfigError("a sequential run decides on the whole matrix after each round; it cannot be "
+                          "sharded", field="--shard")
+    cache = ReplayCache(recorded["answers"], only=replay_only, output=recorded["user_output"]) if recorded else None
+    return PreparedRun(plan, cache, parse_shard(shard), not fresh,
+                       executor_for(plan, executor, address=ray_address, workers=ray_workers))
+
+
+def prepare_resume(run: str = "latest", *, config: str | Path | None = None, budgets: str | Path | None = None,
+                   db: str | None = None, budget: str | None = None, executor: str | None = None,
+                   ray_address: str | None = None, ray_workers: int | None = None) -> PreparedRun:
+    """The run `run` (default: the newest unfinished one) made ready to finish: every conversation
+    it stored is kept once, the rest are run, and its spend carries over. `budget`: a new budget
+    for the whole run (what it spent already counts against it)."""
+    with Store(project_db(db, config), create=False) as store:
+        earlier = store.latest_unfinished() if run == "latest" else store.run(run)
+    if earlier["status"] == "finished":
+        raise ConfigError(f"run {earlier['run_id']} is finished; there is nothing to resume", field="RUN")
+    stored = earlier["config"]
+    shard = parse_shard(earlier.get("shard"))
+    plan = load_plan(config=config, budgets=budgets, db=db, budget=budget or f"{stored['budget_usd']}usd",
+                     repetitions=stored["repetitions"], seed=stored["seed"], user=stored["user"],
+                     runtime_flags={k: v for k, v in stored["runtime"].items()
+                                    if k in ("transport", "url", "command", "timeout_s", "target", "options")})
+    if plan.dataset.hash != earlier["dataset_hash"]:
+        raise ConfigError(f"the personas and goals changed since run {earlier['run_id']} (dataset "
+                          f"{earlier['dataset_hash']}, now {plan.dataset.hash}); it cannot be finished as "
+                          "the same run", field="RUN")
+    return PreparedRun(plan, shard=shard, resume=earlier["run_id"],
+                       executor=executor_for(plan, executor, address=ray_address, workers=ray_workers))
+
+
+async def run_async(config: str | Path | None = None, *, events: RunEvents | None = None,
+                    verdict_json: str | Path | None = None, step_summary: bool = True,
+                    **overrides: Any) -> Outcome:
+    """Run the project at `config` and judge it: `prepare(config, **overrides)`, then execute it."""
+    prepared = prepare(config, **overrides)
+    return await prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary)
+
+
+def run(config: str | Path | None = None, *, events: RunEvents | None = None,
+        verdict_json: str | Path | None = None, step_summary: bool = True, **overrides: Any) -> Outcome:
+    """`run_async` on an event loop of its own (uvloop where it is installed): for code that is
+    not async already. Bad input raises `simrun.ConfigError` before anything is spent."""
+    prepared = prepare(config, **overrides)
+    return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
+
+
+def resume(run: str = "latest", *, events: RunEvents | None = None, verdict_json: str | Path | None = None,
+           step_summary: bool = True, **options: Any) -> Outcome:
+    """Finish a run that was killed, interrupted or stopped by its budget (`prepare_resume`)."""
+    prepared = prepare_resume(run, **options)
+    return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
+
+
+def interrupted_run(db: str | Path) -> str:
+    """The run an interruption left behind: the newest unfinished one in the database at `db`."""
+    try:
+        with Store(db, create=False) as store:
+            return str(store.latest_unfinished()["run_id"])
+    except (SimrunError, duckdb.Error):   # interrupted before its run was recorded
+        return "(none recorded)"
+
+
+def _replayed(run: str, db: str | None, config: str | Path | None) -> dict[str, Any]:
+    with Store(project_db(db, config), create=False) as store:
+        recorded = store.run(run)
+        recorded["answers"] = replay_answers(store, recorded["run_id"])
+    if not recorded["answers"]:
+        raise ConfigError(f"run {recorded['run_id']} recorded no model answers to replay "
+                          f"(its user was {recorded['user_backend']})", field="--replay")
+    return recorded
+
+
+async def _execute(prepared: PreparedRun, events: RunEvents, verdict_json: str | Path | None,
+                   step_summary: bool) -> Outcome:
+    plan, executor, shard = prepared.plan, prepared.executor, prepared.shard
+    if verdict_json is not None and not Path(verdict_json).parent.is_dir():
+        # Before anything is spent, as every other bad option.
+        raise ConfigError(f"the folder {Path(verdict_json).parent} does not exist; create it first",
+                          field="--verdict-json")
+    runtime: RuntimeAdapter = runtime_for(plan)
+    try:
+        try:
+            await runtime.health()
+            if executor is not None:
+                # Before anything is spent: a cluster that cannot be reached is bad input.
+                events.note(f"executor: {executor.connect()}")
+        except BaseException:
+            await runtime.aclose()
+            raise
+        total = plan.conversations
+        if shard is not None:
+            total = sum(1 for cell in matrix(plan.dataset, plan.repetitions, plan.seed) if in_shard(cell.id, shard))
+        ledger = Ledger(plan.budget)
+        workers = (lambda: executor.alive) if executor is not None else None
+        events.started(RunStart(plan, runtime.description, total, shard, ledger, workers))
+        with Store(plan.db) as store:
+            estimated = None
+            if plan.user != "scripted" and prepared.replay is None:
+                (estimated,) = await estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
+                                              repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user],
+                                              store=store)
+                events.estimated(estimated)
+            result, rounds = await _matrix(prepared, runtime, store, ledger, events)
+            if result.resumed is not None:
+                events.resumed(result, store.run(result.run_id)["labels"])
+            # Kept with the run: a report written again later, and the dashboard, judge it the same way.
+            store.set_release_criteria(result.run_id, plan.budgets.release.model_dump())
+            verdict = verdict_of_run(store, result.run_id, plan.budgets.release, baseline=plan.baseline,
+                                     gate_settings=plan.budgets.gate, sequential=rounds)
+            events.judged(store, verdict)
+            report = build_report(store, result.run_id, plan.reports, gate_settings=plan.budgets.gate,
+                                  release=plan.budgets.release, baseline=plan.baseline, verdict=verdict)
+    finally:
+        events.ended()
+    written = _write_verdict_json(verdict, verdict_json)
+    if step_summary:
+        write_step_summary(markdown(verdict))
+    return Outcome(run_id=result.run_id, verdict=verdict, report=Path(report), db=Path(plan.db),
+                   spent_usd=result.spent_usd, budget_usd=result.budget_usd, conversations=result.conversations,
+                   planned=result.planned, budget_stopped=result.budget_stopped, stopped=result.stopped,
+                   resumed=result.resumed, estimate=estimated, replay=prepared.replay, verdict_json=written)
+
+
+async def _matrix(prepared: PreparedRun, runtime: RuntimeAdapter, store: Store, ledger: Ledger,
+                  events: RunEvents) -> tuple[RunResult, Sequential | None]:
+    """The conversations: in rounds against the baseline (sequential), or the whole matrix at once."""
+    plan = prepared.plan
+    if plan.sequential:
+        first = iter([runtime])     # the runtime checked above runs the first round; each round closes its own
+        return await run_in_rounds(plan, store, runtime_for=lambda p: next(first, None) or runtime_for(p),
+                                   resume=prepared.resume, replay=prepared.replay,
+                                   on_conversation=events.conversation, on_user_ready=events.note,
+                                   executor=prepared.executor, on_round=events.round)
+    result = await execute(plan, store, runtime=runtime, replay=prepared.replay, shard=prepared.shard,
+                           resume=prepared.resume, ledger=ledger, on_conversation=events.conversation,
+                           on_user_ready=events.note, executor=prepared.executor)
+    return result, None
+
+
+def _write_verdict_json(verdict: RunVerdict, path: str | Path | None) -> Path | None:
+    if path is None:
+        return None
+    from simrun.scoring.gate.verdict_text import verdict_json
+
+    target = Path(path)
+    try:
+        target.write_text(verdict_json(verdict), encoding="utf-8")
+    except OSError as exc:
+        raise SimrunError(f"cannot write the verdict's JSON to {target}: {exc.strerror or exc}") from None
+    return target
+

@@ -1,0 +1,140 @@
+"""The Python API the command line stands on: `simrun.run()` gives what `simrun` gives (the same
+exit code and verdict, on the demo clean and with faults), `simrun.gate()` what `simrun gate`
+gives, bad input is refused before anything is spent, and a run made from Python keeps its
+release criteria, so that a later `simrun report` judges it the same way."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import simrun
+from simrun.scoring.store.rows import Finished
+
+FAULTS = '[runtime.options]\nfaults = "dead_end=0.3,phantom_receipt=0.2"\nfault_seed = 7'
+
+
+def with_faults(project: Path) -> None:
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace("[runtime.options]", FAULTS, 1))
+
+
+def verdict_lines(output: str) -> list[str]:
+    """The verdict's lines as the command line printed them, up to the spend line after them."""
+    lines = output[output.index("verdict: "):].splitlines()
+    return lines[:next(i for i, line in enumerate(lines) if line.startswith("spent "))]
+
+
+def masked(lines: list[str]) -> list[str]:
+    return [re.sub(r"\br[0-9]{8}-[0-9]{6}-[0-9a-f]+\b", "RUN", line) for line in lines]
+
+
+@pytest.mark.parametrize("faulty, code", [(False, 0), (True, 1)], ids=["clean", "faults"])
+def test_the_api_and_the_command_line_give_the_same_exit_code_and_verdict(project, cli, faulty, code):
+    if faulty:
+        with_faults(project)
+    outcome = simrun.run(project / "simrun.toml", repetitions=1, seed=5, db=str(project / "api.duckdb"),
+                         step_summary=False)
+    printed = cli("-n", "1", "--seed", "5", "--db", "cli.duckdb")
+    assert outcome.exit_code == printed.exit_code == code, printed.output
+    assert masked(outcome.verdict.text().splitlines()) == masked(verdict_lines(printed.output))
+    assert outcome.run_id in outcome.report.name and outcome.report.is_file()
+    assert outcome.db == project / "api.duckdb" and outcome.conversations == outcome.planned == 70
+    if faulty:
+        assert any("guarantees broken: phantom_receipt" in line for line in outcome.verdict.text().splitlines())
+
+
+def test_a_failing_assert_on_an_outcome_reads_as_the_verdict(project):
+    with_faults(project)
+    outcome = simrun.run(project / "simrun.toml", repetitions=1, db=str(project / "api.duckdb"),
+                         step_summary=False)
+    with pytest.raises(AssertionError) as failed:
+        assert outcome.passed, outcome.verdict
+    # pytest shows a message that is not a string by its repr, cut to 240 characters: the verdict's
+    # repr is its status and reasons, first; its str is every line the command line prints.
+    said = str(failed.value)
+    assert said.startswith(f"<RunVerdict {outcome.run_id} FAILED (exit 1): guarantees broken: phantom_receipt"), said
+    assert str(outcome.verdict).splitlines()[:2] == ["verdict: FAILED (exit 1)",
+                                                     next(r for r in outcome.verdict.text().splitlines()
+                                                          if r.startswith("FAILED: guarantees broken"))]
+
+
+def test_bad_input_is_refused_before_anything_is_spent(project):
+    with pytest.raises(simrun.ConfigError, match="--repetitions") as refused:
+        simrun.run(project / "simrun.toml", repetitions=0, db=str(project / "api.duckdb"))
+    assert "must be at least 1" in str(refused.value)
+    with pytest.raises(simrun.ConfigError, match="--replay-only"):
+        simrun.prepare(project / "simrun.toml", replay_only=True)
+    with pytest.raises(simrun.ConfigError, match="--verdict-json"):
+        simrun.run(project / "simrun.toml", repetitions=1, db=str(project / "api.duckdb"),
+                   verdict_json=project / "no-such-folder" / "verdict.json")
+    assert not (project / "api.duckdb").exists()
+
+
+class Heard(simrun.RunEvents):
+    def __init__(self) -> None:
+        self.said: list[str] = []
+        self.finished: list[Finished] = []
+
+    def started(self, start: simrun.RunStart) -> None:
+        self.said.append(f"started {start.conversations}")
+
+    def conversation(self, finished: Finished) -> None:
+        self.finished.append(finished)
+
+    def judged(self, store, verdict: simrun.RunVerdict) -> None:
+        self.said.append(f"judged {verdict.status} {store.run(verdict.run_id)['status']}")
+
+    def ended(self) -> None:
+        self.said.append("ended")
+
+
+def test_run_async_tells_its_events_every_conversation_in_order(project):
+    heard = Heard()
+    outcome = asyncio.run(simrun.run_async(project / "simrun.toml", repetitions=1, events=heard,
+                                           db=str(project / "api.duckdb"), step_summary=False))
+    assert heard.said == ["started 70", "judged passed finished", "ended"]
+    assert len(heard.finished) == outcome.conversations == 70
+
+
+def test_a_run_made_from_python_keeps_its_release_criteria_for_a_later_report(project, cli):
+    with_faults(project)
+    budgets = project / "budgets.toml"
+    default = budgets.read_text()
+    budgets.write_text(default + "\n[release.max_rate]\ndead_end = 0.01\n")
+    outcome = simrun.run(project / "simrun.toml", repetitions=1, step_summary=False)
+    assert outcome.exit_code == 1
+    ceiling = [line for line in outcome.verdict.text().splitlines() if "release.max_rate.dead_end" in line]
+    assert ceiling and ceiling[0].startswith("FAILED: release.max_rate.dead_end: dead_end "), ceiling
+    kept = duckdb.connect(str(outcome.db), read_only=True).execute(
+        "SELECT config->>'$.release.max_rate.dead_end' FROM runs WHERE run_id = ?", [outcome.run_id]).fetchone()
+    assert kept == ("0.01",)
+    budgets.write_text(default)     # the report judges the run by the criteria it kept, not today's file
+    again = cli("report", outcome.run_id)
+    assert again.exit_code == 0 and ceiling[0].removeprefix("FAILED: ") in again.output, again.output
+
+
+def test_the_gate_from_python_gives_what_simrun_gate_gives(project, cli):
+    base = simrun.run(project / "simrun.toml", repetitions=2, seed=1, step_summary=False)
+    (project / "baselines").mkdir()
+    assert cli("baseline", "bless", base.run_id, "--out", "baselines/main.json").exit_code == 0
+    with_faults(project)
+    candidate = simrun.run(project / "simrun.toml", repetitions=2, seed=2, step_summary=False)
+    judged = simrun.gate(candidate.run_id, "baselines/main.json", db=str(candidate.db),
+                         budgets=project / "budgets.toml")
+    printed = cli("gate", "--baseline", "baselines/main.json", "--candidate", candidate.run_id)
+    assert judged.exit_code == printed.exit_code == 1, printed.output
+    assert judged.gate.baseline.run_id == base.run_id and not judged.gate.passed
+    assert masked(judged.verdict.text().splitlines()) == masked(printed.output[printed.output.index("verdict: "):]
+                                                                .splitlines())
+
+
+def test_the_package_exports_what_its_docs_teach():
+    for name in simrun.__all__:
+        assert getattr(simrun, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        simrun.nope  # noqa: B018
