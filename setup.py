@@ -2,7 +2,7 @@
 
 The demo's personas, goals, budgets.toml and simrun.toml stay at the repository's top level,
 where a clone runs them; a built wheel (or a `pip install git+...`) gets a copy of them in
-`simrun/simulator/bundled/`, which `simrun.simulator.demo.folder()` finds when there is no clone around.
+`simrun/simulator/bundled/`, which `simrun.simulator._demo.folder()` finds when there is no clone around.
 """
 
 import shutil
@@ -12,7 +12,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-DEMO = ("personas", "goals", "budgets.toml", "simrun.toml")   # simrun.simulator.demo.FILES
+DEMO = ("personas", "goals", "budgets.toml", "simrun.toml")   # simrun.simulator._demo.FILES
 
 
 class BuildWithDemo(build_py):

@@ -40,24 +40,26 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 from benchmarks.throughput import MeteredRuntime, cpu_seconds, start_fake_api  # noqa: E402
-from simrun.scoring.settings import load_budgets  # noqa: E402
-from simrun.scoring.store.database import Store  # noqa: E402
-from simrun.simulator import eventloop, load_dataset, run_matrix  # noqa: E402
-from simrun.simulator.ledger import Ledger  # noqa: E402
-from simrun.simulator.users.model import ModelUser  # noqa: E402
-from simrun.simulator.users.providers import OpenAIProvider  # noqa: E402
+from simrun.scoring._settings import load_budgets  # noqa: E402
+from simrun.scoring.store._database import Store  # noqa: E402
+from simrun.simulator import _eventloop as eventloop  # noqa: E402
+from simrun.simulator import load_dataset, run_matrix  # noqa: E402
+from simrun.simulator._ledger import Ledger  # noqa: E402
+from simrun.simulator.users._model import ModelUser  # noqa: E402
+from simrun.simulator.users._providers import OpenAIProvider  # noqa: E402
 
 SPEC = "openai:gpt-4.1-mini"
 
 # Each part: functions whose cumulative time counts for it, less those of the parts it contains.
 PARTS = {
-    "prompt": (["simulator/users/model.py:next_turn"], ["simulator/users/model.py:paid_call"]),
-    "model client": (["simulator/users/providers.py:complete", "simulator/users/wire.py:complete"], []),
-    "ledger, limiter, retry": (["simulator/users/model.py:paid_call"],
-                               ["simulator/users/providers.py:complete", "simulator/users/wire.py:complete"]),
-    "runtime client": ([f"simulator/adapters/http.py:{op}" for op in ("start", "turn", "state", "audit", "close")], []),
-    "checks": (["scoring/checks/simulated_user.py:user_turn_fault", "simulator/conversation.py:_reached",
-                "simulator/conversation.py:_stop_reason", "scoring/checks/scorer.py:score"], []),
+    "prompt": (["simulator/users/_model.py:next_turn"], ["simulator/users/_model.py:paid_call"]),
+    "model client": (["simulator/users/_providers.py:complete", "simulator/users/_wire.py:complete"], []),
+    "ledger, limiter, retry": (["simulator/users/_model.py:paid_call"],
+                               ["simulator/users/_providers.py:complete", "simulator/users/_wire.py:complete"]),
+    "runtime client": ([f"simulator/adapters/_http.py:{op}" for op in ("start", "turn", "state", "audit", "close")],
+                       []),
+    "checks": (["scoring/checks/_simulated_user.py:user_turn_fault", "simulator/_conversation.py:_reached",
+                "simulator/_conversation.py:_stop_reason", "scoring/checks/_scorer.py:score"], []),
 }
 
 

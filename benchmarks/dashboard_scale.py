@@ -30,11 +30,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simrun.scoring.checks.scorer import ALL_CLASSES, kind_of  # noqa: E402
-from simrun.scoring.pages import dashboard  # noqa: E402
-from simrun.scoring.settings import Budgets  # noqa: E402
-from simrun.scoring.store.database import Store, reading  # noqa: E402
-from simrun.scoring.store.duck import insert_rows  # noqa: E402
+from simrun.scoring._settings import Budgets  # noqa: E402
+from simrun.scoring.checks._scorer import ALL_CLASSES, kind_of  # noqa: E402
+from simrun.scoring.pages import _dashboard as dashboard  # noqa: E402
+from simrun.scoring.store._database import Store, reading  # noqa: E402
+from simrun.scoring.store._duck import insert_rows  # noqa: E402
 
 PERSONAS, GOALS, REPETITIONS = 7, 10, 5
 START = dt.datetime(2026, 1, 1)

@@ -45,13 +45,13 @@ from scipy import stats as st
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simrun.scoring.dataset.files import Dataset, load_dataset  # noqa: E402
-from simrun.scoring.gate import stats  # noqa: E402
-from simrun.scoring.gate.compare import gate_verdict  # noqa: E402
-from simrun.scoring.gate.critical import critical_value  # noqa: E402
-from simrun.scoring.gate.summary import TESTED, Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
-from simrun.scoring.gate.verdict import GateResult  # noqa: E402
-from simrun.scoring.settings import GateSection, load_budgets, load_project  # noqa: E402
+from simrun.scoring._settings import GateSection, load_budgets, load_project  # noqa: E402
+from simrun.scoring.dataset._files import Dataset, load_dataset  # noqa: E402
+from simrun.scoring.gate import _stats as stats  # noqa: E402
+from simrun.scoring.gate._compare import gate_verdict  # noqa: E402
+from simrun.scoring.gate._critical import critical_value  # noqa: E402
+from simrun.scoring.gate._summary import TESTED, Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
+from simrun.scoring.gate._verdict import GateResult  # noqa: E402
 
 # Moderate rates: each class fires in roughly 2-10% of the demo's conversations.
 RUNTIME_FAULTS = {"dead_end": 0.10, "not_understood": 0.10, "loop": 0.30, "refused_offer": 0.20,

@@ -46,10 +46,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gate_calibration import BROAD_RISE, LOCAL_RISE, PLANTED, RUNTIME_FAULTS, demo_dataset, demo_run, wilson  # noqa: E402
 
-from simrun.scoring.gate.compare import gate_verdict  # noqa: E402
-from simrun.scoring.gate.sequential import sequential_gate  # noqa: E402
-from simrun.scoring.gate.summary import summary_from_counts  # noqa: E402
-from simrun.scoring.settings import GateSection, SequentialSection, load_budgets  # noqa: E402
+from simrun.scoring._settings import GateSection, SequentialSection, load_budgets  # noqa: E402
+from simrun.scoring.gate._compare import gate_verdict  # noqa: E402
+from simrun.scoring.gate._sequential import sequential_gate  # noqa: E402
+from simrun.scoring.gate._summary import summary_from_counts  # noqa: E402
 
 PARTS = ("fixed-aa", "aa", "local", "broad")
 FIXED_SIZES = {"local": (1, 2, 3, 5), "broad": (5, 10, 15, 20)}
@@ -206,7 +206,7 @@ def pair_job(args) -> dict:
     out = {"decision": outcome.decision, "conversations": outcome.conversations,
            "rounds": outcome.looks[-1].round, "named": named, "fixed": {}}
     if part in sizes:
-        from simrun.scoring.gate.summary import first_repetitions
+        from simrun.scoring.gate._summary import first_repetitions
 
         for n in sizes[part]:
             result = gate_verdict(base, first_repetitions(cand, n), seq_gate)

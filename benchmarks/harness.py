@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simrun.examples.tripdesk import TripDesk  # noqa: E402
-from simrun.scoring.dataset.goal_sql import forget_answers  # noqa: E402
-from simrun.scoring.store.database import Store  # noqa: E402
-from simrun.simulator import PythonRuntime, ScriptedUser, converse, eventloop, load_dataset, matrix, run_matrix  # noqa: E402
+from simrun.scoring.dataset._goal_sql import forget_answers  # noqa: E402
+from simrun.scoring.store._database import Store  # noqa: E402
+from simrun.simulator import PythonRuntime, ScriptedUser, converse, load_dataset, matrix, run_matrix  # noqa: E402
+from simrun.simulator import _eventloop as eventloop  # noqa: E402
 
 
 class Metered:

@@ -28,12 +28,12 @@ import httpx  # noqa: E402
 import httpx2  # noqa: E402
 
 from simrun.examples.tripdesk import TripDesk  # noqa: E402
-from simrun.scoring.settings import load_budgets  # noqa: E402
-from simrun.scoring.store.database import Store  # noqa: E402
+from simrun.scoring._settings import load_budgets  # noqa: E402
+from simrun.scoring.store._database import Store  # noqa: E402
 from simrun.simulator import PythonRuntime, load_dataset, run_matrix  # noqa: E402
-from simrun.simulator.ledger import Ledger  # noqa: E402
-from simrun.simulator.users.model import ModelUser  # noqa: E402
-from simrun.simulator.users.providers import AnthropicProvider, OpenAIProvider  # noqa: E402
+from simrun.simulator._ledger import Ledger  # noqa: E402
+from simrun.simulator.users._model import ModelUser  # noqa: E402
+from simrun.simulator.users._providers import AnthropicProvider, OpenAIProvider  # noqa: E402
 from tests.fixtures.model_api import FakeModelAPI  # noqa: E402
 
 SPECS = {"openai": ("openai:gpt-4.1-mini", OpenAIProvider, httpx),

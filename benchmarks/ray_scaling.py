@@ -39,10 +39,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 from benchmarks.throughput import cpu_seconds, ideal_makespan, start_fake_api  # noqa: E402
-from simrun.scoring.dataset.goal_sql import forget_answers  # noqa: E402
-from simrun.scoring.store.database import Store  # noqa: E402
-from simrun.simulator import eventloop  # noqa: E402
-from simrun.simulator.project import execute, load_plan  # noqa: E402
+from simrun.scoring.dataset._goal_sql import forget_answers  # noqa: E402
+from simrun.scoring.store._database import Store  # noqa: E402
+from simrun.simulator import _eventloop as eventloop  # noqa: E402
+from simrun.simulator._project import execute, load_plan  # noqa: E402
 
 SPEC = "openai:gpt-4.1-mini"
 CPU_EVERY = 100       # conversations between two reads of the processes' CPU
@@ -189,8 +189,8 @@ def main() -> None:
     parser.add_argument("--waves", type=int, default=10, help="throughput: conversations per slot")
     parser.add_argument("--ray-address", default="auto", help="auto, local (a cluster of its own) or HOST:PORT")
     args = parser.parse_args()
-    from simrun.simulator.cluster.connect import connect
-    from simrun.simulator.cluster.executor import RayExecutor
+    from simrun.simulator.cluster._connect import connect
+    from simrun.simulator.cluster._executor import RayExecutor
 
     print(f"{connect(args.ray_address)}; load average {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:

@@ -47,7 +47,7 @@ def find_gguf() -> Path | None:
 
 
 def free_port() -> int:
-    from simrun.simulator.adapters.process import free_port as port
+    from simrun.simulator.adapters._process import free_port as port
 
     return port()
 

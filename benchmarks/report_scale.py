@@ -18,9 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simrun.scoring.checks.scorer import ALL_CLASSES, kind_of  # noqa: E402
-from simrun.scoring.pages.report import build_report  # noqa: E402
-from simrun.scoring.store.database import Store  # noqa: E402
+from simrun.scoring.checks._scorer import ALL_CLASSES, kind_of  # noqa: E402
+from simrun.scoring.pages._report import build_report  # noqa: E402
+from simrun.scoring.store._database import Store  # noqa: E402
 
 
 def fill(store: Store, turns: int) -> int:

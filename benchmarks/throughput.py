@@ -31,18 +31,15 @@ os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 import httpx  # noqa: E402
 
-from simrun.scoring.settings import load_budgets  # noqa: E402
-from simrun.scoring.store.database import Store  # noqa: E402
-from simrun.simulator import (  # noqa: E402
-    eventloop,  # noqa: E402
-    load_dataset,
-    run_matrix,
-)
-from simrun.simulator.adapters.http import HttpRuntime  # noqa: E402
-from simrun.simulator.adapters.process import free_port  # noqa: E402
-from simrun.simulator.ledger import Ledger  # noqa: E402
-from simrun.simulator.users.model import ModelUser  # noqa: E402
-from simrun.simulator.users.providers import OpenAIProvider  # noqa: E402
+from simrun.scoring._settings import load_budgets  # noqa: E402
+from simrun.scoring.store._database import Store  # noqa: E402
+from simrun.simulator import _eventloop as eventloop  # noqa: E402
+from simrun.simulator import load_dataset, run_matrix  # noqa: E402
+from simrun.simulator._ledger import Ledger  # noqa: E402
+from simrun.simulator.adapters._http import HttpRuntime  # noqa: E402
+from simrun.simulator.adapters._process import free_port  # noqa: E402
+from simrun.simulator.users._model import ModelUser  # noqa: E402
+from simrun.simulator.users._providers import OpenAIProvider  # noqa: E402
 
 SPEC = "openai:gpt-4.1-mini"
 
@@ -68,7 +65,7 @@ def cpu_seconds(pid: int) -> float:
 
 def group_cpu_seconds(group: int) -> float:
     """CPU time of every live process in a process group: the server runs under simrun's
-    supervisor (simulator/adapters/supervisor.py), a child of it in the same group."""
+    supervisor (simulator/adapters/_supervisor.py), a child of it in the same group."""
     total = 0.0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

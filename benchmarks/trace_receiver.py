@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simrun.simulator.adapters.callable import CallableRuntime  # noqa: E402
-from simrun.simulator.adapters.spans import Tool  # noqa: E402
+from simrun.simulator.adapters._callable import CallableRuntime  # noqa: E402
+from simrun.simulator.adapters._spans import Tool  # noqa: E402
 
 # The exporter: reads "traceparent endpoint" lines, answers each with one export of that turn's spans.
 EXPORTER = r"""

@@ -32,7 +32,8 @@ def loop(repetitions: int) -> int:
     from harness import in_memory
 
     from simrun.examples.tripdesk import TripDesk
-    from simrun.simulator import PythonRuntime, eventloop, load_dataset
+    from simrun.simulator import PythonRuntime, load_dataset
+    from simrun.simulator import _eventloop as eventloop
 
     dataset = load_dataset(ROOT / "personas", ROOT / "goals")
     eventloop.run(in_memory(dataset, 1, PythonRuntime(TripDesk())))

@@ -29,22 +29,148 @@ cheap):
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-_CHECKS = "simrun.scoring.checks.scorer"
-_EXPORTS = {
-    "score": _CHECKS, "ALL_CLASSES": _CHECKS, "GUARANTEES": _CHECKS, "PROGRESS_CLASSES": _CHECKS,
-    "SCORER_VERSION": _CHECKS,
-    "Store": "simrun.scoring.store.database",
-    "class_rates": "simrun.scoring.store.rates", "outcome": "simrun.scoring.store.rates",
-    "gate_verdict": "simrun.scoring.gate.compare",
-    "build_report": "simrun.scoring.pages.report", "build_dashboard": "simrun.scoring.pages.dashboard",
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.scoring import _secrets as secrets
+    from simrun.scoring._errors import (
+        BudgetCut,
+        ClusterLost,
+        ConfigError,
+        GateError,
+        ProviderFailure,
+        RuntimeFault,
+        RuntimeUnavailable,
+        SimrunError,
+        StoreError,
+        UserModelUnavailable,
+    )
+    from simrun.scoring._labels import clean_labels
+    from simrun.scoring._money import parse_usd, stored_usd, usd
+    from simrun.scoring._protocol import (
+        SNAPSHOT,
+        TURN_FIELDS,
+        Audit,
+        Started,
+        State,
+        TurnResult,
+        split_snapshot,
+        violations,
+    )
+    from simrun.scoring._secrets import redact, register_header
+    from simrun.scoring._settings import (
+        FOREIGN,
+        Budgets,
+        Price,
+        Project,
+        RunSection,
+        RuntimeSection,
+        UserSection,
+        load_budgets,
+        load_project,
+        stored_sequential,
+    )
+    from simrun.scoring._storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, unstorable
+    from simrun.scoring._transcript import Scorecard, Transcript, TurnRecord, UserTurn, error_evidence
+    from simrun.scoring._untrusted_text import escaped, one_line
+
+__all__ = [
+    "Audit",
+    "BudgetCut",
+    "Budgets",
+    "ClusterLost",
+    "ConfigError",
+    "FOREIGN",
+    "GateError",
+    "MAX_INT_DIGITS",
+    "Price",
+    "Project",
+    "ProviderFailure",
+    "RunSection",
+    "RuntimeFault",
+    "RuntimeSection",
+    "RuntimeUnavailable",
+    "SNAPSHOT",
+    "SUSPECT_ESCAPE",
+    "Scorecard",
+    "SimrunError",
+    "Started",
+    "State",
+    "StoreError",
+    "TURN_FIELDS",
+    "Transcript",
+    "TurnRecord",
+    "TurnResult",
+    "UserModelUnavailable",
+    "UserSection",
+    "UserTurn",
+    "clean_labels",
+    "error_evidence",
+    "escaped",
+    "load_budgets",
+    "load_project",
+    "one_line",
+    "parse_usd",
+    "redact",
+    "register_header",
+    "secrets",
+    "split_snapshot",
+    "stored_sequential",
+    "stored_usd",
+    "unstorable",
+    "usd",
+    "violations",
+]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "Audit": ("simrun.scoring._protocol", "Audit"),
+    "BudgetCut": ("simrun.scoring._errors", "BudgetCut"),
+    "Budgets": ("simrun.scoring._settings", "Budgets"),
+    "ClusterLost": ("simrun.scoring._errors", "ClusterLost"),
+    "ConfigError": ("simrun.scoring._errors", "ConfigError"),
+    "FOREIGN": ("simrun.scoring._settings", "FOREIGN"),
+    "GateError": ("simrun.scoring._errors", "GateError"),
+    "MAX_INT_DIGITS": ("simrun.scoring._storable", "MAX_INT_DIGITS"),
+    "Price": ("simrun.scoring._settings", "Price"),
+    "Project": ("simrun.scoring._settings", "Project"),
+    "ProviderFailure": ("simrun.scoring._errors", "ProviderFailure"),
+    "RunSection": ("simrun.scoring._settings", "RunSection"),
+    "RuntimeFault": ("simrun.scoring._errors", "RuntimeFault"),
+    "RuntimeSection": ("simrun.scoring._settings", "RuntimeSection"),
+    "RuntimeUnavailable": ("simrun.scoring._errors", "RuntimeUnavailable"),
+    "SNAPSHOT": ("simrun.scoring._protocol", "SNAPSHOT"),
+    "SUSPECT_ESCAPE": ("simrun.scoring._storable", "SUSPECT_ESCAPE"),
+    "Scorecard": ("simrun.scoring._transcript", "Scorecard"),
+    "SimrunError": ("simrun.scoring._errors", "SimrunError"),
+    "Started": ("simrun.scoring._protocol", "Started"),
+    "State": ("simrun.scoring._protocol", "State"),
+    "StoreError": ("simrun.scoring._errors", "StoreError"),
+    "TURN_FIELDS": ("simrun.scoring._protocol", "TURN_FIELDS"),
+    "Transcript": ("simrun.scoring._transcript", "Transcript"),
+    "TurnRecord": ("simrun.scoring._transcript", "TurnRecord"),
+    "TurnResult": ("simrun.scoring._protocol", "TurnResult"),
+    "UserModelUnavailable": ("simrun.scoring._errors", "UserModelUnavailable"),
+    "UserSection": ("simrun.scoring._settings", "UserSection"),
+    "UserTurn": ("simrun.scoring._transcript", "UserTurn"),
+    "clean_labels": ("simrun.scoring._labels", "clean_labels"),
+    "error_evidence": ("simrun.scoring._transcript", "error_evidence"),
+    "escaped": ("simrun.scoring._untrusted_text", "escaped"),
+    "load_budgets": ("simrun.scoring._settings", "load_budgets"),
+    "load_project": ("simrun.scoring._settings", "load_project"),
+    "one_line": ("simrun.scoring._untrusted_text", "one_line"),
+    "parse_usd": ("simrun.scoring._money", "parse_usd"),
+    "redact": ("simrun.scoring._secrets", "redact"),
+    "register_header": ("simrun.scoring._secrets", "register_header"),
+    "secrets": ("simrun.scoring._secrets", None),
+    "split_snapshot": ("simrun.scoring._protocol", "split_snapshot"),
+    "stored_sequential": ("simrun.scoring._settings", "stored_sequential"),
+    "stored_usd": ("simrun.scoring._money", "stored_usd"),
+    "unstorable": ("simrun.scoring._storable", "unstorable"),
+    "usd": ("simrun.scoring._money", "usd"),
+    "violations": ("simrun.scoring._protocol", "violations"),
 }
-__all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'simrun.scoring' has no attribute {name!r}")
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

@@ -28,35 +28,28 @@ Imports: `simrun.simulator` and `simrun.scoring`; `simrun.cli` is on top and not
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from simrun._lazy import exported
 from simrun._version import __version__
 
 if TYPE_CHECKING:
     from simrun._gate import GateOutcome, gate
     from simrun._run import Outcome, PreparedRun, RunEvents, RunStart, prepare, prepare_resume, resume, run, run_async
-    from simrun.scoring.errors import ConfigError, GateError, SimrunError
-    from simrun.scoring.gate.run_verdict import RunVerdict
-    from simrun.scoring.gate.verdict_lines import Kind, Line, Scope, Status
+    from simrun.scoring import ConfigError, GateError, SimrunError
+    from simrun.scoring.gate import Kind, Line, RunVerdict, Scope, Status
 
-_EXPORTS = {
-    "run": "simrun._run", "run_async": "simrun._run", "resume": "simrun._run", "prepare": "simrun._run",
-    "prepare_resume": "simrun._run", "PreparedRun": "simrun._run", "Outcome": "simrun._run",
-    "RunEvents": "simrun._run", "RunStart": "simrun._run",
-    "gate": "simrun._gate", "GateOutcome": "simrun._gate",
-    "RunVerdict": "simrun.scoring.gate.run_verdict", "Status": "simrun.scoring.gate.verdict_lines",
-    "Kind": "simrun.scoring.gate.verdict_lines", "Line": "simrun.scoring.gate.verdict_lines",
-    "Scope": "simrun.scoring.gate.verdict_lines",
-    "SimrunError": "simrun.scoring.errors", "ConfigError": "simrun.scoring.errors",
-    "GateError": "simrun.scoring.errors",
-}
 __all__ = ["ConfigError", "GateError", "GateOutcome", "Kind", "Line", "Outcome", "PreparedRun", "RunEvents",
            "RunStart", "RunVerdict", "Scope", "SimrunError", "Status", "__version__", "gate", "prepare",
            "prepare_resume", "resume", "run", "run_async"]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    **{name: ("simrun._run", name) for name in ("run", "run_async", "resume", "prepare", "prepare_resume",
+                                                 "PreparedRun", "Outcome", "RunEvents", "RunStart")},
+    **{name: ("simrun._gate", name) for name in ("gate", "GateOutcome")},
+    **{name: ("simrun.scoring.gate", name) for name in ("RunVerdict", "Status", "Kind", "Line", "Scope")},
+    **{name: ("simrun.scoring", name) for name in ("SimrunError", "ConfigError", "GateError")},
+}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'simrun' has no attribute {name!r}")
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

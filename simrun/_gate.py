@@ -10,16 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from simrun.scoring.errors import ConfigError, GateError, StoreError
-from simrun.scoring.gate.baseline import baseline_from_git, open_baseline
-from simrun.scoring.gate.compare import gate_verdict
-from simrun.scoring.gate.run_verdict import RunVerdict, verdict_of_run
-from simrun.scoring.gate.sequential import Sequential, sequential_gate
-from simrun.scoring.gate.summary import RunSummary, summary_from_store
-from simrun.scoring.gate.verdict import GateResult
-from simrun.scoring.settings import Budgets, load_budgets, stored_sequential
-from simrun.scoring.store.database import Store
-from simrun.simulator.project import given_file, load_project_file, project_baseline, project_db
+from simrun.scoring import Budgets, ConfigError, GateError, StoreError, load_budgets, stored_sequential
+from simrun.scoring.gate import (
+    GateResult,
+    RunSummary,
+    RunVerdict,
+    Sequential,
+    baseline_from_git,
+    gate_verdict,
+    open_baseline,
+    sequential_gate,
+    summary_from_store,
+    verdict_of_run,
+)
+from simrun.scoring.store import Store
+from simrun.simulator import given_file, load_project_file, project_baseline, project_db
 
 
 @dataclass(frozen=True)

@@ -20,25 +20,32 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from simrun._step_summary import write_step_summary
-from simrun.scoring.errors import ConfigError, SimrunError
-from simrun.scoring.gate.run_verdict import RunVerdict, verdict_of_run
-from simrun.scoring.gate.sequential import Sequential
-from simrun.scoring.gate.verdict_text import markdown
-from simrun.scoring.pages.report import build_report
-from simrun.scoring.store.database import Store
-from simrun.scoring.store.model_calls import replay_answers
-from simrun.scoring.store.rows import Finished
-from simrun.simulator import eventloop
+from simrun.scoring import ConfigError, SimrunError
+from simrun.scoring.gate import RunVerdict, Sequential, markdown, verdict_of_run
+from simrun.scoring.pages import build_report
+from simrun.scoring.store import Finished, Store, replay_answers
+from simrun.simulator import (
+    ClusterExecutor,
+    Estimate,
+    Ledger,
+    Plan,
+    RunResult,
+    estimate,
+    eventloop,
+    execute,
+    in_shard,
+    load_plan,
+    matrix,
+    parse_shard,
+    project_db,
+    run_in_rounds,
+    runtime_for,
+)
 from simrun.simulator.executors import executor_for
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.plan import Estimate, estimate
-from simrun.simulator.project import Plan, execute, load_plan, parse_shard, project_db, runtime_for
-from simrun.simulator.rounds import run_in_rounds
-from simrun.simulator.runner import ClusterExecutor, RunResult, in_shard, matrix
-from simrun.simulator.users.model import ReplayCache
+from simrun.simulator.users import ReplayCache
 
 if TYPE_CHECKING:
-    from simrun.simulator.adapters.base import RuntimeAdapter
+    from simrun.simulator.adapters import RuntimeAdapter
 
 
 @dataclass(frozen=True)
@@ -309,7 +316,7 @@ async def _matrix(prepared: PreparedRun, runtime: RuntimeAdapter, store: Store, 
 def _write_verdict_json(verdict: RunVerdict, path: str | Path | None) -> Path | None:
     if path is None:
         return None
-    from simrun.scoring.gate.verdict_text import verdict_json
+    from simrun.scoring.gate import verdict_json
 
     target = Path(path)
     try:

@@ -6,9 +6,9 @@ imported only when `--executor ray` asks for it; without Ray, one line says what
 
 from __future__ import annotations
 
-from simrun.scoring.errors import ConfigError
-from simrun.simulator.project import Plan
-from simrun.simulator.runner import ClusterExecutor
+from simrun.scoring import ConfigError
+from simrun.simulator._project import Plan
+from simrun.simulator._runner import ClusterExecutor
 
 EXECUTORS = ("in-process", "ray")
 
@@ -27,7 +27,7 @@ def executor_for(plan: Plan, name: str | None = None, *, address: str | None = N
     if workers is not None and workers < 1:
         raise ConfigError(f"must be at least 1, got {workers}", field="--ray-workers")
     try:
-        from simrun.simulator.cluster.executor import RayExecutor
+        from simrun.simulator.cluster import RayExecutor
     except ImportError as exc:
         if (exc.name or "").split(".")[0] != "ray":
             raise

@@ -18,15 +18,15 @@ import typer.main
 import typer.testing
 from typer.testing import CliRunner
 
-from simrun.cli.main import app
+from simrun.cli._main import app
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.tripdesk import TripDesk
 from simrun.examples.tripdesk.faults import FAULTS
-from simrun.scoring.dataset.files import Dataset, load_dataset
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.conversation import Conversation, converse
-from simrun.simulator.runner import matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring.dataset._files import Dataset, load_dataset
+from simrun.simulator._conversation import Conversation, converse
+from simrun.simulator._runner import matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.fixtures.processes import TAG
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -212,7 +212,7 @@ def pytest_runtest_setup(item):
 def desk_model_url():
     """An OpenAI-compatible server whose model calls the foreign agent's tools (the fake API of
     tests/fixtures/model_api.py, playing tests/fixtures/foreign_agent.py's model)."""
-    from simrun.simulator.adapters.process import free_port
+    from simrun.simulator.adapters._process import free_port
     from tests.fixtures.foreign_agent import desk_model
     from tests.fixtures.model_api import FakeModelAPI, serve
 
@@ -236,7 +236,7 @@ def desk_env(monkeypatch, desk_model_url, tmp_path):
 def slow_api():
     """A fake model API on 127.0.0.1 whose answers take 50 ms, so that calls are in flight when a
     process is stopped: (the fake, the environment that points simrun's OpenAI client at it)."""
-    from simrun.simulator.adapters.process import free_port
+    from simrun.simulator.adapters._process import free_port
     from tests.fixtures.model_api import FakeModelAPI, serve
 
     api = FakeModelAPI(record=False)

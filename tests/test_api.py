@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 import simrun
-from simrun.scoring.store.rows import Finished
+from simrun.scoring.store._rows import Finished
 
 FAULTS = '[runtime.options]\nfaults = "dead_end=0.3,phantom_receipt=0.2"\nfault_seed = 7'
 

@@ -26,8 +26,8 @@ from simrun.examples.libdesk import LibDesk
 from simrun.examples.libdesk.truth import FAULTS as LIBDESK_FAULTS
 from simrun.examples.tripdesk import TripDesk
 from simrun.examples.tripdesk.faults import FAULTS as TRIPDESK_FAULTS
-from simrun.scoring.checks.scorer import ALL_CLASSES
-from simrun.scoring.dataset.files import Dataset
+from simrun.scoring.checks._scorer import ALL_CLASSES
+from simrun.scoring.dataset._files import Dataset
 from tests.conftest import DEMO_REPETITIONS, DemoRun, run_demo
 
 OBSERVED = (*ALL_CLASSES, "runtime_error")

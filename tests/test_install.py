@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from simrun.simulator.demo import FILES
+from simrun.simulator._demo import FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "CONTRIBUTING.md",
@@ -103,7 +103,7 @@ def simrun(env: Path, folder: Path, *args: str, path: str | None = None) -> subp
     # The wheel's console script, through the new environment's python, so that the installed
     # simrun (not this checkout's) is the one imported. `path`: PYTHONPATH, as a team sets it so
     # that simrun imports its callable (-I would ignore it, so -E -s is not used either way).
-    script = "import sys; from simrun.cli.main import main; sys.argv = ['simrun', *sys.argv[1:]]; main()"
+    script = "import sys; from simrun.cli._main import main; sys.argv = ['simrun', *sys.argv[1:]]; main()"
     env_vars = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GITHUB_STEP_SUMMARY")}
     if path is not None:
         env_vars["PYTHONPATH"] = path
@@ -136,7 +136,7 @@ def test_simrun_demo_shows_a_dead_end_a_loop_and_a_broken_guarantee(installed, t
 
 
 def test_check_user_finds_tripdesk_s_goals_in_the_installed_package(installed):
-    code = ("from simrun.simulator.check_user import reference_dataset; d = reference_dataset(); "
+    code = ("from simrun.simulator._check_user import reference_dataset; d = reference_dataset(); "
             "print(len(d.personas), len(d.goals))")
     done = subprocess.run([str(installed[0] / "bin" / "python"), "-I", "-c", code], capture_output=True, text=True,
                           timeout=120)

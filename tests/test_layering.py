@@ -32,12 +32,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BOTTOM = ("simrun._version",)
+BOTTOM = ("simrun._version", "simrun._lazy")
 SCORING = ("simrun.scoring", "simrun.scoring.dataset", "simrun.scoring.checks", "simrun.scoring.store",
            "simrun.scoring.gate", "simrun.scoring.pages")
 SIMULATOR = ("simrun.simulator", "simrun.simulator.cluster", "simrun.simulator.executors")
 MAY_IMPORT = {
     "simrun._version": (),
+    "simrun._lazy": (),
     "simrun.scoring": BOTTOM,
     "simrun.scoring.dataset": (*BOTTOM, *SCORING[:1]),
     "simrun.scoring.checks": (*BOTTOM, *SCORING[:2]),
@@ -65,11 +66,29 @@ def modules(root: Path) -> dict[str, Path]:
     return found
 
 
-def imports(root: Path) -> dict[str, dict[str, int]]:
-    """module -> {project module it imports: line}, every import statement anywhere in it."""
+def exports(path: Path) -> dict[str, str]:
+    """A package's exports (its `__init__`'s `_EXPORTS` table, `simrun._lazy`): name -> module."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.AnnAssign | ast.Assign) and "_EXPORTS" in ast.unparse(node).split("=")[0]:
+            try:
+                table = ast.literal_eval(node.value)
+            except ValueError:      # built by code (simrun's own): its modules are its edges already
+                return {}
+            return {name: module for name, (module, _) in table.items()}
+    return {}
+
+
+def imports(root: Path, through_exports: bool = True) -> dict[str, dict[str, int]]:
+    """module -> {project module it imports: line}, every import statement anywhere in it. A name
+    imported from a package's exports counts as an import of the module that holds it (what runs
+    when the name is first used), unless `through_exports` is False: then of the package."""
     known = modules(root)
+    exported = {package: exports(path) for package, path in known.items() if path.name == "__init__.py"}
 
     def owner(name: str) -> str | None:
+        package, _, attribute = name.rpartition(".")
+        if through_exports and name not in known and attribute in exported.get(package, {}):
+            return exported[package][attribute]
         while name and name not in known:
             name = name.rpartition(".")[0]
         return name or None
@@ -80,7 +99,7 @@ def imports(root: Path) -> dict[str, dict[str, int]]:
             if isinstance(node, ast.Import):
                 targets = [owner(a.name) for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                # `from simrun.scoring.gate import stats` imports the module simrun.scoring.gate.stats.
+                # `from simrun.scoring.gate import stats` imports the module simrun.scoring.gate._stats.
                 targets = [owner(f"{node.module}.{a.name}") for a in node.names]
             else:
                 continue
@@ -138,12 +157,55 @@ def wrong_way(edges: dict[str, dict[str, int]], root: Path) -> list[str]:
     return found
 
 
+def package_of(module: str, root: Path) -> str:
+    return module if modules(root)[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def around_the_exports(edges: dict[str, dict[str, int]], root: Path) -> list[str]:
+    """Every import of another package's private module (`_name`), as 'file:line module -> module':
+    a package is reached through the names its `__init__` exports. The bottom modules every layer
+    reads (BOTTOM) are the exception, and a package's own subpackages reach its private modules:
+    they are inside it (the command line, the API's own shell, reaches `simrun._run`)."""
+    found = []
+    for module, targets in sorted(edges.items()):
+        here = package_of(module, root)
+        for target, line in sorted(targets.items()):
+            there = package_of(target, root)
+            if (not target.rpartition(".")[2].startswith("_") or target in BOTTOM
+                    or here == there or here.startswith(there + ".")):
+                continue
+            path = modules(root)[module].relative_to(root)
+            found.append(f"{path}:{line} {module} -> {target} (a private module of {there})")
+    return found
+
+
 def test_no_module_imports_in_a_circle():
     assert circles(imports(ROOT)) == []
 
 
 def test_every_import_runs_the_allowed_way():
     assert wrong_way(imports(ROOT), ROOT) == []
+
+
+def test_no_module_reaches_into_another_package_s_private_modules():
+    assert around_the_exports(imports(ROOT, through_exports=False), ROOT) == []
+
+
+def test_a_planted_import_of_another_package_s_private_module_is_found(tmp_path):
+    root = plant(tmp_path, {
+        "simrun/__init__.py": "",
+        "simrun/scoring/__init__.py": "",
+        "simrun/scoring/store/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                            "    from simrun.scoring.store._database import Store\n",
+        "simrun/scoring/store/_database.py": "from simrun.scoring.store._rows import Row\n",   # its own package's
+        "simrun/scoring/store/_rows.py": "",
+        "simrun/simulator/__init__.py": "",
+        "simrun/simulator/_runner.py": "from simrun.scoring.store import Store\n"
+                                       "from simrun.scoring.store._database import Store as Again\n",
+    })
+    assert around_the_exports(imports(root, through_exports=False), root) == [
+        "simrun/simulator/_runner.py:2 simrun.simulator._runner -> simrun.scoring.store._database "
+        "(a private module of simrun.scoring.store)"]
 
 
 def test_every_module_belongs_to_a_layer():
@@ -184,22 +246,23 @@ def test_a_planted_import_against_the_layers_is_found(tmp_path):
         "simrun/__init__.py": "",
         "simrun/scoring/__init__.py": "",
         "simrun/scoring/checks/__init__.py": "",
-        "simrun/scoring/checks/judge.py": ("import simrun.scoring.errors\n"
-                                           "from simrun.scoring.store.database import Store\n"),
-        "simrun/scoring/errors.py": "",
+        "simrun/scoring/checks/judge.py": ("import simrun.scoring._errors\n"
+                                           "from simrun.scoring.store._database import Store\n"),
+        "simrun/scoring/_errors.py": "",
         "simrun/scoring/store/__init__.py": "",
-        "simrun/scoring/store/database.py": "from simrun.scoring.checks import judge\n",   # the store may use the judge
+        # the store may use the judge
+        "simrun/scoring/store/_database.py": "from simrun.scoring.checks import judge\n",
         "simrun/simulator/__init__.py": "",
-        "simrun/simulator/runner.py": "def run():\n    from simrun.cli.main import app\n",
+        "simrun/simulator/_runner.py": "def run():\n    from simrun.cli._main import app\n",
         "simrun/cli/__init__.py": "",
-        "simrun/cli/main.py": "import simrun.simulator.runner\n",
-        "simrun/_api.py": "import simrun.cli.main\n",
+        "simrun/cli/_main.py": "import simrun.simulator._runner\n",
+        "simrun/_api.py": "import simrun.cli._main\n",
     })
     assert wrong_way(imports(root), root) == [
-        "simrun/_api.py:1 simrun._api -> simrun.cli.main (simrun may not import simrun.cli)",
-        "simrun/scoring/checks/judge.py:2 simrun.scoring.checks.judge -> simrun.scoring.store.database "
+        "simrun/_api.py:1 simrun._api -> simrun.cli._main (simrun may not import simrun.cli)",
+        "simrun/scoring/checks/judge.py:2 simrun.scoring.checks.judge -> simrun.scoring.store._database "
         "(simrun.scoring.checks may not import simrun.scoring.store)",
-        "simrun/simulator/runner.py:2 simrun.simulator.runner -> simrun.cli.main "
+        "simrun/simulator/_runner.py:2 simrun.simulator._runner -> simrun.cli._main "
         "(simrun.simulator may not import simrun.cli)"]
 
 
@@ -209,7 +272,7 @@ def test_the_card_folders_are_the_package_s_own_through_links():
     for name in ("simulator", "scoring"):
         link = ROOT / "simrun" / name
         assert link.is_symlink() and link.resolve() == (ROOT / name).resolve()
-    assert "simrun.scoring.checks.scorer" in modules(ROOT) and "simrun.cli.main" in modules(ROOT)
+    assert "simrun.scoring.checks._scorer" in modules(ROOT) and "simrun.cli._main" in modules(ROOT)
 
 
 def test_every_package_says_what_it_is_for_and_what_it_may_import():
@@ -228,18 +291,19 @@ def loaded_after(*names: str) -> set[str]:
 def test_the_judge_imports_without_the_simulator_the_store_the_gate_or_the_pages():
     """So that rescore, import and the workers of a cluster can score without the rest, and a
     transcript scores the same wherever it is scored."""
-    loaded = loaded_after("simrun.scoring.checks.scorer", "simrun.scoring.dataset.files")
+    loaded = loaded_after("simrun.scoring.checks._scorer", "simrun.scoring.dataset._files")
     assert sorted(m for m in loaded if m.startswith(("simrun.simulator", "simrun.cli", "simrun.scoring.store",
                                                      "simrun.scoring.gate", "simrun.scoring.pages"))) == []
 
 
 def test_the_store_gate_and_pages_import_without_the_simulator():
-    loaded = loaded_after("simrun.scoring.store.rescore", "simrun.scoring.store.bundle", "simrun.scoring.store.merge",
-                          "simrun.scoring.gate.compare", "simrun.scoring.gate.baseline", "simrun.scoring.pages.report")
+    loaded = loaded_after("simrun.scoring.store._rescore", "simrun.scoring.store._bundle",
+                          "simrun.scoring.store._merge", "simrun.scoring.gate._compare",
+                          "simrun.scoring.gate._baseline", "simrun.scoring.pages._report")
     assert sorted(m for m in loaded if m.startswith(("simrun.simulator", "simrun.cli"))) == []
 
 
-@pytest.mark.parametrize("entry", ["simrun.cli.main", "simrun.simulator.cluster.worker"])
+@pytest.mark.parametrize("entry", ["simrun.cli._main", "simrun.simulator.cluster._worker"])
 def test_the_command_line_and_a_worker_start_without_the_model_sdks_or_scipy(entry):
     """Importing them costs seconds (openai and anthropic about 3 s, scipy.stats 1 s, measured
     with `python -X importtime`), which `simrun --help`, `simrun runs` and every Ray worker would

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.simulator.adapters.process import free_port
+from simrun.simulator.adapters._process import free_port
 
 GGUF = os.environ.get("SIMRUN_TEST_GGUF")
 pytestmark = [

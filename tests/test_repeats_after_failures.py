@@ -12,12 +12,12 @@ import pytest
 
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.checks.simulated_user import RUNTIME_FAILURES
-from simrun.scoring.transcript import Transcript, UserTurn
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.conversation import converse
-from simrun.simulator.runner import matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring._transcript import Transcript, UserTurn
+from simrun.scoring.checks._simulated_user import RUNTIME_FAILURES
+from simrun.simulator._conversation import converse
+from simrun.simulator._runner import matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 
 pytestmark = pytest.mark.xdist_group("repeats-after-failures")
 

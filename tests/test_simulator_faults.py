@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from simrun.scoring.transcript import NOT_THE_RUNTIME
-from simrun.simulator.users.scripted import SIMULATOR_FAULTS
+from simrun.scoring._transcript import NOT_THE_RUNTIME
+from simrun.simulator.users._scripted import SIMULATOR_FAULTS
 from tests.conftest import run_demo
 
 RATE = 0.3

@@ -13,12 +13,12 @@ import pytest
 
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.checks.evidence import shown
-from simrun.scoring.transcript import UserTurn
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.conversation import converse
-from simrun.simulator.runner import matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring._transcript import UserTurn
+from simrun.scoring.checks._evidence import shown
+from simrun.simulator._conversation import converse
+from simrun.simulator._runner import matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 
 pytestmark = pytest.mark.xdist_group("stale-clicks")
 

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from simrun.cli.main import app
+from simrun.cli._main import app
 from tests.conftest import ROOT
 from tests.fixtures.gated_runtime import gate
 

@@ -9,7 +9,7 @@ import re
 
 from typer.testing import CliRunner
 
-from simrun.cli.main import app
+from simrun.cli._main import app
 from tests.conftest import ROOT
 
 PAGE = (ROOT / "docs" / "tutorial.md").read_text()

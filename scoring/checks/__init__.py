@@ -16,3 +16,51 @@ Imports: the shared vocabulary of `simrun.scoring` and `simrun.scoring.dataset`,
 No I/O and no model calls: the judge imports neither the simulator, nor the store, the gate or
 the pages, so a transcript scores the same wherever it is scored.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.scoring.checks._evidence import MISSING, get, relates, shown
+    from simrun.scoring.checks._goal import goal_status
+    from simrun.scoring.checks._goal_names import Seen, goal_problems
+    from simrun.scoring.checks._scorer import ALL_CLASSES, GUARANTEES, SCORER_VERSION, kind_of, score
+    from simrun.scoring.checks._simulated_user import user_turn_fault
+
+__all__ = [
+    "ALL_CLASSES",
+    "GUARANTEES",
+    "MISSING",
+    "SCORER_VERSION",
+    "Seen",
+    "get",
+    "goal_problems",
+    "goal_status",
+    "kind_of",
+    "relates",
+    "score",
+    "shown",
+    "user_turn_fault",
+]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "ALL_CLASSES": ("simrun.scoring.checks._scorer", "ALL_CLASSES"),
+    "GUARANTEES": ("simrun.scoring.checks._scorer", "GUARANTEES"),
+    "MISSING": ("simrun.scoring.checks._evidence", "MISSING"),
+    "SCORER_VERSION": ("simrun.scoring.checks._scorer", "SCORER_VERSION"),
+    "Seen": ("simrun.scoring.checks._goal_names", "Seen"),
+    "get": ("simrun.scoring.checks._evidence", "get"),
+    "goal_problems": ("simrun.scoring.checks._goal_names", "goal_problems"),
+    "goal_status": ("simrun.scoring.checks._goal", "goal_status"),
+    "kind_of": ("simrun.scoring.checks._scorer", "kind_of"),
+    "relates": ("simrun.scoring.checks._evidence", "relates"),
+    "score": ("simrun.scoring.checks._scorer", "score"),
+    "shown": ("simrun.scoring.checks._evidence", "shown"),
+    "user_turn_fault": ("simrun.scoring.checks._simulated_user", "user_turn_fault"),
+}
+
+
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

@@ -10,3 +10,58 @@
 Imports: the shared vocabulary of `simrun.scoring` only. Everything else reads its personas and
 goals from here: the judge, the store (bundles, rescore) and the simulator.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.scoring.dataset import _patterns as patterns
+    from simrun.scoring.dataset._files import Dataset, canonical_json, json_schemas, load_dataset
+    from simrun.scoring.dataset._goal_sql import NotAnswered, QueryFailed, known_answer, sql_holds
+    from simrun.scoring.dataset._models import Goal, Persona, Question, RecordCheck, Step
+    from simrun.scoring.dataset._per_goal import per_goal
+    from simrun.scoring.dataset._sql_names import sql_names
+
+__all__ = [
+    "Dataset",
+    "Goal",
+    "NotAnswered",
+    "Persona",
+    "QueryFailed",
+    "Question",
+    "RecordCheck",
+    "Step",
+    "canonical_json",
+    "json_schemas",
+    "known_answer",
+    "load_dataset",
+    "patterns",
+    "per_goal",
+    "sql_holds",
+    "sql_names",
+]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "Dataset": ("simrun.scoring.dataset._files", "Dataset"),
+    "Goal": ("simrun.scoring.dataset._models", "Goal"),
+    "NotAnswered": ("simrun.scoring.dataset._goal_sql", "NotAnswered"),
+    "Persona": ("simrun.scoring.dataset._models", "Persona"),
+    "QueryFailed": ("simrun.scoring.dataset._goal_sql", "QueryFailed"),
+    "Question": ("simrun.scoring.dataset._models", "Question"),
+    "RecordCheck": ("simrun.scoring.dataset._models", "RecordCheck"),
+    "Step": ("simrun.scoring.dataset._models", "Step"),
+    "canonical_json": ("simrun.scoring.dataset._files", "canonical_json"),
+    "json_schemas": ("simrun.scoring.dataset._files", "json_schemas"),
+    "known_answer": ("simrun.scoring.dataset._goal_sql", "known_answer"),
+    "load_dataset": ("simrun.scoring.dataset._files", "load_dataset"),
+    "patterns": ("simrun.scoring.dataset._patterns", None),
+    "per_goal": ("simrun.scoring.dataset._per_goal", "per_goal"),
+    "sql_holds": ("simrun.scoring.dataset._goal_sql", "sql_holds"),
+    "sql_names": ("simrun.scoring.dataset._sql_names", "sql_names"),
+}
+
+
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

@@ -18,3 +18,84 @@
 Imports: the shared vocabulary of `scoring`, `simrun.scoring.dataset`, the judge and the store; never
 the pages, which show the verdicts made here.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.scoring.gate import _text as text
+    from simrun.scoring.gate import _verdict_text as verdict_text
+    from simrun.scoring.gate._baseline import baseline_from_git, load_baseline, open_baseline, write_baseline
+    from simrun.scoring.gate._compare import gate_verdict
+    from simrun.scoring.gate._competence import DEFAULT_THRESHOLD, competence, measure
+    from simrun.scoring.gate._formats import pct, size
+    from simrun.scoring.gate._run_verdict import RunVerdict, verdict_of_run
+    from simrun.scoring.gate._sequential import Sequential, sequential_gate
+    from simrun.scoring.gate._summary import GATE_CLASSES, RunSummary, summary_from_store
+    from simrun.scoring.gate._verdict import GateResult
+    from simrun.scoring.gate._verdict_lines import Kind, Line, Scope, Status
+    from simrun.scoring.gate._verdict_text import markdown, verdict_json
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "GATE_CLASSES",
+    "GateResult",
+    "Kind",
+    "Line",
+    "RunSummary",
+    "RunVerdict",
+    "Scope",
+    "Sequential",
+    "Status",
+    "baseline_from_git",
+    "competence",
+    "gate_verdict",
+    "load_baseline",
+    "markdown",
+    "measure",
+    "open_baseline",
+    "pct",
+    "sequential_gate",
+    "size",
+    "summary_from_store",
+    "text",
+    "verdict_json",
+    "verdict_of_run",
+    "verdict_text",
+    "write_baseline",
+]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "DEFAULT_THRESHOLD": ("simrun.scoring.gate._competence", "DEFAULT_THRESHOLD"),
+    "GATE_CLASSES": ("simrun.scoring.gate._summary", "GATE_CLASSES"),
+    "GateResult": ("simrun.scoring.gate._verdict", "GateResult"),
+    "Kind": ("simrun.scoring.gate._verdict_lines", "Kind"),
+    "Line": ("simrun.scoring.gate._verdict_lines", "Line"),
+    "RunSummary": ("simrun.scoring.gate._summary", "RunSummary"),
+    "RunVerdict": ("simrun.scoring.gate._run_verdict", "RunVerdict"),
+    "Scope": ("simrun.scoring.gate._verdict_lines", "Scope"),
+    "Sequential": ("simrun.scoring.gate._sequential", "Sequential"),
+    "Status": ("simrun.scoring.gate._verdict_lines", "Status"),
+    "baseline_from_git": ("simrun.scoring.gate._baseline", "baseline_from_git"),
+    "competence": ("simrun.scoring.gate._competence", "competence"),
+    "gate_verdict": ("simrun.scoring.gate._compare", "gate_verdict"),
+    "load_baseline": ("simrun.scoring.gate._baseline", "load_baseline"),
+    "markdown": ("simrun.scoring.gate._verdict_text", "markdown"),
+    "measure": ("simrun.scoring.gate._competence", "measure"),
+    "open_baseline": ("simrun.scoring.gate._baseline", "open_baseline"),
+    "pct": ("simrun.scoring.gate._formats", "pct"),
+    "sequential_gate": ("simrun.scoring.gate._sequential", "sequential_gate"),
+    "size": ("simrun.scoring.gate._formats", "size"),
+    "summary_from_store": ("simrun.scoring.gate._summary", "summary_from_store"),
+    "text": ("simrun.scoring.gate._text", None),
+    "verdict_json": ("simrun.scoring.gate._verdict_text", "verdict_json"),
+    "verdict_of_run": ("simrun.scoring.gate._run_verdict", "verdict_of_run"),
+    "verdict_text": ("simrun.scoring.gate._verdict_text", None),
+    "write_baseline": ("simrun.scoring.gate._baseline", "write_baseline"),
+}
+
+
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

@@ -9,3 +9,23 @@
 
 Imports: everything else in `scoring`; nothing imports the pages but the command line.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.scoring.pages._dashboard import build_dashboard
+    from simrun.scoring.pages._report import build_report
+
+__all__ = ["build_dashboard", "build_report"]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "build_dashboard": ("simrun.scoring.pages._dashboard", "build_dashboard"),
+    "build_report": ("simrun.scoring.pages._report", "build_report"),
+}
+
+
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

@@ -14,3 +14,107 @@
 Imports: the shared vocabulary of `simrun.scoring`, `simrun.scoring.dataset` and the judge
 (`simrun.scoring.checks`), never the gate or the pages.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.scoring.store import _rates as rates
+    from simrun.scoring.store._bundle import export_bundle, import_bundle, load_bundle, write_bundle
+    from simrun.scoring.store._database import Store, reading
+    from simrun.scoring.store._duck import one_row, reason
+    from simrun.scoring.store._merge import merge
+    from simrun.scoring.store._model_calls import (
+        WORST_CASE_CALLS,
+        conversation_costs,
+        replay_answers,
+        save_user_check,
+        spend,
+        user_check,
+    )
+    from simrun.scoring.store._rates import EXCLUDED_ENDS, Outcome, Rate, class_rates, outcome, significant, wilson_sql
+    from simrun.scoring.store._reasons import unverifiable_reasons
+    from simrun.scoring.store._rescore import rescore_run
+    from simrun.scoring.store._rows import Finished, JsonText, encoded_or_stand_in, labels_of
+    from simrun.scoring.store._run_ids import RUN_ID, checked_run_id, new_run_id
+    from simrun.scoring.store._seen import record_goal_problems, stored_goal_problems
+
+__all__ = [
+    "EXCLUDED_ENDS",
+    "Finished",
+    "JsonText",
+    "Outcome",
+    "RUN_ID",
+    "Rate",
+    "Store",
+    "WORST_CASE_CALLS",
+    "checked_run_id",
+    "class_rates",
+    "conversation_costs",
+    "encoded_or_stand_in",
+    "export_bundle",
+    "import_bundle",
+    "labels_of",
+    "load_bundle",
+    "merge",
+    "new_run_id",
+    "one_row",
+    "outcome",
+    "rates",
+    "reading",
+    "reason",
+    "record_goal_problems",
+    "replay_answers",
+    "rescore_run",
+    "save_user_check",
+    "significant",
+    "spend",
+    "stored_goal_problems",
+    "unverifiable_reasons",
+    "user_check",
+    "wilson_sql",
+    "write_bundle",
+]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "EXCLUDED_ENDS": ("simrun.scoring.store._rates", "EXCLUDED_ENDS"),
+    "Finished": ("simrun.scoring.store._rows", "Finished"),
+    "JsonText": ("simrun.scoring.store._rows", "JsonText"),
+    "Outcome": ("simrun.scoring.store._rates", "Outcome"),
+    "RUN_ID": ("simrun.scoring.store._run_ids", "RUN_ID"),
+    "Rate": ("simrun.scoring.store._rates", "Rate"),
+    "Store": ("simrun.scoring.store._database", "Store"),
+    "WORST_CASE_CALLS": ("simrun.scoring.store._model_calls", "WORST_CASE_CALLS"),
+    "checked_run_id": ("simrun.scoring.store._run_ids", "checked_run_id"),
+    "class_rates": ("simrun.scoring.store._rates", "class_rates"),
+    "conversation_costs": ("simrun.scoring.store._model_calls", "conversation_costs"),
+    "encoded_or_stand_in": ("simrun.scoring.store._rows", "encoded_or_stand_in"),
+    "export_bundle": ("simrun.scoring.store._bundle", "export_bundle"),
+    "import_bundle": ("simrun.scoring.store._bundle", "import_bundle"),
+    "labels_of": ("simrun.scoring.store._rows", "labels_of"),
+    "load_bundle": ("simrun.scoring.store._bundle", "load_bundle"),
+    "merge": ("simrun.scoring.store._merge", "merge"),
+    "new_run_id": ("simrun.scoring.store._run_ids", "new_run_id"),
+    "one_row": ("simrun.scoring.store._duck", "one_row"),
+    "outcome": ("simrun.scoring.store._rates", "outcome"),
+    "rates": ("simrun.scoring.store._rates", None),
+    "reading": ("simrun.scoring.store._database", "reading"),
+    "reason": ("simrun.scoring.store._duck", "reason"),
+    "record_goal_problems": ("simrun.scoring.store._seen", "record_goal_problems"),
+    "replay_answers": ("simrun.scoring.store._model_calls", "replay_answers"),
+    "rescore_run": ("simrun.scoring.store._rescore", "rescore_run"),
+    "save_user_check": ("simrun.scoring.store._model_calls", "save_user_check"),
+    "significant": ("simrun.scoring.store._rates", "significant"),
+    "spend": ("simrun.scoring.store._model_calls", "spend"),
+    "stored_goal_problems": ("simrun.scoring.store._seen", "stored_goal_problems"),
+    "unverifiable_reasons": ("simrun.scoring.store._reasons", "unverifiable_reasons"),
+    "user_check": ("simrun.scoring.store._model_calls", "user_check"),
+    "wilson_sql": ("simrun.scoring.store._rates", "wilson_sql"),
+    "write_bundle": ("simrun.scoring.store._bundle", "write_bundle"),
+}
+
+
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

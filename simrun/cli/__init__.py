@@ -15,3 +15,22 @@ Imports: the API (`simrun._run`, `simrun._gate`), `simrun.simulator` and `simrun
 imports the command line. A command parses its options, calls a library function a Python user
 could call too, and prints what it gives.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.cli._main import app, main
+
+__all__ = ["app", "main"]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "app": ("simrun.cli._main", "app"),
+    "main": ("simrun.cli._main", "main"),
+}
+
+
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

@@ -17,7 +17,48 @@
 Imports: `scoring` (the protocol's wire models, errors, secrets) and nothing else of `simulator`.
 """
 
-from simrun.simulator.adapters.base import RuntimeAdapter, Transport, check_turn_result
-from simrun.simulator.adapters.python import PythonRuntime
+from __future__ import annotations
 
-__all__ = ["RuntimeAdapter", "Transport", "PythonRuntime", "check_turn_result"]
+from typing import TYPE_CHECKING
+
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.simulator.adapters._base import RuntimeAdapter, Transport, check_health, check_turn_result
+    from simrun.simulator.adapters._callable import CallableRuntime
+    from simrun.simulator.adapters._http import HttpRuntime
+    from simrun.simulator.adapters._python import PythonRuntime
+    from simrun.simulator.adapters._spans import Tool
+    from simrun.simulator.adapters._stdio import StdioRuntime
+    from simrun.simulator.adapters._template import ChatRuntime, TemplateRuntime
+
+__all__ = [
+    "CallableRuntime",
+    "ChatRuntime",
+    "HttpRuntime",
+    "PythonRuntime",
+    "RuntimeAdapter",
+    "StdioRuntime",
+    "TemplateRuntime",
+    "Tool",
+    "Transport",
+    "check_health",
+    "check_turn_result",
+]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "CallableRuntime": ("simrun.simulator.adapters._callable", "CallableRuntime"),
+    "ChatRuntime": ("simrun.simulator.adapters._template", "ChatRuntime"),
+    "HttpRuntime": ("simrun.simulator.adapters._http", "HttpRuntime"),
+    "PythonRuntime": ("simrun.simulator.adapters._python", "PythonRuntime"),
+    "RuntimeAdapter": ("simrun.simulator.adapters._base", "RuntimeAdapter"),
+    "StdioRuntime": ("simrun.simulator.adapters._stdio", "StdioRuntime"),
+    "TemplateRuntime": ("simrun.simulator.adapters._template", "TemplateRuntime"),
+    "Tool": ("simrun.simulator.adapters._spans", "Tool"),
+    "Transport": ("simrun.simulator.adapters._base", "Transport"),
+    "check_health": ("simrun.simulator.adapters._base", "check_health"),
+    "check_turn_result": ("simrun.simulator.adapters._base", "check_turn_result"),
+}
+
+
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

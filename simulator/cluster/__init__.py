@@ -9,3 +9,21 @@ Imports: `scoring`, and the rest of `simulator` (a plan, its runtime and user, t
 loop, the ledger), never the command line. Nothing imports this package but
 `simrun.simulator.executors`, when `--executor ray` asks for it: Ray is an optional extra.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.simulator.cluster._executor import RayExecutor
+
+__all__ = ["RayExecutor"]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "RayExecutor": ("simrun.simulator.cluster._executor", "RayExecutor"),
+}
+
+
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

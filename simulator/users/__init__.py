@@ -14,3 +14,47 @@
 Imports: `scoring` (personas, goals, transcripts, the judge's reading of a turn) and the rest of
 `simulator` (ledger, limits, pricing, retry); the model SDKs only when such a backend is made.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from simrun._lazy import exported
+
+if TYPE_CHECKING:
+    from simrun.simulator.users._base import UserBackend, make_user
+    from simrun.simulator.users._model import ReplayCache
+    from simrun.simulator.users._prompt import OPENING, action_json, action_schema, render_result, stable_prefix
+    from simrun.simulator.users._providers import KEY_VARIABLES, MalformedResponse
+    from simrun.simulator.users._scripted import ScriptedUser
+
+__all__ = [
+    "KEY_VARIABLES",
+    "MalformedResponse",
+    "OPENING",
+    "ReplayCache",
+    "ScriptedUser",
+    "UserBackend",
+    "action_json",
+    "action_schema",
+    "make_user",
+    "render_result",
+    "stable_prefix",
+]
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    "KEY_VARIABLES": ("simrun.simulator.users._providers", "KEY_VARIABLES"),
+    "MalformedResponse": ("simrun.simulator.users._providers", "MalformedResponse"),
+    "OPENING": ("simrun.simulator.users._prompt", "OPENING"),
+    "ReplayCache": ("simrun.simulator.users._model", "ReplayCache"),
+    "ScriptedUser": ("simrun.simulator.users._scripted", "ScriptedUser"),
+    "UserBackend": ("simrun.simulator.users._base", "UserBackend"),
+    "action_json": ("simrun.simulator.users._prompt", "action_json"),
+    "action_schema": ("simrun.simulator.users._prompt", "action_schema"),
+    "make_user": ("simrun.simulator.users._base", "make_user"),
+    "render_result": ("simrun.simulator.users._prompt", "render_result"),
+    "stable_prefix": ("simrun.simulator.users._prompt", "stable_prefix"),
+}
+
+
+def __getattr__(name: str) -> object:
+    return exported(__name__, _EXPORTS, name)

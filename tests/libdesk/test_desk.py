@@ -11,8 +11,8 @@ import pytest
 
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.libdesk.truth import UnknownFault
-from simrun.scoring.checks.answers import carries
-from simrun.scoring.dataset.files import canonical_json, load_dataset
+from simrun.scoring.checks._answers import carries
+from simrun.scoring.dataset._files import canonical_json, load_dataset
 from tests.conftest import ROOT
 
 LIBDESK = ROOT / "simrun" / "examples" / "libdesk"

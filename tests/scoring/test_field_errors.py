@@ -1,5 +1,5 @@
 """Every hand-written file (persona, goal, simrun.toml, budgets.toml) names an unknown key, its
-line, and the nearest known key, through one formatter (scoring/field_errors.py)."""
+line, and the nearest known key, through one formatter (scoring/_field_errors.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring.dataset.files import load_model
-from simrun.scoring.dataset.models import Goal, Persona
-from simrun.scoring.errors import ConfigError
-from simrun.scoring.field_errors import did_you_mean
-from simrun.scoring.settings import load_budgets, load_project
+from simrun.scoring._errors import ConfigError
+from simrun.scoring._field_errors import did_you_mean
+from simrun.scoring._settings import load_budgets, load_project
+from simrun.scoring.dataset._files import load_model
+from simrun.scoring.dataset._models import Goal, Persona
 from tests.conftest import ROOT
 
 

@@ -1,4 +1,4 @@
-"""The one rule for what simrun can send as JSON and store (`scoring/storable.py`): exact at the
+"""The one rule for what simrun can send as JSON and store (`scoring/_storable.py`): exact at the
 integer bound, with the path to what breaks it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.storable import MAX_INT_DIGITS, first_unstorable, json_text_problem, unstorable
+from simrun.scoring._storable import MAX_INT_DIGITS, first_unstorable, json_text_problem, unstorable
 
 # Integers around every power of ten and of two near the bound, of either sign.
 near_the_bound = st.builds(lambda base, shift, sign: sign * (base + shift),

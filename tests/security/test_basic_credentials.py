@@ -8,8 +8,8 @@ import base64
 
 import pytest
 
-from simrun.scoring import secrets
-from simrun.simulator.http1 import Pool
+from simrun.scoring import _secrets as secrets
+from simrun.simulator._http1 import Pool
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +56,7 @@ def test_a_basic_header_that_decodes_to_no_pair_is_kept_as_it_is(value):
 def test_a_user_model_server_s_url_password_is_a_secret(provider, monkeypatch):
     """The user model's server (run.user_base_url, OPENAI_BASE_URL, ANTHROPIC_BASE_URL) may carry
     credentials too; an error body that echoes the Basic header is cut like the runtime's."""
-    from simrun.simulator.users.providers import AnthropicProvider, OpenAIProvider
+    from simrun.simulator.users._providers import AnthropicProvider, OpenAIProvider
 
     monkeypatch.setenv("OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY", "not-a-real-key-000")
     url = "http://carol:model-server-pw-42@127.0.0.1:9/v1"

@@ -9,8 +9,8 @@ import tracemalloc
 
 from aiohttp import web
 
-from simrun.scoring.errors import RuntimeFault
-from simrun.simulator.adapters.http import HttpRuntime
+from simrun.scoring._errors import RuntimeFault
+from simrun.simulator.adapters._http import HttpRuntime
 
 INFLATED = 200 * 1024 * 1024
 
@@ -60,8 +60,8 @@ def test_a_bad_bundle_costs_memory_in_proportion_to_its_size(tmp_path):
     not an error object per item)."""
     import json
 
-    from simrun.scoring.errors import BundleError
-    from simrun.scoring.store.bundle import load_bundle
+    from simrun.scoring._errors import BundleError
+    from simrun.scoring.store._bundle import load_bundle
 
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"format_version": 1, "dataset_hash": "0" * 16,
@@ -85,9 +85,9 @@ def test_a_bad_baseline_costs_memory_in_proportion_to_its_size():
     costs within the same stated factor as a bundle (30x its size), not an error per cell."""
     import json
 
-    from simrun.scoring.errors import BaselineError
-    from simrun.scoring.gate.baseline import parse_baseline
-    from simrun.scoring.gate.summary import GATE_CLASSES
+    from simrun.scoring._errors import BaselineError
+    from simrun.scoring.gate._baseline import parse_baseline
+    from simrun.scoring.gate._summary import GATE_CLASSES
 
     cells = 2_000
     data = json.dumps({
@@ -118,7 +118,7 @@ def test_a_large_goal_file_costs_memory_in_proportion_to_its_size(tmp_path, demo
     nodes while one file is read; the file itself is at most 1 MB)."""
     import shutil
 
-    from simrun.scoring.dataset.files import load_dataset
+    from simrun.scoring.dataset._files import load_dataset
     from tests.conftest import ROOT
 
     for folder in ("personas", "goals"):

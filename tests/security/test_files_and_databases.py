@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.scoring.dataset.files import load_dataset
-from simrun.scoring.store.database import Store
+from simrun.scoring.dataset._files import load_dataset
+from simrun.scoring.store._database import Store
 from tests.security.conftest import one_line_error
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.scoring.errors import StoreError
-from simrun.scoring.store.database import Store
+from simrun.scoring._errors import StoreError
+from simrun.scoring.store._database import Store
 from tests.security.conftest import one_line_error
 
 SECRET = "LOCAL-FILE-SECRET-5b2e9d"
@@ -116,7 +116,7 @@ def test_no_command_that_reads_a_foreign_store_runs_or_quotes_it(simrun, project
 
 
 def test_duckdb_s_quoted_values_never_reach_an_error_line(tmp_path):
-    from simrun.scoring.store.duck import reason
+    from simrun.scoring.store._duck import reason
 
     con = duckdb.connect()
     for sql in (f"SELECT CAST('{SECRET}' AS INTEGER)", f"SELECT '{SECRET}'::JSON->>'a'",

@@ -17,15 +17,16 @@ import duckdb
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.checks.goal import goal_status
-from simrun.scoring.dataset import goal_sql, sql_sandbox
-from simrun.scoring.dataset.files import load_dataset
-from simrun.scoring.dataset.goal_sql import QueryRefused, check_goal_sql, parse_select
-from simrun.scoring.transcript import Transcript
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.conversation import converse
-from simrun.simulator.runner import matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring._transcript import Transcript
+from simrun.scoring.checks._goal import goal_status
+from simrun.scoring.dataset import _goal_sql as goal_sql
+from simrun.scoring.dataset import _sql_sandbox as sql_sandbox
+from simrun.scoring.dataset._files import load_dataset
+from simrun.scoring.dataset._goal_sql import QueryRefused, check_goal_sql, parse_select
+from simrun.simulator._conversation import converse
+from simrun.simulator._runner import matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.security.conftest import one_line_error
 
 SECRET = "TOP-SECRET-9f2c41"

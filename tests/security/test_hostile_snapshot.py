@@ -9,10 +9,10 @@ import json
 from decimal import Decimal
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.store.database import Store
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring.store._database import Store
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 
 LIMIT = 64 * 1024          # runtime.max_result_bytes, small so that the oversized snapshot stays cheap
 SNAPSHOTS = {              # goal -> the store its runtime sends with every turn, and the fault's kind

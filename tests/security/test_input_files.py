@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring.dataset.files import load_dataset
-from simrun.scoring.errors import ConfigError
-from simrun.scoring.input_files import MAX_DEPTH, MAX_FILE_BYTES, load_yaml
+from simrun.scoring._errors import ConfigError
+from simrun.scoring._input_files import MAX_DEPTH, MAX_FILE_BYTES, load_yaml
+from simrun.scoring.dataset._files import load_dataset
 from tests.security.conftest import one_line_error
 
 GOAL = "goals/cancel-trip.yaml"
@@ -76,7 +76,7 @@ def test_a_hostile_template_is_refused_before_it_is_filled(project, template, sa
 
 
 def test_a_catastrophic_pattern_is_matched_in_linear_time():
-    from simrun.scoring.dataset import patterns
+    from simrun.scoring.dataset import _patterns as patterns
 
     started = time.monotonic()
     assert not patterns.search("(a+)+$", "a" * 50_000 + "!")     # Python's re would never return

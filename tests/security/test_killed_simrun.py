@@ -60,7 +60,7 @@ def test_a_runtime_that_starts_children_loses_them_too(tmp_path):
 
     # Start it from a throwaway interpreter, then kill that interpreter outright.
     code = (f"import asyncio, sys, time; sys.path.insert(0, {str(Path(__file__).parents[2])!r})\n"
-            "from simrun.simulator.adapters.process import ManagedProcess\n"
+            "from simrun.simulator.adapters._process import ManagedProcess\n"
             "async def main():\n"
             f"    p = ManagedProcess([{str(script)!r}])\n"
             "    await p.start()\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from simrun.simulator.adapters.process import ManagedProcess
+from simrun.simulator.adapters._process import ManagedProcess
 
 CREDENTIALS = {"OPENAI_API_KEY": "sk-openai-e0f9d8c7b6a5", "ANTHROPIC_API_KEY": "sk-ant-a1b2c3d4e5f6",
                "GROQ_API_KEY": "gsk-0011223344", "GITHUB_TOKEN": "ghs_abcdefgh12345", "DB_PASSWORD": "hunter2hunter2",
@@ -120,7 +120,7 @@ def test_a_descendant_that_left_the_group_ends_when_simrun_is_killed(tmp_path):
     driver = tmp_path / "driver.py"
     driver.write_text(
         "import asyncio, sys, time\n"
-        "from simrun.simulator.adapters.process import ManagedProcess\n"
+        "from simrun.simulator.adapters._process import ManagedProcess\n"
         "async def go():\n"
         f"    p = ManagedProcess([sys.executable, {str(script)!r}, {str(pidfile)!r}, 'stay'])\n"
         "    await p.start()\n"

@@ -1,5 +1,5 @@
 """A user model's answer is held to MAX_ANSWER_BYTES as it arrives, whichever backend reads it:
-the anthropic SDK's client (wrapped, simulator/users/bounded.py) as simrun's own client for
+the anthropic SDK's client (wrapped, simulator/users/_bounded.py) as simrun's own client for
 OpenAI-compatible servers. A server named by ANTHROPIC_BASE_URL may be broken or hostile; one
 bad answer costs one call (retried, then the conversation), never the run's memory."""
 
@@ -13,9 +13,9 @@ import anthropic
 import pytest
 from aiohttp import web
 
-from simrun.simulator.users.bounded import BoundedTransport
-from simrun.simulator.users.providers import AnthropicProvider
-from simrun.simulator.users.wire import MAX_ANSWER_BYTES
+from simrun.simulator.users._bounded import BoundedTransport
+from simrun.simulator.users._providers import AnthropicProvider
+from simrun.simulator.users._wire import MAX_ANSWER_BYTES
 
 HUGE = 64 * 1024 * 1024
 OK = {"id": "m1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
@@ -97,8 +97,8 @@ def test_the_sdk_client_of_the_anthropic_backend_is_the_bounded_one(monkeypatch)
 
 def test_a_call_given_up_on_says_the_answer_was_too_large(monkeypatch):
     """What the user reads of the failed call names the bound, not only the SDK's 'Connection error.'"""
-    from simrun.scoring.errors import ProviderFailure
-    from simrun.simulator.retry import RetryPolicy
+    from simrun.scoring._errors import ProviderFailure
+    from simrun.simulator._retry import RetryPolicy
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-real-key-000")
 

@@ -16,18 +16,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.checks.guarantees import GUARANTEE_CHECKS
-from simrun.scoring.checks.progress import PROGRESS_CHECKS
-from simrun.scoring.checks.simulated_user import simulator_error
-from simrun.scoring.dataset.files import load_dataset, load_model
-from simrun.scoring.dataset.models import Goal, Persona
-from simrun.scoring.errors import BundleError, ConfigError, RuntimeFault, SimrunError
-from simrun.scoring.protocol import State, violations
-from simrun.scoring.store.bundle import import_bundle, load_bundle
-from simrun.scoring.store.database import Store
-from simrun.scoring.store.run_ids import new_run_id
-from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
-from simrun.simulator.adapters.base import check_turn_result, parse_json
+from simrun.scoring._errors import BundleError, ConfigError, RuntimeFault, SimrunError
+from simrun.scoring._protocol import State, violations
+from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring.checks._guarantees import GUARANTEE_CHECKS
+from simrun.scoring.checks._progress import PROGRESS_CHECKS
+from simrun.scoring.checks._simulated_user import simulator_error
+from simrun.scoring.dataset._files import load_dataset, load_model
+from simrun.scoring.dataset._models import Goal, Persona
+from simrun.scoring.store._bundle import import_bundle, load_bundle
+from simrun.scoring.store._database import Store
+from simrun.scoring.store._run_ids import new_run_id
+from simrun.simulator.adapters._base import check_turn_result, parse_json
 from tests.conftest import ROOT
 
 EXAMPLES = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow,
@@ -150,7 +150,7 @@ def test_any_yaml_document_loads_or_is_one_config_error(tmp_path_factory, text):
 # --- bundles --------------------------------------------------------------------------------
 
 def _bundle() -> dict:
-    from simrun.scoring.store.bundle import item_of
+    from simrun.scoring.store._bundle import item_of
     from tests.conftest import run_demo
 
     demo_run = run_demo(DEMO, repetitions=1)

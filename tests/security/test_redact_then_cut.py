@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from simrun.scoring import secrets
-from simrun.scoring.errors import RuntimeFault
-from simrun.simulator.adapters import base
-from simrun.simulator.adapters.process import STDERR_LINE_CHARS, ManagedProcess
+from simrun.scoring import _secrets as secrets
+from simrun.scoring._errors import RuntimeFault
+from simrun.simulator.adapters import _base as base
+from simrun.simulator.adapters._process import STDERR_LINE_CHARS, ManagedProcess
 
 SECRET = "tok-9Qm2Zr7Lx4Vb8Nc1Hd6Kp3Ws5Ty0Ue"      # 33 characters, no whitespace
 
@@ -74,7 +74,7 @@ def test_cut_is_the_cut_of_the_redacted_whole(registered):
 
 
 def test_an_exception_message_is_redacted_before_it_is_cut(registered):
-    from simrun.simulator.conversation import _evidence_of
+    from simrun.simulator._conversation import _evidence_of
 
     for text in straddling(500):
         evidence = _evidence_of(ValueError(text))
@@ -109,7 +109,7 @@ def test_a_runtime_s_stderr_line_is_redacted_before_it_is_cut(registered, tmp_pa
 
 
 def test_a_fault_from_a_python_runtime_is_redacted_before_it_is_cut(registered):
-    from simrun.simulator.adapters.python import PythonRuntime
+    from simrun.simulator.adapters._python import PythonRuntime
 
     class Echoing:
         def health(self):
@@ -130,7 +130,7 @@ def test_a_store_batch_searched_at_once_still_has_every_secret_cut_out(registere
     middle) is cut out all the same, and a batch without one is written as it came."""
     import duckdb
 
-    from simrun.scoring.store.duck import insert_rows
+    from simrun.scoring.store._duck import insert_rows
 
     con = duckdb.connect(str(tmp_path / "b.duckdb"))
     con.execute("CREATE TABLE t (a VARCHAR, b VARCHAR, n INTEGER)")

@@ -14,10 +14,10 @@ import os
 import sys
 import time
 
-from simrun.simulator.adapters.http import HttpRuntime
-from simrun.simulator.conversation import converse
-from simrun.simulator.runner import matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.simulator._conversation import converse
+from simrun.simulator._runner import matrix
+from simrun.simulator.adapters._http import HttpRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "hostile_runtime.py"
@@ -68,10 +68,10 @@ def test_the_report_embeds_a_bounded_amount_per_turn_whatever_the_reply(demo, tm
     from decimal import Decimal
 
     from simrun.examples.tripdesk import TripDesk
-    from simrun.scoring.pages.report import build_report
-    from simrun.scoring.store.database import Store
-    from simrun.simulator.adapters.python import PythonRuntime
-    from simrun.simulator.runner import run_matrix
+    from simrun.scoring.pages._report import build_report
+    from simrun.scoring.store._database import Store
+    from simrun.simulator._runner import run_matrix
+    from simrun.simulator.adapters._python import PythonRuntime
 
     class Flood(TripDesk):
         """TripDesk, with a 500 KB reply and 100,000 offers in every turn."""

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.scoring.errors import SimrunError
-from simrun.scoring.pages.render import TEXT_CHARS, environment, write_page
+from simrun.scoring._errors import SimrunError
+from simrun.scoring.pages._render import TEXT_CHARS, environment, write_page
 from tests.security.conftest import one_line_error
 
 

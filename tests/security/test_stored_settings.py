@@ -1,5 +1,5 @@
 """A hostile database is bounded like any input (issue 39): the settings a run keeps are read back
-through the models and bounds of budgets.toml (`simrun.scoring.settings`), never rebuilt as given.
+through the models and bounds of budgets.toml (`simrun.scoring._settings`), never rebuilt as given.
 
 A crafted DuckDB file with simrun's schema and one stored setting changed (a round cap of 10**12)
 made `simrun report`, `simrun gate --sequential` and `simrun dashboard` loop without end: the
@@ -46,7 +46,7 @@ def store_as_run_in_rounds(project: Path, run_id: str, sequential: object) -> No
 
 def simrun(project: Path, *args: str) -> subprocess.CompletedProcess:
     """`simrun ARGS` in its own process, killed past PROMPTLY_S (TimeoutExpired fails the test)."""
-    return subprocess.run([sys.executable, "-c", "import sys; from simrun.cli.main import main; sys.argv[0] = "
+    return subprocess.run([sys.executable, "-c", "import sys; from simrun.cli._main import main; sys.argv[0] = "
                            "'simrun'; main()", *args], cwd=project, capture_output=True, text=True,
                           timeout=PROMPTLY_S, env={k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"})
 

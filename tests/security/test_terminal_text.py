@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.scoring.errors import RuntimeUnavailable
-from simrun.simulator.adapters.base import IDENTITY_CHARS, check_health
+from simrun.scoring._errors import RuntimeUnavailable
+from simrun.simulator.adapters._base import IDENTITY_CHARS, check_health
 from tests.security.conftest import one_line_error
 
 # Each is a way data can command a terminal, or hide or reorder what it shows.
@@ -52,7 +52,7 @@ def stored(tmp_path_factory) -> Path:
 
     from typer.testing import CliRunner
 
-    from simrun.cli.main import app
+    from simrun.cli._main import app
     from tests.conftest import ROOT
 
     folder = tmp_path_factory.mktemp("terminal")

@@ -14,11 +14,11 @@ from decimal import Decimal
 import duckdb
 import pytest
 
-from simrun.scoring.errors import RuntimeFault
-from simrun.scoring.store.database import Store
-from simrun.scoring.store.rows import Finished, encoded_or_stand_in
-from simrun.scoring.transcript import Scorecard, Transcript, TurnRecord, UserTurn
-from simrun.simulator.adapters.base import parse_json, read_answer
+from simrun.scoring._errors import RuntimeFault
+from simrun.scoring._transcript import Scorecard, Transcript, TurnRecord, UserTurn
+from simrun.scoring.store._database import Store
+from simrun.scoring.store._rows import Finished, encoded_or_stand_in
+from simrun.simulator.adapters._base import parse_json, read_answer
 
 POISONED = '''
 from simrun.examples.tripdesk import TripDesk

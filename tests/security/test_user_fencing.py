@@ -12,16 +12,16 @@ from decimal import Decimal
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.dataset.files import Dataset
-from simrun.scoring.settings import Price
-from simrun.scoring.store.database import Store
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.retry import RetryPolicy
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.model import ModelUser
-from simrun.simulator.users.prompt import OPENING, QUOTE, REPAIR, RULES, render_result
-from simrun.simulator.users.providers import OpenAIProvider
+from simrun.scoring._settings import Price
+from simrun.scoring.dataset._files import Dataset
+from simrun.scoring.store._database import Store
+from simrun.simulator._ledger import Ledger
+from simrun.simulator._retry import RetryPolicy
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._model import ModelUser
+from simrun.simulator.users._prompt import OPENING, QUOTE, REPAIR, RULES, render_result
+from simrun.simulator.users._providers import OpenAIProvider
 from tests.fixtures.model_api import FakeModelAPI
 
 PRICE = Price(input_per_mtok=Decimal("2.00"), cached_input_per_mtok=Decimal("0.50"),

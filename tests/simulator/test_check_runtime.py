@@ -10,13 +10,13 @@ from decimal import Decimal
 import pytest
 from typer.testing import CliRunner
 
-from simrun.cli.main import app
-from simrun.scoring.store import rates as R
-from simrun.scoring.store.database import Store
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.conformance import NEEDS, check_runtime
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.cli._main import app
+from simrun.scoring.store import _rates as R
+from simrun.scoring.store._database import Store
+from simrun.simulator._conformance import NEEDS, check_runtime
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.conftest import ROOT
 
 PY = sys.executable
@@ -67,7 +67,7 @@ def test_a_reply_only_runtime_is_told_what_it_lacks(cli, project):
 
 def test_a_reply_only_runtimes_run_is_unverifiable_never_passed(tmp_path, demo, project):
     use_runtime(project, MINIMAL, "OnlyReplies")
-    from simrun.simulator.adapters.python import load_target
+    from simrun.simulator.adapters._python import load_target
 
     runtime = PythonRuntime(load_target(f"{project / 'mine.py'}:OnlyReplies"))
     report = asyncio.run(check_runtime(PythonRuntime(load_target(f"{project / 'mine.py'}:OnlyReplies")),
@@ -194,7 +194,7 @@ uvicorn.run(create_app(ClosesStale()), host="127.0.0.1", port=int(sys.argv[1]), 
 
 
 def test_an_audit_sent_with_the_close_answer_that_is_not_the_audit_is_a_violation(tmp_path):
-    from simrun.simulator.adapters.http import HttpRuntime
+    from simrun.simulator.adapters._http import HttpRuntime
 
     server = tmp_path / "closes_stale.py"
     server.write_text(CLOSES_STALE)

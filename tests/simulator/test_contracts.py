@@ -24,10 +24,10 @@ from typing_extensions import get_protocol_members, is_protocol
 
 import simrun.simulator.adapters as adapters_package
 import simrun.simulator.users as users_package
-from simrun.simulator.adapters.base import RuntimeAdapter, Transport
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.users.base import UserBackend, UserSession
-from simrun.simulator.users.providers import Provider
+from simrun.simulator._ledger import Ledger
+from simrun.simulator.adapters._base import RuntimeAdapter, Transport
+from simrun.simulator.users._base import UserBackend, UserSession
+from simrun.simulator.users._providers import Provider
 
 
 def classes_of(package: Any, has: Callable[[type], bool]) -> dict[str, type]:
@@ -90,99 +90,99 @@ def is_session(cls: type) -> bool:
 # How each transport is built for the check: no process is started, no connection made. A class
 # found that is not here fails the test, which says to add it.
 TRANSPORTS: dict[str, Callable[[], Any]] = {
-    "simrun.simulator.adapters.python.PythonRuntime": lambda: _python(),
-    "simrun.simulator.adapters.http.HttpRuntime": lambda: _http(),
-    "simrun.simulator.adapters.stdio.StdioRuntime": lambda: _stdio(),
-    "simrun.simulator.adapters.foreign.ForeignRuntime": lambda: _foreign(),
-    "simrun.simulator.adapters.callable.CallableRuntime": lambda: _callable(),
-    "simrun.simulator.adapters.template.TemplateRuntime": lambda: _template(),
-    "simrun.simulator.adapters.template.ChatRuntime": lambda: _chat(),
+    "simrun.simulator.adapters._python.PythonRuntime": lambda: _python(),
+    "simrun.simulator.adapters._http.HttpRuntime": lambda: _http(),
+    "simrun.simulator.adapters._stdio.StdioRuntime": lambda: _stdio(),
+    "simrun.simulator.adapters._foreign.ForeignRuntime": lambda: _foreign(),
+    "simrun.simulator.adapters._callable.CallableRuntime": lambda: _callable(),
+    "simrun.simulator.adapters._template.TemplateRuntime": lambda: _template(),
+    "simrun.simulator.adapters._template.ChatRuntime": lambda: _chat(),
 }
 
 
 def _python() -> Any:
     from simrun.examples.tripdesk import TripDesk
-    from simrun.simulator.adapters.python import PythonRuntime
+    from simrun.simulator.adapters._python import PythonRuntime
 
     return PythonRuntime(TripDesk())
 
 
 def _http() -> Any:
-    from simrun.simulator.adapters.http import HttpRuntime
+    from simrun.simulator.adapters._http import HttpRuntime
 
     return HttpRuntime(url="http://127.0.0.1:1")
 
 
 def _stdio() -> Any:
-    from simrun.simulator.adapters.stdio import StdioRuntime
+    from simrun.simulator.adapters._stdio import StdioRuntime
 
     return StdioRuntime(["true"])
 
 
 def _foreign() -> Any:
-    from simrun.simulator.adapters.foreign import ForeignRuntime
+    from simrun.simulator.adapters._foreign import ForeignRuntime
 
     return ForeignRuntime()
 
 
 def _callable() -> Any:
-    from simrun.simulator.adapters.callable import CallableRuntime
+    from simrun.simulator.adapters._callable import CallableRuntime
 
     return CallableRuntime("json:dumps")
 
 
 def _template() -> Any:
-    from simrun.simulator.adapters.template import TemplateRuntime
+    from simrun.simulator.adapters._template import TemplateRuntime
 
     return TemplateRuntime(url="http://127.0.0.1:1/reply", body={"text": "{message}"}, reply="/text")
 
 
 def _chat() -> Any:
-    from simrun.simulator.adapters.template import ChatRuntime
+    from simrun.simulator.adapters._template import ChatRuntime
 
     return ChatRuntime(url="http://127.0.0.1:1/v1", model="m")
 
 
 def _scripted() -> Any:
-    from simrun.simulator.users.scripted import ScriptedUser
+    from simrun.simulator.users._scripted import ScriptedUser
 
     return ScriptedUser()
 
 
 def _model() -> Any:
-    from simrun.simulator.users import model
+    from simrun.simulator.users import _model as model
 
     price = model.Price(input_per_mtok=Decimal(1), output_per_mtok=Decimal(2))
     return model.ModelUser("openai:m", object(), price, Ledger(Decimal(1)))
 
 
 BACKENDS: dict[str, Callable[[], Any]] = {
-    "simrun.simulator.users.scripted.ScriptedUser": _scripted,
-    "simrun.simulator.users.model.ModelUser": _model,
+    "simrun.simulator.users._scripted.ScriptedUser": _scripted,
+    "simrun.simulator.users._model.ModelUser": _model,
 }
 # Each backend's sessions, made by the backend itself; the classes they are must be all there are.
 SESSIONS = {
-    "simrun.simulator.users.scripted.ScriptedSession": "simrun.simulator.users.scripted.ScriptedUser",
-    "simrun.simulator.users.model.ModelSession": "simrun.simulator.users.model.ModelUser",
+    "simrun.simulator.users._scripted.ScriptedSession": "simrun.simulator.users._scripted.ScriptedUser",
+    "simrun.simulator.users._model.ModelSession": "simrun.simulator.users._model.ModelUser",
 }
 
 
 def _openai() -> Any:
-    from simrun.simulator.users.providers import OpenAIProvider
+    from simrun.simulator.users._providers import OpenAIProvider
 
     return OpenAIProvider("m", offline=True)
 
 
 def _anthropic() -> Any:
-    from simrun.simulator.users.providers import AnthropicProvider
+    from simrun.simulator.users._providers import AnthropicProvider
 
     return AnthropicProvider("m", offline=True)
 
 
 # The model APIs a model-played user calls (`Provider`).
 PROVIDERS: dict[str, Callable[[], Any]] = {
-    "simrun.simulator.users.providers.OpenAIProvider": _openai,
-    "simrun.simulator.users.providers.AnthropicProvider": _anthropic,
+    "simrun.simulator.users._providers.OpenAIProvider": _openai,
+    "simrun.simulator.users._providers.AnthropicProvider": _anthropic,
 }
 
 
@@ -270,7 +270,7 @@ def test_the_check_finds_what_a_transport_or_backend_leaves_out():
 
 
 # The modules that reach a runtime or a user backend: none asks whether a member is there.
-CALLERS = ("conversation.py", "runner.py", "conformance.py", "cluster/worker.py", "cluster/executor.py")
+CALLERS = ("_conversation.py", "_runner.py", "_conformance.py", "cluster/_worker.py", "cluster/_executor.py")
 REACHED = ("runtime", "user", "talker", "session")
 
 

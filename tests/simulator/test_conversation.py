@@ -9,12 +9,12 @@ import pytest
 
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.checks.scorer import ALL_CLASSES
-from simrun.scoring.errors import RuntimeUnavailable
-from simrun.simulator.adapters.python import PythonRuntime, load_target
-from simrun.simulator.conversation import Cell, as_json_setup, converse
-from simrun.simulator.runner import matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring._errors import RuntimeUnavailable
+from simrun.scoring.checks._scorer import ALL_CLASSES
+from simrun.simulator._conversation import Cell, as_json_setup, converse
+from simrun.simulator._runner import matrix
+from simrun.simulator.adapters._python import PythonRuntime, load_target
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.fixtures.minimal_runtime import OnlyReplies
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from simrun.simulator import eventloop
+from simrun.simulator import _eventloop as eventloop
 
 
 async def loop_module() -> str:

@@ -8,13 +8,13 @@ import asyncio
 
 import pytest
 
-import simrun.simulator.conversation as conversation
+import simrun.simulator._conversation as conversation
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.checks.goal import goal_status
-from simrun.scoring.dataset.goal_sql import NotAnswered, forget_answers, known_answer
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.runner import matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring.checks._goal import goal_status
+from simrun.scoring.dataset._goal_sql import NotAnswered, forget_answers, known_answer
+from simrun.simulator._runner import matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 
 
 def _converse_with(name: str, replacement, cells) -> None:
@@ -96,7 +96,7 @@ def test_a_query_not_yet_run_is_run_off_the_loop(checks, monkeypatch):
 def test_the_empty_transcript_stands_in_only_where_it_changes_nothing(demo):
     """For a goal without answered questions the loop checks the goal with one empty transcript:
     on every store the demo reaches, the answer is the one the conversation so far gave."""
-    from simrun.scoring.transcript import Transcript
+    from simrun.scoring._transcript import Transcript
 
     pairs = []
 

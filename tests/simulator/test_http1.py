@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simrun.simulator.adapters.process import free_port
-from simrun.simulator.http1 import MAX_HEADER_BYTES, ConnectFailed, Disconnected, NotHttp, Pool, TooLarge
+from simrun.simulator._http1 import MAX_HEADER_BYTES, ConnectFailed, Disconnected, NotHttp, Pool, TooLarge
+from simrun.simulator.adapters._process import free_port
 
 
 class Server:

@@ -12,14 +12,14 @@ from decimal import Decimal
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.errors import ConfigError
-from simrun.scoring.labels import clean_labels
-from simrun.scoring.store.database import Store
-from simrun.simulator import identity
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.identity import GitState, git_state, labels_flag, runtime_version
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring._errors import ConfigError
+from simrun.scoring._labels import clean_labels
+from simrun.scoring.store._database import Store
+from simrun.simulator import _identity as identity
+from simrun.simulator._identity import GitState, git_state, labels_flag, runtime_version
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 
 
 class Versioned(TripDesk):

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from simrun.scoring.errors import ConfigError
-from simrun.scoring.settings import Budgets
-from simrun.simulator.limits import RateLimiter
+from simrun.scoring._errors import ConfigError
+from simrun.scoring._settings import Budgets
+from simrun.simulator._limits import RateLimiter
 
 
 class Clock:
@@ -53,7 +53,7 @@ def test_tokens_per_minute_are_never_exceeded():
 
 
 def test_limits_are_read_from_budgets_and_reach_the_model_user(monkeypatch):
-    from simrun.simulator.users.base import make_user
+    from simrun.simulator.users._base import make_user
 
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     budgets = Budgets.model_validate({
@@ -68,7 +68,7 @@ def test_concurrent_callers_are_booked_in_turn_and_never_exceed_either_limit():
     most the limits, and calls start in the order they asked."""
     import random
 
-    from simrun.simulator.limits import RateWindow
+    from simrun.simulator._limits import RateWindow
 
     rng = random.Random(7)
     window = RateWindow(20, 5000)
@@ -84,7 +84,7 @@ def test_concurrent_callers_are_booked_in_turn_and_never_exceed_either_limit():
 def test_a_shorter_window_holds_its_share_of_the_minute_in_every_window_of_its_length():
     """`window_s = 10` with 600 requests and 30,000 tokens a minute: any ten seconds hold at most
     100 requests and 5,000 tokens, and a burst is spread over the windows, not let through."""
-    from simrun.simulator.limits import RateWindow
+    from simrun.simulator._limits import RateWindow
 
     window = RateWindow(600, 30_000, window_s=10)
     starts = [window.book(40, 0.0) for _ in range(250)]
@@ -95,7 +95,7 @@ def test_a_shorter_window_holds_its_share_of_the_minute_in_every_window_of_its_l
 
 
 def test_the_window_is_checked_where_budgets_toml_sets_it(tmp_path):
-    from simrun.scoring.settings import load_budgets
+    from simrun.scoring._settings import load_budgets
 
     toml = tmp_path / "budgets.toml"
     toml.write_text('[limits."openai:m"]\nrequests_per_minute = 60\nwindow_s = 1\n')

@@ -9,12 +9,12 @@ from decimal import Decimal
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.settings import Budgets
-from simrun.scoring.store.database import Store
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.plan import estimate
-from simrun.simulator.runner import run_matrix
+from simrun.scoring._settings import Budgets
+from simrun.scoring.store._database import Store
+from simrun.simulator._ledger import Ledger
+from simrun.simulator._plan import estimate
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
 from tests.fixtures.model_api import FakeModelAPI
 from tests.simulator.users.test_model_users import PRICE, small, user_for
 

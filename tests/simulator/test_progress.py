@@ -11,15 +11,15 @@ from decimal import Decimal
 from rich.console import Console
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.store.database import Store
-from simrun.simulator import progress
-from simrun.simulator.adapters.process import free_port
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.progress import RunProgress
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.model import ModelUser
-from simrun.simulator.users.providers import OpenAIProvider
+from simrun.scoring.store._database import Store
+from simrun.simulator import _progress as progress
+from simrun.simulator._ledger import Ledger
+from simrun.simulator._progress import RunProgress
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._process import free_port
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._model import ModelUser
+from simrun.simulator.users._providers import OpenAIProvider
 from tests.fixtures.model_api import FakeModelAPI, serve
 from tests.simulator.users.test_model_users import PRICE, small
 

@@ -11,11 +11,11 @@ from decimal import Decimal
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.store.database import Store
-from simrun.simulator import runner
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.runner import cell_seed, matrix, run_matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring.store._database import Store
+from simrun.simulator import _runner as runner
+from simrun.simulator._runner import cell_seed, matrix, run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 
 
 def test_cells_cover_the_matrix_each_with_its_own_stable_seed(demo):
@@ -127,7 +127,7 @@ def test_the_heap_is_frozen_during_a_run_and_a_callers_freeze_is_kept(demo):
 
 
 def test_a_named_run_is_finished_only_by_its_own_configuration(demo):
-    from simrun.scoring.errors import ConfigError
+    from simrun.scoring._errors import ConfigError
 
     with Store(":memory:") as store:
         first = asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=1, seed=1,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from simrun.scoring.dataset.models import Goal, Persona
-from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring.dataset._models import Goal, Persona
 
 RECORDS = {
     "traveler:P-1": {"type": "traveler", "name": "Ana Souza"},

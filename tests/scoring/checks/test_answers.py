@@ -1,5 +1,5 @@
 """Answers in plain words: a reply carries the store's value in the forms people and runtimes
-write it, and never a different value (simrun.scoring.checks.answers, README "What counts as an answer").
+write it, and never a different value (simrun.scoring.checks._answers, README "What counts as an answer").
 
 One table of phrasings that must carry the value, and one of near misses that must not: another
 day, another month, the year off by one, another minute or half of the day, a number inside a
@@ -12,9 +12,9 @@ import datetime as dt
 
 import pytest
 
-from simrun.scoring.checks.answers import carries
-from simrun.scoring.checks.goal import goal_status
-from simrun.scoring.dataset.models import Goal
+from simrun.scoring.checks._answers import carries
+from simrun.scoring.checks._goal import goal_status
+from simrun.scoring.dataset._models import Goal
 from tests.scoring.checks.builders import msg, result, state, transcript
 
 D = "2026-12-10"          # a Thursday

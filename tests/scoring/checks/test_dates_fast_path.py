@@ -9,8 +9,8 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.checks import answers
-from simrun.scoring.checks.answers import dates_in
+from simrun.scoring.checks import _answers as answers
+from simrun.scoring.checks._answers import dates_in
 
 
 def _old_dates_in(text, date_order=None):
@@ -56,7 +56,7 @@ def test_dates_in_finds_what_the_patterns_found(text, date_order):
 
 
 def test_a_long_text_is_read_and_not_kept():
-    from simrun.scoring.checks.answers import KEPT_CHARS, _dates_in
+    from simrun.scoring.checks._answers import KEPT_CHARS, _dates_in
     long = "Flying out 12 March 2027. " + "x" * KEPT_CHARS + " Back on 2027-03-19."
     before = _dates_in.cache_info().currsize
     assert dates_in(long) == _old_dates_in(long) == dates_in(long)
@@ -70,7 +70,7 @@ def test_a_month_or_weekday_the_patterns_match_in_any_case_is_always_read():
     import calendar
     import re
 
-    from simrun.scoring.checks.answers import dates_in
+    from simrun.scoring.checks._answers import dates_in
 
     twins = {letter: [chr(c) for c in range(0x80, 0x3000) if re.fullmatch(letter, chr(c), re.I)]
              for letter in "abcdefghijklmnopqrstuvwxyz"}

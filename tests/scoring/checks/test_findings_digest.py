@@ -19,9 +19,9 @@ from pathlib import Path
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.libdesk.truth import FAULTS as LIBDESK_FAULTS
 from simrun.examples.tripdesk.faults import FAULTS as TRIPDESK_FAULTS
-from simrun.scoring.checks.scorer import SCORER_VERSION, score
+from simrun.scoring.checks._scorer import SCORER_VERSION, score
 from simrun.simulator import load_dataset
-from simrun.simulator.users.scripted import SIMULATOR_FAULTS
+from simrun.simulator.users._scripted import SIMULATOR_FAULTS
 from tests.conftest import run_demo
 
 ROOT = Path(__file__).resolve().parents[3]

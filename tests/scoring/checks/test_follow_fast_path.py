@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.checks.evidence import MISSING, get, shown, shown_before
-from simrun.scoring.checks.offers import Take, _follow
-from simrun.scoring.transcript import Transcript, TurnRecord
+from simrun.scoring._transcript import Transcript, TurnRecord
+from simrun.scoring.checks._evidence import MISSING, get, shown, shown_before
+from simrun.scoring.checks._offers import Take, _follow
 from tests.security.test_properties import ids, turn_results, user_turns
 
 # --- the old code, as it was at dcf8bbb ----------------------------------------------------------

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from simrun.scoring.checks.goal import goal_status
-from simrun.scoring.dataset.goal_sql import check_goal_sql
-from simrun.scoring.dataset.models import Goal
-from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring.checks._goal import goal_status
+from simrun.scoring.dataset._goal_sql import check_goal_sql
+from simrun.scoring.dataset._models import Goal
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -274,14 +274,14 @@ def test_check_goal_sql_rejects_queries_that_are_not_one_value(query):
 # --- packaging -------------------------------------------------------------------------------
 
 def test_the_scoring_package_imports_on_its_own():
-    # Once a circular import (scoring -> simulator -> simrun.scoring.checks.goal); conftest imports hid it.
-    run = subprocess.run([sys.executable, "-c", "import simrun.scoring.checks.goal"], cwd=ROOT,
+    # Once a circular import (scoring -> simulator -> simrun.scoring.checks._goal); conftest imports hid it.
+    run = subprocess.run([sys.executable, "-c", "import simrun.scoring.checks._goal"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
 
 
 def test_a_query_answered_once_is_not_run_again_on_the_same_store_but_is_on_a_changed_one(monkeypatch):
-    import simrun.scoring.dataset.goal_sql as goal_module
+    import simrun.scoring.dataset._goal_sql as goal_module
 
     ran = []
     real = goal_module.run_select

@@ -12,12 +12,12 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.checks.evidence import lookup
-from simrun.scoring.checks.goal import goal_status
-from simrun.scoring.checks.progress import same_value
-from simrun.scoring.dataset.files import load_dataset
-from simrun.scoring.transcript import Transcript, UserTurn
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring._transcript import Transcript, UserTurn
+from simrun.scoring.checks._evidence import lookup
+from simrun.scoring.checks._goal import goal_status
+from simrun.scoring.checks._progress import same_value
+from simrun.scoring.dataset._files import load_dataset
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.conftest import ROOT
 
 DEMO = load_dataset(ROOT / "personas", ROOT / "goals")
@@ -97,7 +97,7 @@ def test_a_copied_goal_with_other_facts_gets_its_own_answers():
 
 def test_a_turn_is_stamped_with_its_step_as_replace_did():
     # The scripted user builds the stamped turn field by field: a field added to UserTurn must be
-    # added there too (simulator/users/scripted.py, next_turn), or this fails.
+    # added there too (simulator/users/_scripted.py, next_turn), or this fails.
     assert [f.name for f in dataclasses.fields(UserTurn)] == ["kind", "text", "offer", "stop_reason", "meta", "step"]
     for goal in (*DEMO.goals, *OTHERS):
         talker = ScriptedUser().session(DEMO.personas[0], goal, 7, 0)
@@ -120,7 +120,7 @@ def test_step_arguments_are_the_goals_own():
 def test_a_conversation_with_no_fault_drawn_skips_the_fault_step_as_the_old_one_would():
     """The step returns the turn at once when no fault was drawn: what the old step did then too,
     since each of its `_fault` calls said no and changed nothing."""
-    from simrun.simulator.users.scripted import SIMULATOR_FAULTS, ScriptedSession
+    from simrun.simulator.users._scripted import SIMULATOR_FAULTS, ScriptedSession
     turn = UserTurn("message", "Move my trip to 12 March 2027.", meta={"step": 0})
     for faults in ({}, {name: 1.0 for name in SIMULATOR_FAULTS}, {"contradict_facts": 0.5, "role_leak": 0.3}):
         for goal in DEMO.goals:

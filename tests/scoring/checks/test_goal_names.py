@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring.checks.goal_names import Seen, goal_problems
-from simrun.scoring.dataset.files import load_model
-from simrun.scoring.dataset.models import Goal
+from simrun.scoring.checks._goal_names import Seen, goal_problems
+from simrun.scoring.dataset._files import load_model
+from simrun.scoring.dataset._models import Goal
 from tests.conftest import ROOT
 
 TRIP = frozenset({"type", "name", "bags", "status", "destination", "traveler", "segments", "segments.outbound",

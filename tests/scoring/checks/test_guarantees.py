@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from simrun.scoring.checks.guarantees import (
+from simrun.scoring._transcript import Transcript, UserTurn
+from simrun.scoring.checks._guarantees import (
     audit_gap,
     card_not_actionable,
     integrity_leak,
@@ -18,7 +19,6 @@ from simrun.scoring.checks.guarantees import (
     stale_click,
     wrong_record,
 )
-from simrun.scoring.transcript import Transcript, UserTurn
 from tests.scoring.checks.builders import (
     RECORDS,
     G,

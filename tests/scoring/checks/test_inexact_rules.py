@@ -9,10 +9,10 @@ import dataclasses
 
 import pytest
 
-from simrun.scoring.checks.audit import audit_gap
-from simrun.scoring.checks.simulated_user import simulator_error, user_turn_fault
-from simrun.scoring.checks.stale import stale_click
-from simrun.scoring.transcript import Transcript, TurnRecord
+from simrun.scoring._transcript import Transcript, TurnRecord
+from simrun.scoring.checks._audit import audit_gap
+from simrun.scoring.checks._simulated_user import simulator_error, user_turn_fault
+from simrun.scoring.checks._stale import stale_click
 from tests.scoring.checks.builders import (
     G,
     P,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from simrun.scoring.checks.goal import goal_status
-from simrun.scoring.checks.guarantees import integrity_leak
-from simrun.scoring.checks.progress import unanswered
-from simrun.scoring.transcript import UserTurn
+from simrun.scoring._transcript import UserTurn
+from simrun.scoring.checks._goal import goal_status
+from simrun.scoring.checks._guarantees import integrity_leak
+from simrun.scoring.checks._progress import unanswered
 from tests.scoring.checks.builders import P, goal, result, state, transcript, turns_of
 
 PROBE_GOAL = goal(

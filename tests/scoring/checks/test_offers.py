@@ -1,4 +1,4 @@
-"""Following an offer to the event it led to, whatever the turn (simrun.scoring.checks.offers).
+"""Following an offer to the event it led to, whatever the turn (simrun.scoring.checks._offers).
 
 Hand-built transcripts of a runtime that takes an offer in one turn, asks for arguments, and
 commits or refuses turns later, the event's `offer` linking the two: every pattern of the
@@ -8,9 +8,9 @@ a runtime's are.
 
 from __future__ import annotations
 
-from simrun.scoring.checks.guarantees import stale_click, wrong_record
-from simrun.scoring.checks.progress import refused_offer
-from simrun.scoring.transcript import UserTurn
+from simrun.scoring._transcript import UserTurn
+from simrun.scoring.checks._guarantees import stale_click, wrong_record
+from simrun.scoring.checks._progress import refused_offer
 from tests.scoring.checks.builders import P, ask, click, event, goal, msg, offer, result, state, transcript, turns_of
 
 LOANS = {

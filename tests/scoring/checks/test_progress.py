@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from simrun.scoring.checks.progress import dead_end, loop, not_understood, refused_offer, unanswered
-from simrun.scoring.dataset.models import Goal
-from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring.checks._progress import dead_end, loop, not_understood, refused_offer, unanswered
+from simrun.scoring.dataset._models import Goal
 from tests.scoring.checks.builders import (
     RECORDS,
     G,

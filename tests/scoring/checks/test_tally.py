@@ -8,7 +8,7 @@ import collections
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.checks.progress import Tally
+from simrun.scoring.checks._progress import Tally
 
 verdicts = st.lists(st.one_of(st.just(("ok", None)),
                               st.tuples(st.just("unknown"), st.sampled_from(["", "a", "b", "c", "d"])),

@@ -7,10 +7,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.checks import simulated_user as su
-from simrun.scoring.checks.simulated_user import user_turn_fault
-from simrun.scoring.dataset.files import load_dataset
-from simrun.scoring.transcript import UserTurn
+from simrun.scoring._transcript import UserTurn
+from simrun.scoring.checks import _simulated_user as su
+from simrun.scoring.checks._simulated_user import user_turn_fault
+from simrun.scoring.dataset._files import load_dataset
 from tests.conftest import ROOT
 
 DEMO = load_dataset(ROOT / "personas", ROOT / "goals")
@@ -56,7 +56,7 @@ def test_user_turn_fault_as_before_once_and_again(text, goal, persona):
 
 
 def test_a_long_message_is_read_and_not_kept():
-    from simrun.scoring.checks.answers import KEPT_CHARS
+    from simrun.scoring.checks._answers import KEPT_CHARS
     persona = DEMO.personas[0].model_copy(update={"max_message_chars": 10 * KEPT_CHARS})
     before = su._read.cache_info().currsize
     for text in ("word " * KEPT_CHARS, "As an AI, " + "word " * KEPT_CHARS):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from simrun.scoring.checks.simulated_user import FAULT_KINDS, simulator_error, user_turn_fault
-from simrun.scoring.transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun.scoring.checks._simulated_user import FAULT_KINDS, simulator_error, user_turn_fault
 from tests.scoring.checks.test_simulated_user import STATE, G, P
 
 NOT_UNDERSTOOD = {"reply": "Sorry, I didn't understand that.", "understood": False}
@@ -177,7 +177,7 @@ def test_the_loop_s_user_checks_given_to_the_scorer_score_as_the_rescan_does(dem
     """The loop hands the scorer its user_turn_fault of every turn rather than having it run
     twice: the scorecard is the one a rescore (which has only the transcript) makes, here over
     runs where every kind of broken user the scripted user can play is planted."""
-    from simrun.scoring.checks.scorer import score
+    from simrun.scoring.checks._scorer import score
     from tests.conftest import run_demo
 
     faults = {"empty_message": 0.1, "role_leak": 0.1, "leaked_instructions": 0.1, "contradict_facts": 0.2,

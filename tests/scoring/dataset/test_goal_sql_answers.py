@@ -9,7 +9,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.dataset.goal_sql import NotAnswered, forget_answers, known_answer, sql_holds
+from simrun.scoring.dataset._goal_sql import NotAnswered, forget_answers, known_answer, sql_holds
 
 QUERIES = ("SELECT count(*) = 1 FROM events WHERE operation = 'rebook' AND status = 'committed'",
            "SELECT count(*) > 0 FROM records WHERE json_extract_string(data, '$.bags') = '2'",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from simrun.scoring.dataset.per_goal import per_goal
-from simrun.simulator.conversation import as_json_setup
+from simrun.scoring.dataset._per_goal import per_goal
+from simrun.simulator._conversation import as_json_setup
 
 
 def test_an_answer_is_worked_out_once_per_goal_and_a_changed_copy_gets_its_own(demo):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simrun.scoring.dataset.sql_names import sql_names
+from simrun.scoring.dataset._sql_names import sql_names
 
 
 def test_types_operations_and_json_paths_are_read_whatever_the_spelling():

@@ -1,4 +1,4 @@
-"""The sequential gate's pass side (simrun.scoring.gate.futility): a futility boundary by beta spending.
+"""The sequential gate's pass side (simrun.scoring.gate._futility): a futility boundary by beta spending.
 
 Two checks that can fail: the boundary's crossing chances, computed by recursive integration,
 match a simulation of the process they describe (a fixed baseline and a growing candidate, so
@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from simrun.scoring.gate.futility import Futility, beta_spent, se_at_rise
+from simrun.scoring.gate._futility import Futility, beta_spent, se_at_rise
 
 LOOKS, BASELINE = 10, 30
 

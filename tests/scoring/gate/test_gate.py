@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.errors import BaselineError, GateError
-from simrun.scoring.gate.baseline import baseline_json, load_baseline
-from simrun.scoring.gate.compare import gate_verdict
-from simrun.scoring.gate.summary import (
+from simrun.scoring._errors import BaselineError, GateError
+from simrun.scoring._settings import GateSection
+from simrun.scoring.gate._baseline import baseline_json, load_baseline
+from simrun.scoring.gate._compare import gate_verdict
+from simrun.scoring.gate._summary import (
     GATE_CLASSES,
     TESTED,
     CellRepetitions,
@@ -25,13 +26,12 @@ from simrun.scoring.gate.summary import (
     summary_from_scorecards,
     summary_from_store,
 )
-from simrun.scoring.gate.text import junit_xml, markdown
-from simrun.scoring.settings import GateSection
-from simrun.scoring.store import rates as R
-from simrun.scoring.store.database import Store
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring.gate._text import junit_xml, markdown
+from simrun.scoring.store import _rates as R
+from simrun.scoring.store._database import Store
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.conftest import run_demo
 
 SETTINGS = GateSection(permutations=4_000)

@@ -1,4 +1,4 @@
-"""The permutation test reassigns whole conversations, every class at once (simrun.scoring.gate.joint):
+"""The permutation test reassigns whole conversations, every class at once (simrun.scoring.gate._joint):
 the statistics it observes are the ones the per-class test reports, a reassignment keeps each
 cell's sizes, and the max-T family keeps its level whatever the correlation between classes,
 where drawing each class on its own does not."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simrun.scoring.gate import stats
-from simrun.scoring.gate.joint import Conversations, Reassignment
+from simrun.scoring.gate import _stats as stats
+from simrun.scoring.gate._joint import Conversations, Reassignment
 
 
 def family_of(fired: np.ndarray, scored: np.ndarray, cell: np.ndarray, candidate: np.ndarray, cells: int,

@@ -16,17 +16,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simrun.scoring.checks.scorer import ALL_CLASSES, PROGRESS_CLASSES, kind_of
-from simrun.scoring.dataset.files import canonical_json
-from simrun.scoring.errors import BaselineError, GateError
-from simrun.scoring.gate.baseline import baseline_json, parse_baseline
-from simrun.scoring.gate.compare import gate_verdict
-from simrun.scoring.gate.run_verdict import judged_with, never_run, run_verdict
-from simrun.scoring.gate.summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
-from simrun.scoring.gate.verdict_lines import Kind, Line, Status
-from simrun.scoring.gate.verdict_text import junit_xml, markdown
-from simrun.scoring.settings import GateSection, ReleaseSection
-from simrun.scoring.store.rates import Outcome, Rate
+from simrun.scoring._errors import BaselineError, GateError
+from simrun.scoring._settings import GateSection, ReleaseSection
+from simrun.scoring.checks._scorer import ALL_CLASSES, PROGRESS_CLASSES, kind_of
+from simrun.scoring.dataset._files import canonical_json
+from simrun.scoring.gate._baseline import baseline_json, parse_baseline
+from simrun.scoring.gate._compare import gate_verdict
+from simrun.scoring.gate._run_verdict import judged_with, never_run, run_verdict
+from simrun.scoring.gate._summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
+from simrun.scoring.gate._verdict_lines import Kind, Line, Status
+from simrun.scoring.gate._verdict_text import junit_xml, markdown
+from simrun.scoring.store._rates import Outcome, Rate
 
 SETTINGS = GateSection(permutations=2_000)
 PERSONAS = ("anna", "ben", "cleo", "dan")

@@ -1,4 +1,4 @@
-"""Every comparison draws its own reassignments (`simrun.scoring.gate.stats.seed_of`).
+"""Every comparison draws its own reassignments (`simrun.scoring.gate._stats.seed_of`).
 
 A Monte Carlo permutation p-value, (1 + count) / (1 + draws), holds its level averaged over the
 draws. With one seed fixed for every comparison, the A/A pairs that hold the same conversations
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simrun.scoring.gate import stats
-from simrun.scoring.gate.joint import Conversations, Reassignment
+from simrun.scoring.gate import _stats as stats
+from simrun.scoring.gate._joint import Conversations, Reassignment
 
 PERSONAS, GOALS, REPS, CLASSES = 3, 4, 5, 4
 CELLS = PERSONAS * GOALS

@@ -1,4 +1,4 @@
-"""The sequential gate (simrun.scoring.gate.sequential): its alpha spending, its three outcomes, and
+"""The sequential gate (simrun.scoring.gate._sequential): its alpha spending, its three outcomes, and
 that looking every round keeps the family-wise error at alpha only with the spending: the same
 A/A pairs judged by the fixed gate at every round (no correction for the looks) alarm far more
 often. Runs are synthetic: per-conversation draws over a small matrix, built as the store builds
@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simrun.scoring.gate.compare import check_comparable, slice_masks
-from simrun.scoring.gate.looks import _largest_level, look_level
-from simrun.scoring.gate.run_verdict import run_verdict
-from simrun.scoring.gate.sequential import sequential_gate, spent
-from simrun.scoring.gate.summary import GATE_CLASSES, Counts, summary_from_counts
-from simrun.scoring.settings import GateSection, ReleaseSection, SequentialSection
-from simrun.scoring.store import rates as R
+from simrun.scoring._settings import GateSection, ReleaseSection, SequentialSection
+from simrun.scoring.gate._compare import check_comparable, slice_masks
+from simrun.scoring.gate._looks import _largest_level, look_level
+from simrun.scoring.gate._run_verdict import run_verdict
+from simrun.scoring.gate._sequential import sequential_gate, spent
+from simrun.scoring.gate._summary import GATE_CLASSES, Counts, summary_from_counts
+from simrun.scoring.store import _rates as R
 
 CELLS = [(f"p{i}", f"g{j}") for i in range(3) for j in range(4)]
 RATES = {"dead_end": 0.15, "loop": 0.10, "goal_not_reached": 0.20}
@@ -45,7 +45,7 @@ def test_the_spending_adds_up_to_alpha_at_the_cap_and_spends_less_early_with_a_l
 def test_looking_every_round_without_the_spending_exceeds_alpha_and_the_sequential_gate_does_not():
     """The 'broken' sequential test: the fixed gate's own level at every look. With the minimum
     effect at 0 nothing passes, so every pair is looked at every round to the cap. The
-    sequential gate's exact levels (simrun.scoring.gate.looks) stay near alpha; the same pairs judged
+    sequential gate's exact levels (simrun.scoring.gate._looks) stay near alpha; the same pairs judged
     at alpha at every look alarm about three times as often. (600 such pairs at 1,000
     reassignments: exact levels 2.7%; benchmarks/gate_sequential.py measures the real matrix.)"""
     settings = GateSection(min_effect=0.0, min_effect_slice=0.0, permutations=1_000)
@@ -153,7 +153,7 @@ def test_looks_continue_from_the_previous_ones_and_agree_with_judging_afresh():
     seq = SequentialSection(max_rounds=4)
     rng = np.random.default_rng(9)
     base, cand = run(rng, "base", 6), run(rng, "cand", 4)
-    from simrun.scoring.gate.summary import first_repetitions
+    from simrun.scoring.gate._summary import first_repetitions
 
     first = sequential_gate(base, first_repetitions(cand, 2), settings, seq)
     later = sequential_gate(base, cand, settings, seq, previous=first)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from simrun.scoring.gate.critical import critical_value
-from simrun.scoring.gate.stats import (
+from simrun.scoring.gate._critical import critical_value
+from simrun.scoring.gate._stats import (
     Family,
     bonferroni,
     compare,
@@ -226,7 +226,7 @@ def test_detectable_rise_and_the_repetitions_advice_agree_and_shrink_with_size()
 
 
 def test_the_advice_s_binomial_draws_have_the_binomial_s_distribution():
-    from simrun.scoring.gate.critical import _binomial
+    from simrun.scoring.gate._critical import _binomial
 
     p = np.array([0.0, 0.004, 0.07, 0.5, 0.93, 1.0])
     for n in (1, 3, 12, 40):

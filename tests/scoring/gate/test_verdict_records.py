@@ -12,12 +12,12 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from simrun.scoring.gate.compare import gate_verdict
-from simrun.scoring.gate.run_verdict import RunVerdict, run_verdict
-from simrun.scoring.gate.verdict_lines import EXIT_CODES, REASONS, Kind, Line, Status
-from simrun.scoring.gate.verdict_text import junit_xml, markdown, verdict_document, verdict_json
-from simrun.scoring.pages.report import evidence_anchor
-from simrun.scoring.settings import ReleaseSection
+from simrun.scoring._settings import ReleaseSection
+from simrun.scoring.gate._compare import gate_verdict
+from simrun.scoring.gate._run_verdict import RunVerdict, run_verdict
+from simrun.scoring.gate._verdict_lines import EXIT_CODES, REASONS, Kind, Line, Status
+from simrun.scoring.gate._verdict_text import junit_xml, markdown, verdict_document, verdict_json
+from simrun.scoring.pages._report import evidence_anchor
 from tests.scoring.gate.test_run_verdict import BASE, SETTINGS, a_summary, clean_rates, every_status, items_of
 
 # Words that the renderers once looked for in a reason: a reworded line carries all of them.

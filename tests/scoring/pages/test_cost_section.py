@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from simrun.scoring.store.rates import significant
+from simrun.scoring.store._rates import significant
 
 
 @pytest.mark.parametrize(("amount", "shown"), [

@@ -14,21 +14,21 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.scoring.checks.scorer import ALL_CLASSES
-from simrun.scoring.dataset.files import load_dataset
-from simrun.scoring.errors import StoreError
-from simrun.scoring.gate.compare import gate_verdict
-from simrun.scoring.gate.run_verdict import verdict_of_run
-from simrun.scoring.gate.summary import summary_from_store
-from simrun.scoring.pages import dashboard as D
-from simrun.scoring.pages import verdicts as V
-from simrun.scoring.settings import Budgets, GateSection
-from simrun.scoring.store import rates as R
-from simrun.scoring.store.database import Store, reading
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.identity import GitState
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring._errors import StoreError
+from simrun.scoring._settings import Budgets, GateSection
+from simrun.scoring.checks._scorer import ALL_CLASSES
+from simrun.scoring.dataset._files import load_dataset
+from simrun.scoring.gate._compare import gate_verdict
+from simrun.scoring.gate._run_verdict import verdict_of_run
+from simrun.scoring.gate._summary import summary_from_store
+from simrun.scoring.pages import _dashboard as D
+from simrun.scoring.pages import _verdicts as V
+from simrun.scoring.store import _rates as R
+from simrun.scoring.store._database import Store, reading
+from simrun.simulator._identity import GitState
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.conftest import ROOT
 from tests.simulator.test_identity import Versioned
 

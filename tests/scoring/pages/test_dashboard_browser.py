@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring.pages.dashboard import build_dashboard
-from simrun.scoring.pages.report import build_report
-from simrun.scoring.store import rates as R
-from simrun.scoring.store.database import Store, reading
+from simrun.scoring.pages._dashboard import build_dashboard
+from simrun.scoring.pages._report import build_report
+from simrun.scoring.store import _rates as R
+from simrun.scoring.store._database import Store, reading
 from tests.conftest import ROOT
 from tests.fixtures.browser import open_page
 from tests.scoring.pages.test_dashboard import HOSTILE, SETTINGS, a_run, fewer_goals

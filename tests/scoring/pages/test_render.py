@@ -8,7 +8,7 @@ import tempfile
 
 from jinja2 import DictLoader, Environment
 
-from simrun.scoring.pages import render
+from simrun.scoring.pages import _render as render
 
 
 def _env(cache) -> Environment:

@@ -6,9 +6,9 @@ import html as html_lib
 import re
 from dataclasses import replace
 
-from simrun.scoring.checks.scorer import ALL_CLASSES
-from simrun.scoring.pages.report import build_report
-from simrun.scoring.store.database import Store
+from simrun.scoring.checks._scorer import ALL_CLASSES
+from simrun.scoring.pages._report import build_report
+from simrun.scoring.store._database import Store
 from tests.scoring.store.test_store import stored_run
 
 
@@ -54,7 +54,7 @@ def test_the_report_and_the_gate_always_agree(tmp_path, demo, monkeypatch):
 
     from typer.testing import CliRunner
 
-    from simrun.cli.main import app
+    from simrun.cli._main import app
     from tests.conftest import ROOT
 
     for name in ("personas", "goals"):
@@ -97,8 +97,8 @@ def test_charts_are_inline_svg_and_pass_k_is_shown(tmp_path, demo):
 
 
 def test_each_reason_of_the_verdict_links_the_evidence_behind_it():
-    from simrun.scoring.gate.verdict_lines import Kind, Line
-    from simrun.scoring.pages.report import evidence_anchor
+    from simrun.scoring.gate._verdict_lines import Kind, Line
+    from simrun.scoring.pages._report import evidence_anchor
 
     fired = ["dead_end", "audit_gap", "phantom_receipt"]
     gate = object()

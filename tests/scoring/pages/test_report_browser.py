@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring.pages.report import build_report
-from simrun.scoring.store.database import Store
+from simrun.scoring.pages._report import build_report
+from simrun.scoring.store._database import Store
 from tests.fixtures.browser import open_page
 from tests.scoring.store.test_store import stored_run
 
@@ -165,8 +165,8 @@ def test_the_listeners_hear_what_the_other_tests_say_is_absent(browser, tmp_path
 def changed_report(tmp_path_factory, demo) -> Path:
     """A candidate run that breaks what its baseline (the same seeds, no fault) did not, reported
     against it: the flipped conversations shown side by side."""
-    from simrun.scoring.gate.summary import summary_from_store
-    from simrun.scoring.settings import GateSection, ReleaseSection
+    from simrun.scoring._settings import GateSection, ReleaseSection
+    from simrun.scoring.gate._summary import summary_from_store
 
     tmp = tmp_path_factory.mktemp("changed-report")
     db = tmp / "s.duckdb"

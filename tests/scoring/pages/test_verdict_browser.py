@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import pytest
 
-from simrun.scoring.gate.run_verdict import verdict_of_run
-from simrun.scoring.gate.verdict_lines import Kind, Line, Status
-from simrun.scoring.pages.report import build_report
-from simrun.scoring.store.database import Store
+from simrun.scoring.gate._run_verdict import verdict_of_run
+from simrun.scoring.gate._verdict_lines import Kind, Line, Status
+from simrun.scoring.pages._report import build_report
+from simrun.scoring.store._database import Store
 from tests.fixtures.browser import open_page
 from tests.simulator.cli.test_verdict_cli import blessed, broken_goal, with_baseline
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binomtest
 
-from simrun.scoring.store import rates as R
+from simrun.scoring.store import _rates as R
 
 
 @pytest.mark.parametrize("confidence", [0.9, 0.95])

@@ -11,14 +11,14 @@ import pytest
 
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.dataset.files import load_model
-from simrun.scoring.dataset.models import Goal
-from simrun.scoring.gate.run_verdict import verdict_of_run
-from simrun.scoring.store.database import Store
-from simrun.scoring.store.seen import record_goal_problems, seen_in_run, stored_goal_problems
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring.dataset._files import load_model
+from simrun.scoring.dataset._models import Goal
+from simrun.scoring.gate._run_verdict import verdict_of_run
+from simrun.scoring.store._database import Store
+from simrun.scoring.store._seen import record_goal_problems, seen_in_run, stored_goal_problems
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.conftest import ROOT
 
 
@@ -108,7 +108,7 @@ def test_past_the_records_it_may_read_it_names_no_field_rather_than_guess(tripde
     # A store too big to read in full is not read in part: a field seen only in the unread part
     # would be named missing. Operations are still read.
     store, run_id = tripdesk_run
-    monkeypatch.setattr("simrun.scoring.store.seen.MOST_RECORDS", 2)
+    monkeypatch.setattr("simrun.scoring.store._seen.MOST_RECORDS", 2)
     seen = seen_in_run(store, run_id)
     assert seen.fields == {} and seen.types_of == {} and "rebook" in seen.operations
 

@@ -8,14 +8,14 @@ from decimal import Decimal
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.checks.scorer import score
-from simrun.scoring.errors import StoreError
-from simrun.scoring.store import rates as R
-from simrun.scoring.store.database import Store
-from simrun.scoring.store.migrations import MIGRATIONS
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring._errors import StoreError
+from simrun.scoring.checks._scorer import score
+from simrun.scoring.store import _rates as R
+from simrun.scoring.store._database import Store
+from simrun.scoring.store._migrations import MIGRATIONS
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 
 
 def stored_run(db, demo, **faults):
@@ -65,7 +65,7 @@ def test_a_conversation_is_written_whole_or_not_at_all(tmp_path, demo, clean_run
                          simrun_version="0", user_backend="scripted", runtime="x", seed=1,
                          repetitions=1, budget_usd=Decimal(0))
 
-        import simrun.scoring.store.database as module
+        import simrun.scoring.store._database as module
 
         real = module.insert_rows
 
@@ -113,7 +113,7 @@ def test_unknown_run_lists_recent_ones(tmp_path, demo):
 
 
 def test_the_loops_own_end_is_kept_so_rescoring_starts_from_it(tmp_path, demo):
-    from simrun.simulator.users.scripted import ScriptedUser as User
+    from simrun.simulator.users._scripted import ScriptedUser as User
 
     with Store(tmp_path / "s.duckdb") as store:
         run_id = asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), User(faults={"contradict_facts": 0.5},

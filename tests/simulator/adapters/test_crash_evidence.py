@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring.dataset.files import load_dataset
-from simrun.simulator.adapters.http import HttpRuntime
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.adapters.stdio import StdioRuntime
-from simrun.simulator.adapters.template import ChatRuntime
+from simrun.scoring.dataset._files import load_dataset
+from simrun.simulator.adapters._http import HttpRuntime
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.adapters._stdio import StdioRuntime
+from simrun.simulator.adapters._template import ChatRuntime
 from tests.conftest import ROOT
 from tests.fixtures.buggy_runtime import Buggy
 from tests.fixtures.processes import leftovers

@@ -19,10 +19,10 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.errors import RuntimeFault
-from simrun.scoring.storable import MAX_INT_DIGITS
-from simrun.simulator.adapters import base
-from simrun.simulator.adapters.python import _call
+from simrun.scoring._errors import RuntimeFault
+from simrun.scoring._storable import MAX_INT_DIGITS
+from simrun.simulator.adapters import _base as base
+from simrun.simulator.adapters._python import _call
 
 EXAMPLES = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -188,7 +188,7 @@ class _Counting:
 
 def test_optional_methods_are_looked_up_once_with_the_same_answers():
     from simrun.examples.tripdesk import TripDesk
-    from simrun.simulator.adapters.python import PythonRuntime
+    from simrun.simulator.adapters._python import PythonRuntime
 
     async def use(runtime):
         session = await runtime.start({"seed": 1, "persona": "p", "goal": "g", "setup": {"records": {}}})
@@ -202,7 +202,7 @@ def test_optional_methods_are_looked_up_once_with_the_same_answers():
 
 
 def test_guarded_answers_and_fails_as_it_did_through_call():
-    from simrun.simulator.adapters.python import guarded
+    from simrun.simulator.adapters._python import guarded
 
     async def old_guarded(what, fn, *args):       # at a6fe50d, less its traceback formatting
         try:

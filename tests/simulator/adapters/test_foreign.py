@@ -11,12 +11,12 @@ import pytest
 from aiohttp import web
 from opentelemetry import trace
 
-from simrun.scoring.dataset.models import Step
-from simrun.scoring.errors import ConfigError, RuntimeFault
-from simrun.scoring.settings import load_project
-from simrun.simulator.adapters.callable import CallableRuntime
-from simrun.simulator.adapters.template import ChatRuntime, TemplateRuntime, fill, pointer
-from simrun.simulator.users.scripted import asked_by_name
+from simrun.scoring._errors import ConfigError, RuntimeFault
+from simrun.scoring._settings import load_project
+from simrun.scoring.dataset._models import Step
+from simrun.simulator.adapters._callable import CallableRuntime
+from simrun.simulator.adapters._template import ChatRuntime, TemplateRuntime, fill, pointer
+from simrun.simulator.users._scripted import asked_by_name
 
 SEEN: list[tuple[list, dict, str | None]] = []   # what the functions below were given
 
@@ -97,9 +97,9 @@ def test_an_assistant_s_own_state_field_is_kept_as_it_gave_it_never_taken_for_th
     """Protocol 1's optional `state` (the store sent with a turn) is for runtimes that keep one:
     an assistant whose store simrun builds may answer with a field of that name for its own ends,
     which is neither checked as a store nor used as one."""
-    from simrun.simulator.conversation import Cell
-    from simrun.simulator.conversation import converse as loop
-    from simrun.simulator.users.scripted import ScriptedUser
+    from simrun.simulator._conversation import Cell
+    from simrun.simulator._conversation import converse as loop
+    from simrun.simulator.users._scripted import ScriptedUser
 
     results, state = converse(CallableRuntime(f"{__name__}:graph_agent"), "hello")
     assert results[0]["state"] == {"step": 3, "records": "not protocol 1's"} and state is None
@@ -224,7 +224,7 @@ def test_the_scripted_user_hears_an_argument_asked_for_by_name():
 
 
 def test_check_runtime_says_when_an_assistant_sends_no_span():
-    from simrun.simulator.conformance import check_runtime
+    from simrun.simulator._conformance import check_runtime
 
     report = asyncio.run(check_runtime(CallableRuntime(f"{__name__}:sync_agent", traces=True, trace_wait_s=0)))
     assert report.traces is not None and report.traces["spans"] == 0
@@ -247,7 +247,7 @@ def test_a_connection_the_server_may_have_closed_as_idle_is_never_used_again():
     at that moment is dropped unanswered, and would read as the runtime's fault. The server here
     makes that moment certain: a request that arrives on a connection idle for IDLE_S or more is
     dropped, as by a server whose timeout is IDLE_S (gunicorn's is 2 s, uvicorn's 5 s)."""
-    from simrun.simulator.adapters.base import KEEPALIVE_S
+    from simrun.simulator.adapters._base import KEEPALIVE_S
 
     idle_s = KEEPALIVE_S + 0.3
     dropped: list[float] = []

@@ -14,18 +14,18 @@ import httpx
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.dataset.files import load_dataset
-from simrun.scoring.store.database import Store
-from simrun.simulator.adapters.callable import CallableRuntime
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.adapters.spans import Tool
-from simrun.simulator.adapters.template import ChatRuntime
-from simrun.simulator.conformance import check_runtime
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.model import ModelUser
-from simrun.simulator.users.providers import OpenAIProvider
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring.dataset._files import load_dataset
+from simrun.scoring.store._database import Store
+from simrun.simulator._conformance import check_runtime
+from simrun.simulator._ledger import Ledger
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._callable import CallableRuntime
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.adapters._spans import Tool
+from simrun.simulator.adapters._template import ChatRuntime
+from simrun.simulator.users._model import ModelUser
+from simrun.simulator.users._providers import OpenAIProvider
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.conftest import ROOT
 from tests.fixtures import foreign_agent
 from tests.fixtures.minimal_runtime import OnlyReplies
@@ -141,7 +141,7 @@ def test_the_same_agent_over_an_openai_compatible_endpoint_with_a_model_user(tmp
 
 
 def _price():
-    from simrun.scoring.settings import Price
+    from simrun.scoring._settings import Price
 
     return Price(input_per_mtok=Decimal("1"), output_per_mtok=Decimal("1"))
 

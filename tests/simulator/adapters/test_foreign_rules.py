@@ -14,14 +14,14 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from simrun.scoring.dataset.models import Step
-from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
-from simrun.simulator.adapters import local_spans
-from simrun.simulator.adapters.callable import CallableRuntime
-from simrun.simulator.adapters.otlp import TraceReceiver
-from simrun.simulator.adapters.spans import Tool, TraceBook
-from simrun.simulator.adapters.template import fill
-from simrun.simulator.users.asked import asked_by_name
+from simrun.scoring._errors import RuntimeFault, RuntimeUnavailable
+from simrun.scoring.dataset._models import Step
+from simrun.simulator.adapters import _local_spans as local_spans
+from simrun.simulator.adapters._callable import CallableRuntime
+from simrun.simulator.adapters._otlp import TraceReceiver
+from simrun.simulator.adapters._spans import Tool, TraceBook
+from simrun.simulator.adapters._template import fill
+from simrun.simulator.users._asked import asked_by_name
 
 
 @pytest.mark.parametrize("said", ['a "quote", a line\nbreak, ü, {braces} and {session}', "{messages}", "{message}"])
@@ -151,7 +151,7 @@ def test_a_function_that_never_answers_is_a_timeout_of_its_conversation(function
 
 
 def test_a_write_span_without_its_arguments_names_no_record_and_is_counted():
-    from simrun.simulator.adapters.spans import Span
+    from simrun.simulator.adapters._spans import Span
 
     book = TraceBook({"add_note": Tool("ref")})
     trace_id = book.begin("s-1", 1).split("-")[1]

@@ -17,14 +17,14 @@ import duckdb
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.dataset.files import load_dataset
-from simrun.scoring.errors import RuntimeFault, RuntimeUnavailable
-from simrun.scoring.store.database import Store
-from simrun.simulator.adapters.http import HttpRuntime
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.adapters.stdio import StdioRuntime
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.scripted import ScriptedUser
+from simrun.scoring._errors import RuntimeFault, RuntimeUnavailable
+from simrun.scoring.dataset._files import load_dataset
+from simrun.scoring.store._database import Store
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._http import HttpRuntime
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.adapters._stdio import StdioRuntime
+from simrun.simulator.users._scripted import ScriptedUser
 from tests.conftest import ROOT
 from tests.fixtures.processes import leftovers, port_is_free
 
@@ -181,7 +181,7 @@ def test_a_protocol_that_is_not_a_number_is_named_as_the_runtime_s_mistake(proto
 
 def test_a_command_without_port_is_named_not_the_startup_timeout(monkeypatch):
     # The runtime listens on a port of its own: alive, but never on the port simrun chose.
-    monkeypatch.setattr("simrun.simulator.adapters.http.PORTLESS_WAIT_S", 0.5)
+    monkeypatch.setattr("simrun.simulator.adapters._http.PORTLESS_WAIT_S", 0.5)
     runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "0"], startup_timeout_s=30.0)
     started = time.monotonic()
     with pytest.raises(RuntimeUnavailable) as raised:
@@ -211,7 +211,7 @@ def test_a_runtime_that_will_not_start_says_why(tmp_path):
 def test_headers_come_from_the_environment_and_are_never_stored(project, monkeypatch):
     from typer.testing import CliRunner
 
-    from simrun.cli.main import app
+    from simrun.cli._main import app
 
     monkeypatch.chdir(project)
     secret = "s3cr3t-token-4f9a"
@@ -258,7 +258,7 @@ def test_a_started_command_gets_its_env_and_working_directory(tmp_path):
 def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
     from aiohttp import web
 
-    from simrun.scoring.errors import RuntimeFault
+    from simrun.scoring._errors import RuntimeFault
 
     seen = []
 
@@ -302,7 +302,7 @@ def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
 def test_conversations_a_dying_server_takes_down_with_it_are_marked_collateral(transport):
     """A's turn kills the started server; B, still talking to it, fails only because of A (and
     is marked collateral); C starts on a new server, where B's session no longer exists."""
-    from simrun.scoring.errors import RuntimeFault
+    from simrun.scoring._errors import RuntimeFault
 
     if transport == "http":
         runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}"], timeout_s=5.0)

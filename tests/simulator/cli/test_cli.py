@@ -13,8 +13,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from simrun.cli.main import app
-from simrun.scoring.store.database import Store
+from simrun.cli._main import app
+from simrun.scoring.store._database import Store
 from tests.conftest import ROOT
 
 
@@ -294,7 +294,7 @@ def test_the_ray_executor_without_its_extra_is_one_line_saying_what_to_install(p
     """Ray is an optional extra: without it, `--executor ray` stops before anything runs or is
     written, with the pip command to run (the import is made to fail, as on a machine without it)."""
     code = ("import sys; sys.modules['ray'] = None; sys.argv = ['simrun', '--user', 'scripted', '--executor', 'ray']; "
-            "from simrun.cli.main import main; main()")
+            "from simrun.cli._main import main; main()")
     result = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip().splitlines() == ["error: --executor: Ray is not installed; pip install 'simrun[ray]'"]

@@ -7,10 +7,10 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from simrun.cli.main import app
-from simrun.scoring.store.database import Store
-from simrun.scoring.store.model_calls import user_check
-from simrun.simulator.adapters.process import free_port
+from simrun.cli._main import app
+from simrun.scoring.store._database import Store
+from simrun.scoring.store._model_calls import user_check
+from simrun.simulator.adapters._process import free_port
 from tests.fixtures.model_api import FakeModelAPI, serve
 
 KEY = "sk-cli-planted-77aa"

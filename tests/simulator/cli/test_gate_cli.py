@@ -9,9 +9,9 @@ from xml.etree import ElementTree as ET
 
 import duckdb
 
-from simrun.cli.main import app
-from simrun.scoring.checks.scorer import SCORER_VERSION
-from simrun.scoring.gate.summary import GATE_CLASSES
+from simrun.cli._main import app
+from simrun.scoring.checks._scorer import SCORER_VERSION
+from simrun.scoring.gate._summary import GATE_CLASSES
 from tests.conftest import ROOT
 
 

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from simrun.cli.main import app
-from simrun.scoring.dataset.files import load_dataset
+from simrun.cli._main import app
+from simrun.scoring.dataset._files import load_dataset
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNTIME = f"{sys.executable} {ROOT / 'tests/fixtures/buggy_runtime.py'} http --port {{port}}"
@@ -121,9 +121,9 @@ def test_a_runtime_that_offers_nothing_gets_the_probe_goal_and_says_so(tmp_path)
 
 
 def test_in_a_terminal_init_asks_for_the_transport_and_the_command(tmp_path, monkeypatch):
-    import simrun.cli.start
+    import simrun.cli._start
 
-    monkeypatch.setattr(simrun.cli.start, "_terminal", lambda: True)
+    monkeypatch.setattr(simrun.cli._start, "_terminal", lambda: True)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["init", "--no-check"], input=f"http\n{RUNTIME}\n")
     assert result.exit_code == 0, result.output

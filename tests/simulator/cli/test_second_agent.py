@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from simrun.scoring.store.database import Store
+from simrun.scoring.store._database import Store
 from tests.conftest import ROOT
 
 CLINIC = ROOT / "tests" / "fixtures" / "clinic"
@@ -47,7 +47,7 @@ def judged(tmp_path_factory):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CLINIC_WRONG_RECORD": "0.2", "CLINIC_PLANTED_LOG": str(log)}
     for name in [n for n in env if n.startswith("OTEL_")]:
         del env[name]
-    done = subprocess.run([sys.executable, "-c", "from simrun.cli.main import main; main()"], cwd=folder, env=env,
+    done = subprocess.run([sys.executable, "-c", "from simrun.cli._main import main; main()"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=240)
     output = done.stdout + done.stderr
     assert "report:" in output, output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from simrun.cli.tables import WIDTH, fit, tokens
+from simrun.cli._tables import WIDTH, fit, tokens
 
 LONG = "openai:gpt-4.1-mini-2025-04-14-eu-west-deployment"
 

@@ -17,9 +17,9 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from simrun.scoring.gate.run_verdict import verdict_of_run
-from simrun.scoring.gate.verdict_text import junit_xml, verdict_json
-from simrun.scoring.store.database import Store
+from simrun.scoring.gate._run_verdict import verdict_of_run
+from simrun.scoring.gate._verdict_text import junit_xml, verdict_json
+from simrun.scoring.store._database import Store
 from tests.fixtures.stored_runs.capture import HERE, RUN
 from tests.simulator.cli.test_verdict_cli import broken_goal, with_baseline
 

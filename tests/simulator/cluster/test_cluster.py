@@ -8,9 +8,9 @@ import asyncio
 import time
 from decimal import Decimal
 
-from simrun.simulator.cluster.floats import FloatLedger
-from simrun.simulator.cluster.shared import FLOAT, Budget, LedgerLost, Rates, Report
-from simrun.simulator.ledger import Ledger
+from simrun.simulator._ledger import Ledger
+from simrun.simulator.cluster._floats import FloatLedger
+from simrun.simulator.cluster._shared import FLOAT, Budget, LedgerLost, Rates, Report
 
 
 def call(conversation: str, turn: int = 1) -> dict:

@@ -26,13 +26,13 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from simrun.cli.main import app
-from simrun.scoring.store import rates as R
-from simrun.scoring.store.database import Store
-from simrun.scoring.store.model_calls import spend
-from simrun.simulator import eventloop
-from simrun.simulator.adapters.process import free_port
-from simrun.simulator.project import execute, load_plan
+from simrun.cli._main import app
+from simrun.scoring.store import _rates as R
+from simrun.scoring.store._database import Store
+from simrun.scoring.store._model_calls import spend
+from simrun.simulator import _eventloop as eventloop
+from simrun.simulator._project import execute, load_plan
+from simrun.simulator.adapters._process import free_port
 from tests.conftest import ROOT
 from tests.fixtures.model_api import FakeModelAPI, serve
 
@@ -120,7 +120,7 @@ class FakeWorker:
     def remote(self, cells: list) -> Any:
         import concurrent.futures
 
-        from simrun.simulator.cluster.worker import Chunk
+        from simrun.simulator.cluster._worker import Chunk
 
         self.out += len(cells)
         self.most_out = max(self.most_out, self.out)
@@ -144,9 +144,9 @@ class FakeWorker:
 @pytest.mark.parametrize("slots, seconds, cells", [(200, 0.0005, 2000), (2, 0.1, 24)])
 def test_a_worker_s_slots_are_kept_full_with_chunks_of_about_half_a_second_and_no_more_cells_out(
         demo, slots, seconds, cells):
-    from simrun.simulator.cluster.executor import CHUNK_S, MAX_CHUNK, _Dispatch
-    from simrun.simulator.runner import matrix
-    from simrun.simulator.users.scripted import ScriptedUser
+    from simrun.simulator._runner import matrix
+    from simrun.simulator.cluster._executor import CHUNK_S, MAX_CHUNK, _Dispatch
+    from simrun.simulator.users._scripted import ScriptedUser
 
     stored: list[str] = []
 
@@ -220,7 +220,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_held_calls_count_as_spent
     plan = load_plan(user=USER, repetitions=2, concurrency=4, budget="1usd")
     with Store(project / "whole.duckdb") as store:
         eventloop.run(execute(plan, store))
-    from simrun.simulator.cluster.executor import RayExecutor
+    from simrun.simulator.cluster._executor import RayExecutor
 
     executor = RayExecutor(plan, workers=2)
     killed: list[int] = []
@@ -244,8 +244,8 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_held_calls_count_as_spent
 
 def test_a_cluster_that_breaks_ends_the_run_interrupted_and_the_same_command_finishes_it(cluster, project):
     plan = load_plan(config=project / "simrun.toml", repetitions=5)
-    from simrun.scoring.errors import ClusterLost
-    from simrun.simulator.cluster.executor import RayExecutor
+    from simrun.scoring._errors import ClusterLost
+    from simrun.simulator.cluster._executor import RayExecutor
 
     def break_the_budget(conversation) -> None:
         for name in ray.util.list_named_actors():
@@ -327,7 +327,7 @@ def test_the_rate_limit_holds_for_the_whole_cluster_measured_at_the_server(clust
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.chdir(project)
     plan = load_plan(user="openai:bench", repetitions=3, concurrency=8, budget="5usd")
-    from simrun.simulator.cluster.executor import RayExecutor
+    from simrun.simulator.cluster._executor import RayExecutor
 
     async def a_window() -> None:
         store = Store(project / "rate.duckdb")
@@ -362,7 +362,7 @@ def test_a_run_cancelled_while_the_driver_takes_the_cluster_s_records_stores_eve
     cancelled just after the actor handed a take over (the answer on its way, the records no
     longer the actor's) still stores every call its spend counts. Made to happen, not waited
     for: the run is cancelled exactly when the first take that brings records is answered."""
-    from simrun.simulator.cluster import executor as ray_executor
+    from simrun.simulator.cluster import _executor as ray_executor
 
     monkeypatch.chdir(keep(project, *SMALL))
     plan = load_plan(user=USER, repetitions=2, concurrency=4, budget="1usd")

@@ -11,9 +11,9 @@ import math
 import random
 import re
 
-from simrun.scoring.dataset.files import Dataset
-from simrun.simulator.users import manners as m
-from simrun.simulator.users.manners import COMPLAINTS, WORDY_CLOSERS, WORDY_OPENERS
+from simrun.scoring.dataset._files import Dataset
+from simrun.simulator.users import _manners as m
+from simrun.simulator.users._manners import COMPLAINTS, WORDY_CLOSERS, WORDY_OPENERS
 from tests.conftest import run_demo
 
 

@@ -12,22 +12,22 @@ import httpx2
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.dataset.files import Dataset, canonical_json
-from simrun.scoring.errors import ConfigError
-from simrun.scoring.pages.report import build_report
-from simrun.scoring.settings import Budgets, Price
-from simrun.scoring.store import rates as R
-from simrun.scoring.store.database import Store
-from simrun.scoring.store.model_calls import replay_answers, spend
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.plan import estimate
-from simrun.simulator.pricing import Usage, cost, price_for, worst_case
-from simrun.simulator.retry import RetryPolicy
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.model import ModelUser, ReplayCache
-from simrun.simulator.users.prompt import OPENING, action_schema, stable_prefix
-from simrun.simulator.users.providers import AnthropicProvider, OpenAIProvider
+from simrun.scoring._errors import ConfigError
+from simrun.scoring._settings import Budgets, Price
+from simrun.scoring.dataset._files import Dataset, canonical_json
+from simrun.scoring.pages._report import build_report
+from simrun.scoring.store import _rates as R
+from simrun.scoring.store._database import Store
+from simrun.scoring.store._model_calls import replay_answers, spend
+from simrun.simulator._ledger import Ledger
+from simrun.simulator._plan import estimate
+from simrun.simulator._pricing import Usage, cost, price_for, worst_case
+from simrun.simulator._retry import RetryPolicy
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._model import ModelUser, ReplayCache
+from simrun.simulator.users._prompt import OPENING, action_schema, stable_prefix
+from simrun.simulator.users._providers import AnthropicProvider, OpenAIProvider
 from tests.conftest import PLANTED_KEY as KEY
 from tests.fixtures.model_api import FakeModelAPI
 
@@ -161,8 +161,8 @@ def test_without_a_client_given_the_sdks_use_their_aiohttp_transport(kind):
     provider_cls, _ = PROVIDERS[kind]
     if kind == "openai":
         # OpenAI-compatible calls go through simrun's light client, on simrun's lean HTTP/1.1
-        # pool (simulator/http1.py); the SDK's client, kept for comparison, still uses aiohttp.
-        from simrun.simulator.http1 import Pool
+        # pool (simulator/_http1.py); the SDK's client, kept for comparison, still uses aiohttp.
+        from simrun.simulator._http1 import Pool
 
         assert isinstance(provider_cls("m").client._pool, Pool)
         assert isinstance(provider_cls("m", client="sdk").client._client, openai.DefaultAioHttpClient)
@@ -268,7 +268,7 @@ def test_a_planted_key_lands_in_no_byte_of_the_store_report_or_logs(tmp_path, de
 
 
 def test_a_model_backend_without_its_key_or_price_refuses_to_start(monkeypatch):
-    from simrun.simulator.users.base import make_user
+    from simrun.simulator.users._base import make_user
 
     budgets = Budgets(prices={"openai:m": PRICE})
     monkeypatch.delenv("OPENAI_API_KEY")
@@ -350,7 +350,7 @@ def test_simulator_faults_in_model_output_are_caught_by_code(demo, kind, policy,
 
 
 def test_every_manner_is_honoured_through_the_prompt(demo):
-    from simrun.simulator.users.prompt import MANNER_PROMPTS, stable_prefix
+    from simrun.simulator.users._prompt import MANNER_PROMPTS, stable_prefix
 
     for persona in demo.personas:
         prefix = stable_prefix(persona, demo.goal("new-trip-full"))
@@ -400,7 +400,7 @@ def test_a_request_s_key_is_the_hash_of_earlier_runs_though_its_json_is_made_onc
     same text, so the same key, as hashing the whole again (a run stored before still replays)."""
     import hashlib
 
-    from simrun.simulator.users.model import key_around, request_key
+    from simrun.simulator.users._model import key_around, request_key
 
     for identity in ({"persona": "plain-paula", "goal": "cancel-trip", "seed": 1714395345, "repetition": 2},
                      {"persona": "a\u0000b", "goal": "r", "seed": 0, "repetition": 0, "zz": [None]}):

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from simrun.scoring.dataset.models import Goal, Persona
-from simrun.scoring.transcript import TurnRecord
-from simrun.simulator.users.scripted import ScriptedUser, _confirm_action
+from simrun.scoring._transcript import TurnRecord
+from simrun.scoring.dataset._models import Goal, Persona
+from simrun.simulator.users._scripted import ScriptedUser, _confirm_action
 
 PAULA = Persona(id="plain-paula", name="Paula")
 TYPIST = Persona(id="typist", name="Typist", manners={"typos": 1.0, "complains": 1.0, "terse": 1.0})

@@ -13,17 +13,17 @@ import httpx2
 import pytest
 
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring.errors import UserModelUnavailable
-from simrun.scoring.store.database import Store
-from simrun.scoring.transcript import NOT_THE_RUNTIME
-from simrun.simulator.adapters.process import free_port
-from simrun.simulator.adapters.python import PythonRuntime
-from simrun.simulator.ledger import Ledger
-from simrun.simulator.retry import RetryPolicy
-from simrun.simulator.runner import run_matrix
-from simrun.simulator.users.model import ModelUser
-from simrun.simulator.users.prompt import REPAIR
-from simrun.simulator.users.providers import AnthropicProvider, OpenAIProvider
+from simrun.scoring._errors import UserModelUnavailable
+from simrun.scoring._transcript import NOT_THE_RUNTIME
+from simrun.scoring.store._database import Store
+from simrun.simulator._ledger import Ledger
+from simrun.simulator._retry import RetryPolicy
+from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters._process import free_port
+from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.users._model import ModelUser
+from simrun.simulator.users._prompt import REPAIR
+from simrun.simulator.users._providers import AnthropicProvider, OpenAIProvider
 from tests.fixtures.model_api import FakeModelAPI, serve
 from tests.simulator.users.test_model_users import PRICE, small
 
@@ -116,7 +116,7 @@ def test_the_answer_schema_offers_the_goals_step_ids_in_every_form(demo):
 
 
 def test_a_probe_step_is_named_as_a_probe_in_the_prompt(demo):
-    from simrun.simulator.users.prompt import stable_prefix
+    from simrun.simulator.users._prompt import stable_prefix
 
     goal = demo.goal("passport-refusal")
     probes = [goal.step_id(i) for i, s in enumerate(goal.steps) if s.expect == "refusal"]

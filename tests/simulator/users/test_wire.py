@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from simrun.scoring.dataset.files import canonical_json
-from simrun.simulator.adapters.process import free_port
-from simrun.simulator.retry import retry_after, server_message, should_retry
-from simrun.simulator.users.providers import OpenAIProvider
+from simrun.scoring.dataset._files import canonical_json
+from simrun.simulator._retry import retry_after, server_message, should_retry
+from simrun.simulator.adapters._process import free_port
+from simrun.simulator.users._providers import OpenAIProvider
 from tests.fixtures.model_api import FakeModelAPI, serve
 
 KEY = "sk-wire-test-0123456789"

@@ -1,0 +1,75 @@
+"""Scoring one conversation: every class and guarantee of CLASSES.md, as pure functions.
+
+No I/O, no model calls: the same transcript always gives the same scorecard, which is what
+lets a stored run be rescored later and compared across scorer versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from simrun.scoring import _secrets as secrets
+from simrun.scoring._classes import ALL_CLASSES as ALL_CLASSES
+from simrun.scoring._classes import GUARANTEES as GUARANTEES
+from simrun.scoring._classes import PROGRESS_CLASSES as PROGRESS_CLASSES
+from simrun.scoring._transcript import CheckResult, Scorecard, Transcript
+from simrun.scoring.checks._goal import goal_status
+from simrun.scoring.checks._guarantees import GUARANTEE_CHECKS
+from simrun.scoring.checks._progress import PROGRESS_CHECKS
+from simrun.scoring.checks._simulated_user import UserFault, simulator_error
+from simrun.scoring.dataset import Goal, Persona
+
+# ALL_CLASSES, GUARANTEES and PROGRESS_CLASSES, imported above: the classes' names live at the
+# bottom layer (simrun.scoring._classes), where the settings name them too, and the judge exports
+# them as its own (tests/scoring/test_classes.py holds its checks to exactly these names).
+
+# Bump when a check's meaning changes: runs scored by different versions are not compared.
+SCORER_VERSION = "3"
+
+
+def score(transcript: Transcript, goal: Goal, persona: Persona,
+          user_faults: Sequence[UserFault | None] | None = None,
+          goal_seen: tuple[int, dict[str, Any] | None, tuple[bool | None, str]] | None = None) -> Scorecard:
+    """`user_faults`: the conversation loop's `user_turn_fault` of each turn, not worked out again.
+    `goal_seen`: the loop's last `goal_status` (how many turns, the store it read, its answer),
+    used when it read this transcript's turns and final store, not worked out again."""
+    if goal_seen is not None and goal_seen[0] == len(transcript.turns) and goal_seen[1] is transcript.final_state:
+        # The same turns (the loop only appends) and the very same store: the same answer.
+        reached, why = goal_seen[2]
+    else:
+        reached, why = goal_status(goal, transcript, transcript.final_state)
+    checks: dict[str, CheckResult] = {}
+    failed: list[str] = []
+    for name, check in {**PROGRESS_CHECKS, **GUARANTEE_CHECKS}.items():
+        checks[name] = _guarded(name, failed, check, transcript, goal, persona)
+    checks["simulator_error"] = _guarded("simulator_error", failed, simulator_error, transcript, goal, persona,
+                                         reached, user_faults)
+    if failed:
+        why += "; UNVERIFIABLE, the check failed on this transcript: " + "; ".join(failed)
+    end = transcript.end
+    # A user that broke its brief taints the conversation, however it ended, unless the runtime
+    # failed first (that stays the runtime's). The loop catches most such faults at once; a few
+    # (a contradiction never corrected) show only over the whole transcript.
+    if checks["simulator_error"].findings and end not in ("runtime_error", "provider_error", "budget_cut"):
+        end = "simulator_error"
+    return Scorecard(goal_reached=reached, goal_detail=why, turns=len(transcript.turns),
+                     end=end, checks=checks)
+
+
+def _guarded(name: str, failed: list[str], check: Callable[..., CheckResult], transcript: Transcript,
+             *args: Any) -> CheckResult:
+    """A check that cannot read a transcript (a shape no test foresaw) makes its class
+    UNVERIFIABLE for this conversation, never a pass, and says so; the other checks still run."""
+    try:
+        return check(transcript, *args)
+    except Exception as exc:
+        failed.append(f"{name}: {type(exc).__name__}: {secrets.cut(str(exc), 200)}")
+        return CheckResult(name, unverifiable_turns=max(1, len(transcript.turns)),
+                           reason=f"the check failed on this transcript: {type(exc).__name__}")
+
+
+def kind_of(cls: str) -> str:
+    if cls == "simulator_error":
+        return "simulator"
+    return "guarantee" if cls in GUARANTEE_CHECKS else "progress"

@@ -1,0 +1,299 @@
+"""Run summaries: per-cell counts of every class, the only thing the gate compares.
+
+A summary comes from a stored run, from conversations scored in process (the calibration
+benchmark), or from a blessed baseline file (`simrun.scoring.gate._baseline`). Besides the counts, a
+summary keeps per cell the repetitions where each class fired (and those where it was not
+scored), so that the gate can name the conversations that flipped.
+
+A summary may come from a file the pull request it judges wrote, so `validate_summary` checks
+it: every count fits in the cell's repetitions, and the repetitions agree with the counts. A
+summary never holds a transcript: it is counts, the dataset hash and the scorer version, which
+is all a verdict needs and all two runs must agree on to be compared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from simrun.scoring._errors import BaselineError, StoreError
+from simrun.scoring._input_files import printable
+from simrun.scoring._transcript import NOT_THE_RUNTIME, Scorecard
+from simrun.scoring.checks import ALL_CLASSES, GUARANTEES, SCORER_VERSION, kind_of
+from simrun.scoring.dataset import canonical_json
+from simrun.scoring.store import Store, checked_run_id
+from simrun.scoring.store import rates as R
+
+GATE_CLASSES = (*ALL_CLASSES, *R.OUTCOME_CLASSES)   # every class the gate counts
+# Those it tests by statistics; guarantees are decided by the zero rule (`simrun.scoring.gate._compare`).
+TESTED = tuple(c for c in GATE_CLASSES if c not in GUARANTEES)
+
+
+@dataclass(frozen=True)
+class Counts:
+    fired: int              # conversations where the class fired
+    scored: int             # conversations where it could be decided (fired or clean)
+    unverifiable: int       # conversations where the evidence was missing
+
+    @property
+    def rate(self) -> float | None:
+        return self.fired / self.scored if self.scored else None
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.fired + other.fired, self.scored + other.scored,
+                      self.unverifiable + other.unverifiable)
+
+    def __str__(self) -> str:
+        return f"{self.fired}/{self.scored}"
+
+
+ZERO = Counts(0, 0, 0)
+Cell = tuple[str, str]      # (persona, goal)
+
+
+@dataclass(frozen=True)
+class CellRepetitions:
+    """Which repetitions of one cell a run holds, and each class's status in them."""
+
+    held: frozenset[int]
+    fired: Mapping[str, frozenset[int]]         # class -> repetitions where it fired
+    unscored: Mapping[str, frozenset[int]]      # class -> repetitions where it was not scored
+    ids: Mapping[int, str] = field(default_factory=dict)   # only where not "persona/goal/repetition"
+
+    def clean(self, cls: str) -> frozenset[int]:
+        return self.held - self.fired.get(cls, frozenset()) - self.unscored.get(cls, frozenset())
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    dataset_hash: str
+    scorer_version: str
+    repetitions: int
+    cells: Mapping[Cell, Mapping[str, Counts]]
+    source: str             # where it came from, for messages: a file, or a run in a database
+    # Per cell, the repetitions behind the counts; None when the source does not say (a
+    # baseline file of format 1, a run whose conversations share repetition numbers).
+    repetitions_held: Mapping[Cell, CellRepetitions] | None = None
+    why_no_repetitions: str = ""
+    # "persona:<id>" / "goal:<id>" -> content hash: what tells which cells two datasets share
+    # (`simrun.scoring.gate._sharing`); None for a baseline file that kept only the dataset hash.
+    items: Mapping[str, str] | None = None
+
+    def total(self, cls: str) -> Counts:
+        out = ZERO
+        for counts in self.cells.values():
+            out = out + counts.get(cls, ZERO)
+        return out
+
+    @property
+    def personas(self) -> list[str]:
+        return sorted({p for p, _ in self.cells})
+
+    @property
+    def goals(self) -> list[str]:
+        return sorted({g for _, g in self.cells})
+
+    def conversation_id(self, cell: Cell, repetition: int) -> str:
+        ids = self.repetitions_held[cell].ids if self.repetitions_held and cell in self.repetitions_held else {}
+        return ids.get(repetition, f"{cell[0]}/{cell[1]}/{repetition}")
+
+
+def conversations_in(counts: Mapping[str, Counts]) -> int:
+    """A cell's conversations: guarantees are counted in every one, so any of them counts them all."""
+    probe = counts[ALL_CLASSES[-1]]
+    return probe.scored + probe.unverifiable
+
+
+# --- building ---------------------------------------------------------------------------------
+
+def summary_from_store(store: Store, run: str | None) -> RunSummary:
+    row = store.run(run)
+    source = f"run {row['run_id']} in {store.path}"
+    try:
+        run_id = checked_run_id(row["run_id"], str(store.path))
+    except StoreError as exc:
+        raise BaselineError(str(exc)) from None
+    counts = R.cell_counts(store, run_id)
+    cells = {cell: {cls: Counts(*counts[cell].get(cls, (0, 0, 0))) for cls in GATE_CLASSES}
+             for cell in sorted(counts)}
+    held, why = _repetitions_from_rows(R.cell_repetitions(store, run_id))
+    summary = RunSummary(run_id, row["dataset_hash"], row["scorer_version"], int(row["repetitions"]),
+                         cells, source, held, why, _items_of(row.get("dataset"), row["dataset_hash"]))
+    validate_summary(summary)
+    return summary
+
+
+def _repetitions_from_rows(rows) -> tuple[dict[Cell, CellRepetitions] | None, str]:
+    held: dict[Cell, set[int]] = {}
+    statuses: dict[Cell, dict[str, dict[str, set[int]]]] = {}
+    ids: dict[Cell, dict[int, str]] = {}
+    for persona, goal, rep, cid, cls, status in rows:
+        cell = (persona, goal)
+        if cls is None:
+            if rep in held.setdefault(cell, set()):
+                return None, (f"its cell {persona}/{goal} holds repetition {rep} twice (imported conversations?), "
+                              "so a conversation is not known by its cell and repetition")
+            held[cell].add(rep)
+            if cid != f"{persona}/{goal}/{rep}":
+                ids.setdefault(cell, {})[rep] = cid
+        elif cls in GATE_CLASSES:
+            statuses.setdefault(cell, {}).setdefault(status, {}).setdefault(cls, set()).add(rep)
+    return {cell: CellRepetitions(frozenset(reps),
+                                  {c: frozenset(r) for c, r in statuses.get(cell, {}).get("fired", {}).items()},
+                                  {c: frozenset(r) for c, r in statuses.get(cell, {}).get("unscored", {}).items()},
+                                  ids.get(cell, {}))
+            for cell, reps in sorted(held.items())}, ""
+
+
+def scorecard_counts(scorecard: Scorecard) -> dict[str, Counts]:
+    """One conversation's contribution to its cell, by the rules of `simrun.scoring.store._rates`."""
+    counted = scorecard.end not in NOT_THE_RUNTIME
+    out: dict[str, Counts] = {}
+    for cls in ALL_CLASSES:
+        check = scorecard.checks.get(cls)
+        # Progress rates leave out conversations that are not the runtime's doing.
+        if check is None or (not counted and kind_of(cls) == "progress"):
+            out[cls] = ZERO
+            continue
+        status = check.status
+        out[cls] = Counts(int(status == "fired"), int(status != "unverifiable"), int(status == "unverifiable"))
+    if counted:
+        out["runtime_error"] = Counts(int(scorecard.end == "runtime_error"), 1, 0)
+        reached = scorecard.goal_reached
+        out["goal_not_reached"] = Counts(int(reached is False), int(reached is not None), int(reached is None))
+    else:
+        out["runtime_error"] = out["goal_not_reached"] = ZERO
+    return out
+
+
+def summary_from_scorecards(run_id: str, dataset_hash: str, repetitions: int,
+                            scored: Iterable[tuple[str, str, int, Scorecard]],
+                            scorer_version: str = SCORER_VERSION, items: Mapping[str, str] | None = None) -> RunSummary:
+    """A summary of conversations scored in process: (persona, goal, repetition, scorecard) each."""
+    return summary_from_counts(run_id, dataset_hash, repetitions,
+                               [(p, g, r, scorecard_counts(card)) for p, g, r, card in scored], scorer_version,
+                               items)
+
+
+def summary_from_counts(run_id: str, dataset_hash: str, repetitions: int,
+                        conversations: Iterable[tuple[str, str, int, Mapping[str, Counts]]],
+                        scorer_version: str = SCORER_VERSION, items: Mapping[str, str] | None = None) -> RunSummary:
+    """A summary of conversations given as (persona, goal, repetition, `scorecard_counts`) each."""
+    cells: dict[Cell, dict[str, Counts]] = {}
+    rows: list[tuple[str, str, int, str, str | None, str]] = []     # as _repetitions_from_rows reads them
+    for persona, goal, rep, counts in conversations:
+        cell = cells.setdefault((persona, goal), {cls: ZERO for cls in GATE_CLASSES})
+        cid = f"{persona}/{goal}/{rep}"
+        rows.append((persona, goal, rep, cid, None, "held"))
+        for cls, add in counts.items():
+            cell[cls] = cell[cls] + add
+            if add.fired or not add.scored:
+                rows.append((persona, goal, rep, cid, cls, "fired" if add.fired else "unscored"))
+    held, why = _repetitions_from_rows(rows)
+    return RunSummary(run_id, dataset_hash, scorer_version, repetitions, {c: cells[c] for c in sorted(cells)},
+                      f"run {run_id} (in process)", held, why, items)
+
+
+def first_repetitions(summary: RunSummary, n: int) -> RunSummary:
+    """The summary of the run's first `n` repetitions of every cell (what a sequential gate's
+    look sees after its rounds so far). Needs the repetitions held."""
+    if summary.repetitions_held is None:
+        raise StoreError(f"{summary.source}: it does not say which repetition fired what "
+                         f"({summary.why_no_repetitions})")
+    cells, held = {}, {}
+    for cell, reps in summary.repetitions_held.items():
+        kept = frozenset(r for r in reps.held if r < n)
+        fired = {c: r & kept for c, r in reps.fired.items()}
+        unscored = {c: r & kept for c, r in reps.unscored.items()}
+        counts = {}
+        gone = len(reps.held - kept)
+        for cls, whole in summary.cells[cell].items():
+            # Unverifiable conversations are among the unscored ones (the rest were not counted):
+            # a cut cell keeps at most as many as it has unscored.
+            f, u = len(fired.get(cls, ())), len(unscored.get(cls, ()))
+            scored = len(kept) - u
+            unverifiable = min(whole.unverifiable, u) if gone else whole.unverifiable
+            counts[cls] = Counts(f, scored, unverifiable)
+        cells[cell] = counts
+        held[cell] = CellRepetitions(kept, fired, unscored, {r: i for r, i in reps.ids.items() if r < n})
+    return dataclasses.replace(summary, repetitions=max(1, min(n, summary.repetitions)), cells=cells,
+                               repetitions_held=held)
+
+
+def validate_summary(summary: RunSummary) -> None:
+    """Every count fits in its cell, every cell in the repetitions, and the repetitions agree
+    with the counts. A summary that breaks any of these was not written by simrun."""
+    where = summary.source
+    if summary.items is not None:
+        _validate_items(summary)
+    for (persona, goal), counts in summary.cells.items():
+        key = f"{persona}/{goal}"
+        if set(counts) != set(GATE_CLASSES):
+            missing, extra = sorted(set(GATE_CLASSES) - set(counts)), sorted(set(counts) - set(GATE_CLASSES))
+            raise BaselineError(f"{where}: cell {key} does not count every class the scorer knows "
+                                f"(missing {missing}, unknown {printable(extra)})")
+        held = conversations_in(counts)
+        if held > summary.repetitions:
+            raise BaselineError(f"{where}: cell {key} holds {held} conversations, more than the run's "
+                                f"{summary.repetitions} repetitions")
+        for cls, c in counts.items():
+            if min(c.fired, c.scored, c.unverifiable) < 0:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: a negative count")
+            if c.fired > c.scored:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: fired {c.fired} > scored {c.scored}")
+            if c.scored + c.unverifiable > held:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: {c.scored} scored + {c.unverifiable} "
+                                    f"UNVERIFIABLE conversations, more than the cell's {held} (of "
+                                    f"{summary.repetitions} repetitions)")
+    if summary.repetitions_held is None:
+        return
+    if set(summary.repetitions_held) != set(summary.cells):
+        raise BaselineError(f"{where}: the repetitions are not given for the same cells as the counts")
+    for cell, reps in summary.repetitions_held.items():
+        key, counts = f"{cell[0]}/{cell[1]}", summary.cells[cell]
+        if any(not 0 <= r < summary.repetitions for r in reps.held) or len(reps.held) != conversations_in(counts):
+            raise BaselineError(f"{where}: cell {key}: repetitions {sorted(reps.held)[:20]} do not match its "
+                                f"{conversations_in(counts)} conversations of {summary.repetitions} repetitions")
+        for cls in set(reps.fired) | set(reps.unscored):
+            if cls not in GATE_CLASSES:
+                raise BaselineError(f"{where}: cell {key}: unknown class {printable(cls)} in its repetitions")
+        for cls, c in counts.items():
+            fired, unscored = reps.fired.get(cls, frozenset()), reps.unscored.get(cls, frozenset())
+            if not fired | unscored <= reps.held or fired & unscored:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: repetitions outside the cell's, or both "
+                                    "fired and not scored")
+            if len(fired) != c.fired or len(reps.held) - len(unscored) != c.scored:
+                raise BaselineError(f"{where}: cell {key}, class {cls}: the repetitions ({len(fired)} fired, "
+                                    f"{len(reps.held) - len(unscored)} scored) disagree with the counts "
+                                    f"({c.fired} fired, {c.scored} scored)")
+
+
+def _items_hash(items: Mapping[str, str]) -> str:
+    return hashlib.sha256(canonical_json(dict(sorted(items.items()))).encode()).hexdigest()[:16]
+
+
+def _items_of(stored, dataset_hash: str) -> dict[str, str] | None:
+    """A stored run's persona and goal hashes, if they are those its dataset hash was made of (a
+    run written by hand, or damaged, is gated as a baseline of format 2 would gate it)."""
+    if not isinstance(stored, dict) or not stored or any(not isinstance(v, str) for v in stored.values()):
+        return None
+    return dict(stored) if _items_hash(stored) == dataset_hash else None
+
+
+def _validate_items(summary: RunSummary) -> None:
+    """The content hashes must be those the dataset hash was made of, and name every cell's
+    persona and goal: a baseline cannot claim a cell is unchanged that its hash does not cover."""
+    where, items = summary.source, summary.items
+    if items is None:               # a summary that keeps only its dataset hash: nothing to check here
+        return
+    if any(not isinstance(k, str) or not isinstance(v, str) for k, v in items.items()):
+        raise BaselineError(f"{where}: the persona and goal hashes are not all text")
+    if _items_hash(items) != summary.dataset_hash:
+        raise BaselineError(f"{where}: the persona and goal hashes do not make its dataset hash "
+                            f"{summary.dataset_hash}")
+    for persona, goal in summary.cells:
+        if f"persona:{persona}" not in items or f"goal:{goal}" not in items:
+            raise BaselineError(f"{where}: cell {persona}/{goal} has no hash for its persona or goal")

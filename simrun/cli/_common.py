@@ -1,0 +1,264 @@
+"""What the `simrun` commands share: the console, one-line errors, and the common options."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import IO, Any, cast
+
+import typer
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+from rich.table import Table
+from rich.text import Text
+
+from simrun.scoring import ConfigError, SimrunError, escaped, redact, register_header
+from simrun.scoring.gate import GateResult, RunVerdict, Sequential, Status, competence, pct
+from simrun.scoring.gate import text as T
+from simrun.scoring.gate import verdict_text as V
+from simrun.scoring.store import Store
+
+
+class ClosableStdout:
+    """Standard output whose reader may go away (`simrun | head`). What can no longer be written
+    is dropped and the run goes on: its outcome, its store and its exit status do not depend on
+    who reads its output."""
+
+    def __init__(self) -> None:
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                sys.stdout.write(redact(text))
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.gone = True
+        # The interpreter flushes stdout again at exit; pointed at /dev/null, that flush is quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+    def isatty(self) -> bool:
+        return sys.stdout.isatty()
+
+    def fileno(self) -> int:
+        return sys.stdout.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return sys.stdout.encoding
+
+
+class TextOnlyConsole(Console):
+    """The one console every command prints through, and the one boundary for what it prints:
+    whatever the text came from (a runtime's reply, a store, a file), its escape and control
+    sequences, bidi and zero-width characters are shown escaped (`simrun.scoring._untrusted_text`), and
+    Rich markup is read from no text unless a call asks for it (`markup=False` by default). Rich's
+    own styling is untouched: it is added after, to the segments this yields."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        # Escaped before Rich measures it, so that a table sizes its columns to what is shown.
+        return super().render_str(escaped(text), **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        # Text built elsewhere (rich.text.Text) reaches here unescaped: the last line of defence.
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment
+            else:
+                yield Segment(escaped(segment.text), segment.style, segment.control)
+
+
+def _console(**options: Any) -> Console:
+    # ClosableStdout is the file-like object Rich writes to (write, flush, isatty, fileno, encoding).
+    return TextOnlyConsole(file=cast(IO[str], ClosableStdout()), markup=False, emoji=False, **options)
+
+
+out = _console()
+if not out.is_terminal:
+    out = _console(width=120)   # CI logs: keep class names whole
+
+
+def err_line(text: str) -> None:
+    # One line, never wrapped: editors and CI annotations jump to "file:line". Escaped as the
+    # console's text is: an error may quote a file's name or a runtime's words.
+    typer.secho(escaped(redact(text), keep=""), err=True, fg="red", bold=True)
+
+
+def say(text: str) -> None:
+    """A line that may quote a server's words: printed as it is, never read as markup."""
+    out.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def fail(exc: SimrunError) -> None:
+    err_line(f"error: {exc}")
+    raise typer.Exit(2)
+
+
+CONFIG = typer.Option(None, "--config", help="Project file (default: ./simrun.toml if there is one).")
+BUDGETS = typer.Option(None, "--budgets", help="Prices, default budget and gate thresholds (default: ./budgets.toml).")
+DB = typer.Option(None, "--db", help="DuckDB file (default: run.db of simrun.toml, else simrun.duckdb).")
+PERSONAS = typer.Option(None, "--personas", help="Folder of persona YAML files.")
+TRANSPORT = typer.Option(None, "--transport", help="python, http or stdio (over simrun.toml's runtime.transport).")
+URL = typer.Option(None, "--url", help="http: the base URL of a running runtime.")
+RUNTIME_COMMAND = typer.Option(None, "--runtime-command", help="http or stdio: the command that starts the runtime.")
+TIMEOUT = typer.Option(None, "--timeout", help="Seconds one runtime request may take (at most 86,400).")
+HEADER = typer.Option(None, "--header", help="http: NAME=VALUE request header; ${VAR} is read from the environment.")
+GOALS = typer.Option(None, "--goals", help="Folder of goal YAML files.")
+EXECUTOR = typer.Option(None, "--executor", help="in-process (default), or ray: the conversations on the "
+                        "workers of a Ray cluster (pip install 'simrun[ray]').")
+RAY_ADDRESS = typer.Option(None, "--ray-address", help="ray: the cluster to join (default auto: the one running "
+                           "on this machine, else a new one on its cores; local: always a new one).")
+RAY_WORKERS = typer.Option(None, "--ray-workers", help="ray: workers to start (default: one per CPU of the cluster).")
+
+
+
+def runtime_flags(transport: str | None, url: str | None, command: str | None, timeout: float | None,
+                  headers: list[str] | None) -> dict[str, Any]:
+    """Runtime settings given as flags, over simrun.toml's [runtime]."""
+    flags: dict[str, Any] = {}
+    if transport:
+        flags["transport"] = transport
+    if url:
+        flags |= {"url": url, "command": None, "transport": transport or "http"}
+    if command:
+        flags |= {"command": command, "url": None}
+    if timeout is not None:
+        flags["timeout_s"] = timeout
+    for item in headers or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{name.strip() or item[:20]!r}...: write a header as NAME=VALUE (VALUE may use "
+                              "${VAR})", field="--header")
+        register_header(name, value, from_flag=True)
+        flags.setdefault("headers", {})[name.strip()] = value
+    return flags
+
+
+def print_summary(store: Store, verdict: RunVerdict) -> None:
+    """The run's rates, the gate against the baseline if there was one, its rounds if it ran in
+    rounds, and its verdict last. `verdict` is made by the library
+    (`simrun.scoring.gate._run_verdict.verdict_of_run`); this only prints it, and `store` is read for
+    what sits beside the rates (the first provider error, the user model's check-user result)."""
+    run_id = verdict.run_id
+    outcome = verdict.outcome
+    if outcome is None:     # a verdict made without its rates (`run_verdict` given no outcome): nothing to tabulate
+        print_verdict(verdict)
+        return
+    table = Table(title=f"run {run_id}", title_justify="left")
+    for col in ("class", "kind", "rate", "95% interval", "conversations", "UNVERIFIABLE"):
+        table.add_column(col, justify="left" if col in ("class", "kind") else "right")
+    for r in [*verdict.rates, outcome.runtime_error_rate]:
+        low, high = r.interval
+        style = "bold red" if r.occurrences and r.kind == "guarantee" else ("yellow" if r.occurrences else None)
+        table.add_row(r.cls, r.kind, pct(r.rate), f"{pct(low)} – {pct(high)}", f"{r.occurrences}/{r.scored}",
+                      str(r.unverifiable), style=style)
+    out.print(table)
+    low, high = outcome.goal_interval
+    ends = ", ".join(f"{k} {v}" for k, v in outcome.ends.items())
+    unverifiable = f", UNVERIFIABLE in {outcome.goal_unverifiable}" if outcome.goal_unverifiable else ""
+    out.print(f"goal reached: {pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, "
+              f"95% {pct(low)} – {pct(high)}{unverifiable}); ends: {ends}", highlight=False, soft_wrap=True)
+    if outcome.runtime_errors:
+        out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): `simrun show {run_id} "
+                  "--class runtime_error` lists them, and `simrun show RUN CONVERSATION` shows each one's evidence",
+                  style="yellow", highlight=False, markup=False, soft_wrap=True)
+    first = store.first_error(run_id, "provider_error")
+    if first is not None:
+        said = first.get("server_message") or first.get("message")
+        out.print(f"first provider error ({first['conversation_id']}, turn {first.get('turn')}): {said}",
+                  style="yellow", highlight=False, markup=False, soft_wrap=True)
+    print_competence(store, store.run(run_id)["user_backend"])
+    if verdict.gate is not None:
+        print_gate(verdict.gate)
+    if verdict.sequential is not None:
+        print_rounds(verdict.sequential)
+    print_verdict(verdict)
+
+
+def print_rounds(rounds: Sequential) -> None:
+    """The sequential gate's looks, one line each (`simrun.scoring.gate._verdict_text.round_line`)."""
+    say(f"sequential gate: {len(rounds.looks)} look(s), cap {rounds.settings.max_rounds} rounds of "
+        f"{rounds.settings.per_round} repetition(s) per cell")
+    for look in rounds.looks:
+        say(f"  round {V.round_line(look, rounds.settings)}")
+
+
+STYLES = {"status": "bold", "reason": "bold red", "held": "green", "not_checked": "yellow"}
+STATUS_STYLES = {Status.PASSED: "bold green", Status.INCONCLUSIVE: "bold yellow"}     # else bold red
+
+
+def print_verdict(verdict: RunVerdict) -> None:
+    """The run's verdict, the last lines a run prints: one line per reason, per thing that held,
+    and per thing not checked. A run nothing judged also says so on stderr, as an error."""
+    for part, line in verdict.lines():
+        style = STYLES[part] if part != "status" else STATUS_STYLES.get(verdict.status, "bold red")
+        out.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
+    if verdict.status is Status.NOT_JUDGED and verdict.reasons:
+        err_line(f"error: {verdict.reasons[0].text}; see the lines above")
+
+
+def print_gate(result: GateResult) -> None:
+    """The gate's table and lists; narrower than the Markdown table, so that a CI log of 120
+    columns keeps every row on a line."""
+    table = Table(title=f"gate: candidate {result.candidate.run_id} vs baseline {result.baseline.run_id} "
+                        f"({result.baseline.source})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
+    cols = [("class", "class"), ("rates", "base → candidate"), *[c for c in T.columns(result)
+                                                                     if c[0] not in ("class", "kind", "baseline",
+                                                                                     "candidate")]]
+    for key, title in cols:
+        table.add_column(title, justify="left" if key in ("class", "verdict") else "right", no_wrap=True)
+    for row, c in zip(T.rows(result), result.classes):
+        row["rates"] = f"{row['baseline']} → {row['candidate']}"
+        table.add_row(*(row[key] for key, _ in cols), style="bold red" if c.failed else None)
+    out.print(table)
+    if result.left_out:
+        say_styled(T.subset_text(result), "yellow")
+        for line in T.sharing_lines(result):
+            say_styled(f"  {line}", "yellow")
+    for line in result.regressions():
+        say_styled(line, "bold red")
+    moved, more = T.moved_lines(result)
+    say("cells whose rate rose most:" if moved else more)
+    for line in moved:
+        say(f"  {line}")
+    if moved and more:
+        say(f"  {more}")
+    say(T.flip_summary(result))
+    flips, rest = T.flip_lines(result)
+    for line in flips + ([rest] if rest else []):
+        say(f"  {line}")
+    say_styled(T.method_text(result), "dim")
+    say_styled(result.headline(), "green" if result.passed else "bold red")
+
+
+def say_styled(text: str, style: str) -> None:
+    out.print(text, highlight=False, soft_wrap=True, markup=False, style=style)
+
+
+def print_competence(store: Store, backend: str) -> None:
+    """The user model's check-user result beside the rates, or how to get one."""
+    if backend == "scripted":
+        return
+    found = competence(store, backend)
+    if found is None:
+        out.print(f"no check-user result for {backend}: `simrun check-user --user {backend}` measures how often it "
+                  "reaches goals that are known to be reachable", highlight=False, soft_wrap=True)
+        return
+    out.print(found.headline(), style="yellow" if found.low else None, highlight=False, soft_wrap=True)
+    if found.warning():
+        out.print(f"WARNING: {found.warning()}", style="bold yellow", highlight=False, soft_wrap=True)

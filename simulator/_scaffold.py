@@ -1,0 +1,207 @@
+"""`simrun init`: a project for a team's own runtime, written into its repository.
+
+`new_project` asks the runtime what it is and what it offers (health, then one short
+conversation: the operations its first reply offers, the records its store holds), and writes
+simrun.toml, starter personas, starter goals written for what it saw, and a GitHub Actions
+workflow that runs simrun on pull requests and gates them against the baseline blessed on main.
+It refuses to overwrite any of these files unless asked to (`force`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from simrun._version import __version__
+from simrun.scoring import ConfigError, RuntimeFault, RuntimeSection, SimrunError
+from simrun.simulator._scaffold_files import PERSONAS, REFUSAL_GOAL, WORKFLOW
+
+GREETING = "Hello! What can you help me with?"
+# The flags `simrun init` takes for each runtime setting, for errors that name the flag.
+FLAGS = {"transport": "--transport", "url": "--url", "command": "--runtime-command", "target": "--target",
+         "model": "--model"}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the runtime showed of itself in one short conversation."""
+
+    runtime: str = "the runtime"
+    version: str = ""
+    offers: tuple[dict[str, Any], ...] = ()     # next_steps and the card's actions, with an operation
+    record_types: tuple[str, ...] = ()
+    problem: str | None = None                   # why the conversation could not be held
+
+
+@dataclass(frozen=True)
+class Written:
+    files: tuple[Path, ...]
+    seen: Seen
+
+
+def runtime_section(settings: dict[str, Any]) -> RuntimeSection:
+    """The [runtime] table from init's flags or answers; a bad one names its flag."""
+    given = {k: v for k, v in settings.items() if v not in (None, "")}
+    if given.get("transport") == "template":
+        raise ConfigError("a template runtime needs its body and reply written by hand: run `simrun init` "
+                          "with --transport chat or http, then edit [runtime] (docs/any-assistant.md)",
+                          field="--transport")
+    try:
+        section = RuntimeSection.model_validate(given)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err["loc"] else "transport"
+        raise ConfigError(err["msg"].removeprefix("Value error, "), field=FLAGS.get(name, "--transport")) from None
+    if section.transport in ("python", "callable") and "target" not in given:
+        raise ConfigError(f"the {section.transport} transport needs --target module:name (or file.py:name)",
+                          field="--target")
+    return section
+
+
+async def probe(runtime) -> Seen:
+    """Health, then one greeting: what the runtime offers and what its store holds."""
+    name, version = "the runtime", ""
+    try:
+        health = await runtime.health()
+        name, version = str(health.get("runtime") or name), str(health.get("version") or "")
+        session = await runtime.start({"seed": 1, "persona": "simrun-init", "goal": "simrun-init", "setup": {}})
+        result = await runtime.turn(session, {"message": GREETING})
+        state = await runtime.state(session) or {}
+        await runtime.close(session)
+    except RuntimeFault as fault:
+        # Files are written all the same: check-runtime, run next, says what is wrong, with its evidence.
+        return Seen(name, version, problem=f"{fault.kind}: {fault}")
+    except SimrunError as exc:
+        return Seen(name, version, problem=str(exc))
+    finally:
+        await runtime.aclose()
+    return Seen(name, version, offers=_offers(result), record_types=_record_types(state))
+
+
+def _offers(result: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    offers = [o for o in result.get("next_steps") or () if isinstance(o, dict)]
+    card = result.get("card")
+    if isinstance(card, dict) and card.get("operation"):
+        offers.append({**card, "label": card.get("label") or card["operation"]})
+    kept, operations = [], set()
+    for offer in offers:
+        op = offer.get("operation")
+        if isinstance(op, str) and op and op not in operations:
+            operations.add(op)
+            kept.append(offer)
+    return tuple(kept[:5])
+
+
+def _record_types(state: dict[str, Any]) -> tuple[str, ...]:
+    records = state.get("records") if isinstance(state, dict) else None
+    if not isinstance(records, dict):
+        return ()
+    return tuple(sorted({str(r["type"]) for r in records.values() if isinstance(r, dict) and r.get("type")}))
+
+
+def goal_for(offer: dict[str, Any]) -> dict[str, Any]:
+    """A starter goal that asks for what an offer does, and checks the store committed it."""
+    op = offer["operation"]
+    label = str(offer.get("label") or op.replace("_", " "))
+    step: dict[str, Any] = {"operation": op, "say": [f"{label}.", f"Please {label[:1].lower()}{label[1:]}."]}
+    if isinstance(offer.get("record"), str):
+        step["record"] = offer["record"]
+    arguments = {k: v for k, v in (offer.get("arguments") or {}).items() if isinstance(v, (str, int, float, bool))}
+    if arguments:
+        step["arguments"] = arguments
+    quoted = op.replace("'", "''")
+    return {"id": slug(op), "title": label, "instructions": f"Ask the assistant to {label[:1].lower()}{label[1:]}.",
+            "steps": [step],
+            "success": {"sql": [f"SELECT count(*) > 0 FROM events WHERE operation = '{quoted}' "
+                                "AND status = 'committed'"]},
+            "max_turns": 8}
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "goal"
+
+
+def toml_text(section: RuntimeSection) -> str:
+    """simrun.toml for the runtime: what `simrun` runs, and how it reaches the runtime."""
+    runtime = {k: v for k, v in section.model_dump(exclude_defaults=True).items() if v not in (None, {}, [])}
+    runtime = {"transport": section.transport, **runtime}
+    lines = ["# What `simrun` runs, and against which runtime (written by `simrun init`). Flags override these.",
+             "", "[run]", 'personas = "personas"', 'goals = "goals"', "repetitions = 3", "seed = 1",
+             'user = "scripted"           # or openai:<model>, anthropic:<model> (prices in budgets.toml)',
+             'db = "simrun.duckdb"', 'reports = "reports"', "", "[runtime]"]
+    for key, value in runtime.items():
+        lines.append(f"{key} = {json.dumps(value)}")     # a JSON string or list is a TOML one
+    lines += ["", "# Once the CI workflow has blessed a baseline on main and it is committed, gate every run:",
+              "# [gate]", '# baseline = "origin/main:baselines/main.json"', ""]
+    return "\n".join(lines)
+
+
+def install_spec() -> str:
+    """How CI installs this simrun: the git URL and commit it came from, else its version."""
+    try:
+        direct = json.loads(metadata.distribution("simrun").read_text("direct_url.json") or "{}")
+    except (metadata.PackageNotFoundError, json.JSONDecodeError):
+        direct = {}
+    vcs = direct.get("vcs_info") or {}
+    url = str(direct.get("url") or "")
+    if vcs.get("vcs") == "git" and not url.startswith("file:"):
+        return f"simrun @ git+{url}@{vcs.get('commit_id') or vcs.get('requested_revision') or 'main'}"
+    return f"simrun=={__version__}"
+
+
+def files_for(section: RuntimeSection, seen: Seen, package: str | None = None) -> dict[str, str]:
+    """Every file init writes, by path relative to the project folder, with its text."""
+    goals = [goal_for(offer) for offer in seen.offers] + [REFUSAL_GOAL]
+    header = f"# A starter goal for {seen.runtime}, written by `simrun init` from its first reply: edit it.\n"
+    if seen.record_types:
+        header += (f"# Its store held records of type: {', '.join(seen.record_types)} "
+                   "(success.records can check them).\n")
+    files = {"simrun.toml": toml_text(section)}
+    for persona in PERSONAS:
+        files[f"personas/{persona['id']}.yaml"] = _yaml(persona)
+    for goal in goals:
+        files[f"goals/{goal['id']}.yaml"] = header + _yaml(goal)
+    files[".github/workflows/simrun.yml"] = WORKFLOW.replace("@PACKAGE@", package or install_spec())
+    return files
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def refuse_existing(folder: Path, names) -> None:
+    existing = [str(folder / name) for name in names if (folder / name).exists()]
+    if existing:
+        raise ConfigError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
+                          "pass --force to overwrite them")
+
+
+def write(folder: Path, files: dict[str, str], *, force: bool = False) -> tuple[Path, ...]:
+    """Write every file, or none: an existing one is refused, named, unless `force`."""
+    if not force:
+        refuse_existing(folder, files)
+    paths = {folder / name: text for name, text in files.items()}
+    for path, text in paths.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tuple(paths)
+
+
+async def new_project(folder: Path, settings: dict[str, Any], *, force: bool = False,
+                      package: str | None = None) -> Written:
+    """Ask the runtime what it offers, then write the project for it into `folder`."""
+    from simrun.simulator._project import runtime_of
+
+    section = runtime_section(settings)
+    if not force:
+        refuse_existing(folder, files_for(section, Seen()))   # before anything is started
+    # The runtime starts in the project's folder, as `simrun` will start it (runtime.cwd's default).
+    seen = await probe(runtime_of(section.model_copy(update={"cwd": str(folder.resolve())}), concurrency=1))
+    return Written(write(folder, files_for(section, seen, package), force=force), seen)
