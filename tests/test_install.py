@@ -135,6 +135,15 @@ def test_simrun_demo_shows_a_dead_end_a_loop_and_a_broken_guarantee(installed, t
     assert all(f'id="class-{cls}"' in report for cls in ("dead_end", "loop", "phantom_receipt"))
 
 
+def test_init_writes_a_project_from_the_installed_package(installed, tmp_path):
+    done = simrun(installed[0], tmp_path, "init", "--no-check", "--transport", "http", "--url",
+                  "http://127.0.0.1:9")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("simrun.toml", ".github/workflows/simrun.yml"):
+        assert (tmp_path / name).is_file(), name
+    assert list((tmp_path / "personas").glob("*.yaml")) and list((tmp_path / "goals").glob("*.yaml"))
+
+
 def test_check_user_finds_tripdesk_s_goals_in_the_installed_package(installed):
     code = ("from simrun.simulator._check_user import reference_dataset; d = reference_dataset(); "
             "print(len(d.personas), len(d.goals))")
