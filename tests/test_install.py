@@ -95,7 +95,9 @@ def test_installing_adds_the_simrun_package_and_its_console_script_and_nothing_e
     _, packages, scripts = installed
     assert packages == {"simrun", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}
     assert scripts == {"simrun"}
-    tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "simrun/py.typed" in names       # a team's type checker reads simrun's annotations
+    tops = {name.split("/")[0] for name in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"simrun"}
 
 
@@ -175,3 +177,21 @@ def test_a_team_s_own_scoring_and_simulator_on_the_path_break_nothing(installed,
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)}, capture_output=True,
                           text=True, timeout=60)
     assert mine.stdout.split() == ["the", "team", "simrun.scoring"], mine.stderr
+
+
+def test_a_team_s_code_is_type_checked_against_the_installed_simrun(installed, tmp_path):
+    """The wheel is typed (py.typed): mypy --strict reads simrun's own annotations, so a wrong use
+    of the API is an error in the team's code, not an Any that lets it through."""
+    script = tmp_path / "release_check.py"
+    script.write_text("import simrun\n\n\ndef check() -> bool:\n"
+                      "    outcome = simrun.run('simrun.toml', repetitions=1)\n"
+                      "    status: simrun.Status = outcome.verdict.status\n"
+                      "    return outcome.passed and status is simrun.Status.PASSED\n\n\n"
+                      "def wrong() -> str:\n    return simrun.run().exit_code\n")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir",
+                           str(tmp_path / "cache"), "--python-executable", str(installed[0] / "bin" / "python"),
+                           str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")})
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "release_check.py:11:" in errors[0] and 'return value type (got "int"' in errors[0], \
+        done.stdout
