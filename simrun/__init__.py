@@ -35,16 +35,29 @@ from simrun._version import __version__
 
 if TYPE_CHECKING:
     from simrun._gate import GateOutcome, gate
-    from simrun._run import Outcome, PreparedRun, RunEvents, RunStart, prepare, prepare_resume, resume, run, run_async
+    from simrun._run import (
+        Outcome,
+        PreparedRun,
+        ResumeOptions,
+        RunEvents,
+        RunOptions,
+        RunStart,
+        prepare,
+        prepare_resume,
+        resume,
+        run,
+        run_async,
+    )
     from simrun.scoring import ConfigError, GateError, SimrunError
     from simrun.scoring.gate import Kind, Line, RunVerdict, Scope, Status
 
-__all__ = ["ConfigError", "GateError", "GateOutcome", "Kind", "Line", "Outcome", "PreparedRun", "RunEvents",
-           "RunStart", "RunVerdict", "Scope", "SimrunError", "Status", "__version__", "gate", "prepare",
-           "prepare_resume", "resume", "run", "run_async"]
+__all__ = ["ConfigError", "GateError", "GateOutcome", "Kind", "Line", "Outcome", "PreparedRun", "ResumeOptions",
+           "RunEvents", "RunOptions", "RunStart", "RunVerdict", "Scope", "SimrunError", "Status", "__version__", "gate",
+           "prepare", "prepare_resume", "resume", "run", "run_async"]
 _EXPORTS: dict[str, tuple[str, str | None]] = {
     **{name: ("simrun._run", name) for name in ("run", "run_async", "resume", "prepare", "prepare_resume",
-                                                 "PreparedRun", "Outcome", "RunEvents", "RunStart")},
+                                                 "PreparedRun", "Outcome", "RunEvents", "RunStart", "RunOptions",
+                                                 "ResumeOptions")},
     **{name: ("simrun._gate", name) for name in ("gate", "GateOutcome")},
     **{name: ("simrun.scoring.gate", name) for name in ("RunVerdict", "Status", "Kind", "Line", "Scope")},
     **{name: ("simrun.scoring", name) for name in ("SimrunError", "ConfigError", "GateError")},

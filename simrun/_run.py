@@ -11,11 +11,12 @@ told to a `RunEvents`; the default says nothing, and the command line's console 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import difflib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import duckdb
 
@@ -146,20 +147,62 @@ class PreparedRun:
         return await _execute(self, events or RunEvents(), verdict_json, step_summary)
 
 
-def prepare(config: str | Path | None = None, *, budget: str | None = None, budgets: str | Path | None = None,
-            db: str | None = None, personas: str | None = None, goals: str | None = None,
-            repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
-            user: str | None = None, reports: str | None = None, runtime: dict[str, Any] | None = None,
-            labels: Sequence[str] | None = None, replay: str | None = None, replay_only: bool = False,
-            shard: str | None = None, fresh: bool = False, sequential: bool = False,
-            executor: str | None = None, ray_address: str | None = None,
-            ray_workers: int | None = None) -> PreparedRun:
+class RunOptions(TypedDict, total=False):
+    """What a run may be told, each over simrun.toml's setting as the flag of the same name is on
+    the command line (docs/reference/cli.md); None, as left out, keeps the file's."""
+
+    budget: str | None              # most the run may spend: "5usd"
+    budgets: str | Path | None      # budgets.toml
+    db: str | None
+    personas: str | None
+    goals: str | None
+    repetitions: int | None
+    seed: int | None
+    concurrency: int | None
+    user: str | None                # scripted, openai:<model>, anthropic:<model>
+    reports: str | None
+    runtime: dict[str, Any] | None  # over simrun.toml's [runtime]: transport, url, command, target, options, ...
+    labels: Sequence[str] | None
+    replay: str | None              # a stored run whose recorded model answers are replayed ($0)
+    replay_only: bool               # with replay: never call the model
+    shard: str | None               # "i/n"
+    fresh: bool                     # a new run even if the same run was cut short
+    sequential: bool                # in rounds against gate.baseline
+    executor: str | None            # in-process or ray
+    ray_address: str | None
+    ray_workers: int | None
+
+
+class ResumeOptions(TypedDict, total=False):
+    """What finishing a run may be told (`simrun resume`)."""
+
+    config: str | Path | None
+    budgets: str | Path | None
+    db: str | None
+    budget: str | None              # a new budget for the whole run (what it spent counts against it)
+    executor: str | None
+    ray_address: str | None
+    ray_workers: int | None
+
+
+def _known(options: Mapping[str, object], allowed: type, call: str) -> None:
+    """A keyword the call does not take is refused by name, with the nearest it does take: a typo
+    (`repetition=1`) is never a setting silently left out."""
+    for name in options:
+        if name not in allowed.__annotations__:
+            near = difflib.get_close_matches(name, allowed.__annotations__, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; it takes {', '.join(allowed.__annotations__)}"
+            raise TypeError(f"{call}() got an unexpected keyword argument {name!r}{hint}")
+
+
+def prepare(config: str | Path | None = None, **options: Unpack[RunOptions]) -> PreparedRun:
     """A run of the project at `config` (default: ./simrun.toml if there is one, else the bundled
-    demo), each keyword over the file's setting as the flag of the same name is on the command
-    line. `runtime`: settings over simrun.toml's [runtime] (transport, url, command, timeout_s,
-    headers, target, options, ...). `replay`: a stored run whose recorded model answers are
-    replayed ($0; `replay_only`: never call the model). `shard`: "i/n". `fresh`: a new run even
-    if the same run was cut short."""
+    demo), each option (`RunOptions`) over the file's setting as the flag of the same name is on
+    the command line. Raises `ConfigError` on bad input, before anything is spent."""
+    _known(options, RunOptions, "prepare")
+    o = options
+    replay, replay_only, user = o.get("replay"), o.get("replay_only", False), o.get("user")
+    seed, repetitions, db = o.get("seed"), o.get("repetitions"), o.get("db")
     if replay_only and not replay:
         raise ConfigError("--replay-only needs --replay RUN", field="--replay-only")
     recorded = _replayed(replay, db, config) if replay else None
@@ -168,31 +211,34 @@ def prepare(config: str | Path | None = None, *, budget: str | None = None, budg
         user = user or recorded["user_backend"]
         seed = recorded["seed"] if seed is None else seed
         repetitions = repetitions or recorded["repetitions"]
-    plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
-                     repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, db=db,
-                     reports=reports, runtime_flags=runtime, check_user=not replay_only,
-                     labels=list(labels) if labels else None, sequential=sequential)
-    if sequential and shard:
+    labels = o.get("labels")
+    plan = load_plan(config=config, budgets=o.get("budgets"), budget=o.get("budget"), personas=o.get("personas"),
+                     goals=o.get("goals"), repetitions=repetitions, seed=seed, concurrency=o.get("concurrency"),
+                     user=user, db=db, reports=o.get("reports"), runtime_flags=o.get("runtime"),
+                     check_user=not replay_only, labels=list(labels) if labels else None,
+                     sequential=o.get("sequential", False))
+    if plan.sequential and o.get("shard"):
         raise ConfigError("a sequential run decides on the whole matrix after each round; it cannot be "
                           "sharded", field="--shard")
     cache = ReplayCache(recorded["answers"], only=replay_only, output=recorded["user_output"]) if recorded else None
-    return PreparedRun(plan, cache, parse_shard(shard), not fresh,
-                       executor_for(plan, executor, address=ray_address, workers=ray_workers))
+    return PreparedRun(plan, cache, parse_shard(o.get("shard")), not o.get("fresh", False),
+                       executor_for(plan, o.get("executor"), address=o.get("ray_address"),
+                                    workers=o.get("ray_workers")))
 
 
-def prepare_resume(run: str = "latest", *, config: str | Path | None = None, budgets: str | Path | None = None,
-                   db: str | None = None, budget: str | None = None, executor: str | None = None,
-                   ray_address: str | None = None, ray_workers: int | None = None) -> PreparedRun:
+def prepare_resume(run: str = "latest", **options: Unpack[ResumeOptions]) -> PreparedRun:
     """The run `run` (default: the newest unfinished one) made ready to finish: every conversation
-    it stored is kept once, the rest are run, and its spend carries over. `budget`: a new budget
-    for the whole run (what it spent already counts against it)."""
+    it stored is kept once, the rest are run, and its spend carries over (`ResumeOptions`)."""
+    _known(options, ResumeOptions, "prepare_resume")
+    config, db, budget = options.get("config"), options.get("db"), options.get("budget")
     with Store(project_db(db, config), create=False) as store:
         earlier = store.latest_unfinished() if run == "latest" else store.run(run)
     if earlier["status"] == "finished":
         raise ConfigError(f"run {earlier['run_id']} is finished; there is nothing to resume", field="RUN")
     stored = earlier["config"]
     shard = parse_shard(earlier.get("shard"))
-    plan = load_plan(config=config, budgets=budgets, db=db, budget=budget or f"{stored['budget_usd']}usd",
+    plan = load_plan(config=config, budgets=options.get("budgets"), db=db,
+                     budget=budget or f"{stored['budget_usd']}usd",
                      repetitions=stored["repetitions"], seed=stored["seed"], user=stored["user"],
                      runtime_flags={k: v for k, v in stored["runtime"].items()
                                     if k in ("transport", "url", "command", "timeout_s", "target", "options")})
@@ -201,27 +247,29 @@ def prepare_resume(run: str = "latest", *, config: str | Path | None = None, bud
                           f"{earlier['dataset_hash']}, now {plan.dataset.hash}); it cannot be finished as "
                           "the same run", field="RUN")
     return PreparedRun(plan, shard=shard, resume=earlier["run_id"],
-                       executor=executor_for(plan, executor, address=ray_address, workers=ray_workers))
+                       executor=executor_for(plan, options.get("executor"), address=options.get("ray_address"),
+                                             workers=options.get("ray_workers")))
 
 
 async def run_async(config: str | Path | None = None, *, events: RunEvents | None = None,
                     verdict_json: str | Path | None = None, step_summary: bool = True,
-                    **overrides: Any) -> Outcome:
-    """Run the project at `config` and judge it: `prepare(config, **overrides)`, then execute it."""
-    prepared = prepare(config, **overrides)
+                    **options: Unpack[RunOptions]) -> Outcome:
+    """Run the project at `config` and judge it: `prepare(config, **options)`, then execute it."""
+    prepared = prepare(config, **options)
     return await prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary)
 
 
 def run(config: str | Path | None = None, *, events: RunEvents | None = None,
-        verdict_json: str | Path | None = None, step_summary: bool = True, **overrides: Any) -> Outcome:
+        verdict_json: str | Path | None = None, step_summary: bool = True,
+        **options: Unpack[RunOptions]) -> Outcome:
     """`run_async` on an event loop of its own (uvloop where it is installed): for code that is
     not async already. Bad input raises `simrun.ConfigError` before anything is spent."""
-    prepared = prepare(config, **overrides)
+    prepared = prepare(config, **options)
     return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
 
 
 def resume(run: str = "latest", *, events: RunEvents | None = None, verdict_json: str | Path | None = None,
-           step_summary: bool = True, **options: Any) -> Outcome:
+           step_summary: bool = True, **options: Unpack[ResumeOptions]) -> Outcome:
     """Finish a run that was killed, interrupted or stopped by its budget (`prepare_resume`)."""
     prepared = prepare_resume(run, **options)
     return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))

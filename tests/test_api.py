@@ -67,6 +67,8 @@ def test_bad_input_is_refused_before_anything_is_spent(project):
     with pytest.raises(simrun.ConfigError, match="--repetitions") as refused:
         simrun.run(project / "simrun.toml", repetitions=0, db=str(project / "api.duckdb"))
     assert "must be at least 1" in str(refused.value)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'repetition'; did you mean 'repetitions'"):
+        simrun.run(project / "simrun.toml", repetition=1)  # type: ignore[call-arg]
     with pytest.raises(simrun.ConfigError, match="--replay-only"):
         simrun.prepare(project / "simrun.toml", replay_only=True)
     with pytest.raises(simrun.ConfigError, match="--verdict-json"):
