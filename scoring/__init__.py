@@ -36,6 +36,7 @@ from simrun._lazy import exported
 if TYPE_CHECKING:
     from simrun.scoring import _secrets as secrets
     from simrun.scoring._errors import (
+        BaselineError,
         BudgetCut,
         ClusterLost,
         ConfigError,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from simrun.scoring._untrusted_text import escaped, one_line
 
 __all__ = [
+    "BaselineError",
     "Audit",
     "BudgetCut",
     "Budgets",
@@ -124,6 +126,7 @@ __all__ = [
     "violations",
 ]
 _EXPORTS: dict[str, tuple[str, str | None]] = {
+    "BaselineError": ("simrun.scoring._errors", "BaselineError"),
     "Audit": ("simrun.scoring._protocol", "Audit"),
     "BudgetCut": ("simrun.scoring._errors", "BudgetCut"),
     "Budgets": ("simrun.scoring._settings", "Budgets"),
@@ -174,3 +177,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
 
 def __getattr__(name: str) -> object:
     return exported(__name__, _EXPORTS, name)
+
+
+def __dir__() -> list[str]:
+    # The exports are there before their first use: `dir()`, `help()` and completion list them.
+    return sorted({*globals(), *__all__})

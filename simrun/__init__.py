@@ -51,18 +51,37 @@ if TYPE_CHECKING:
     from simrun.scoring import ConfigError, GateError, SimrunError
     from simrun.scoring.gate import Kind, Line, RunVerdict, Scope, Status
 
-__all__ = ["ConfigError", "GateError", "GateOutcome", "Kind", "Line", "Outcome", "PreparedRun", "ResumeOptions",
-           "RunEvents", "RunOptions", "RunStart", "RunVerdict", "Scope", "SimrunError", "Status", "__version__", "gate",
-           "prepare", "prepare_resume", "resume", "run", "run_async"]
+__all__ = [
+    # a run, a gate, the demo
+    "run", "run_async", "prepare", "PreparedRun", "RunOptions", "resume", "prepare_resume", "ResumeOptions",
+    "demo", "prepare_demo", "gate", "Outcome", "GateOutcome",
+    # what a run tells as it goes, and what it hands over
+    "RunEvents", "RunStart", "Finished", "Estimate", "RunResult", "Sequential", "Store",
+    # the verdict
+    "RunVerdict", "Status", "Line", "Kind", "Scope", "verdict_json",
+    # the errors simrun raises on purpose: every one a SimrunError whose message says the fix
+    "SimrunError", "ConfigError", "GateError", "BaselineError", "StoreError", "RuntimeUnavailable",
+    "UserModelUnavailable",
+    "__version__",
+]
 _EXPORTS: dict[str, tuple[str, str | None]] = {
     **{name: ("simrun._run", name) for name in ("run", "run_async", "resume", "prepare", "prepare_resume",
                                                  "PreparedRun", "Outcome", "RunEvents", "RunStart", "RunOptions",
-                                                 "ResumeOptions")},
+                                                 "ResumeOptions", "demo", "prepare_demo")},
     **{name: ("simrun._gate", name) for name in ("gate", "GateOutcome")},
-    **{name: ("simrun.scoring.gate", name) for name in ("RunVerdict", "Status", "Kind", "Line", "Scope")},
-    **{name: ("simrun.scoring", name) for name in ("SimrunError", "ConfigError", "GateError")},
+    **{name: ("simrun.scoring.gate", name) for name in ("RunVerdict", "Status", "Kind", "Line", "Scope",
+                                                         "Sequential", "verdict_json")},
+    **{name: ("simrun.scoring", name) for name in ("SimrunError", "ConfigError", "GateError", "BaselineError",
+                                                    "StoreError", "RuntimeUnavailable", "UserModelUnavailable")},
+    **{name: ("simrun.scoring.store", name) for name in ("Finished", "Store")},
+    **{name: ("simrun.simulator", name) for name in ("Estimate", "RunResult")},
 }
 
 
 def __getattr__(name: str) -> object:
     return exported(__name__, _EXPORTS, name)
+
+
+def __dir__() -> list[str]:
+    # The exports are there before their first use: `dir()`, `help()` and completion list them.
+    return sorted({*globals(), *__all__})

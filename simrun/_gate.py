@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from simrun._run import writable, write_verdict_json
 from simrun.scoring import Budgets, ConfigError, GateError, StoreError, load_budgets, stored_sequential
 from simrun.scoring.gate import (
     GateResult,
@@ -63,18 +64,20 @@ def chosen_baseline(baseline: str | None, baseline_ref: str | None, database: st
     return open_baseline(baseline, database)
 
 
-def gate(candidate: str = "latest", baseline: str | None = None, *, baseline_ref: str | None = None,
-         db: str | None = None, budgets: str | Path | None = None, config: str | Path | None = None,
-         sequential: bool = False) -> GateOutcome:
+def gate(candidate: str = "latest", baseline: str | Path | None = None, *, baseline_ref: str | None = None,
+         db: str | Path | None = None, budgets: str | Path | None = None, config: str | Path | None = None,
+         sequential: bool = False, verdict_json: str | Path | None = None) -> GateOutcome:
     """Judge `candidate` (a run id, or "latest") against `baseline` (a blessed file or a run id;
     default: gate.baseline of simrun.toml) or `baseline_ref` (REF:PATH read from git). `budgets`:
     gate thresholds and release criteria (default ./budgets.toml; the candidate's release criteria
     are those it ran with unless `budgets` is given). `sequential`: judge its repetitions as
-    rounds, with the settings it ran with (a `simrun --sequential` run) or budgets.toml's."""
-    database = project_db(db, config)
+    rounds, with the settings it ran with (a `simrun --sequential` run) or budgets.toml's.
+    `verdict_json`: also write the verdict there, as JSON (what `simrun gate --verdict-json` writes)."""
+    writable(verdict_json)
+    database = project_db(str(db) if db is not None else None, config)
     budgets_file = given_file(budgets, "budgets.toml", "--budgets")
     money = load_budgets(budgets_file) if budgets_file else Budgets()
-    base = chosen_baseline(baseline, baseline_ref, database, config=config)
+    base = chosen_baseline(str(baseline) if baseline is not None else None, baseline_ref, database, config=config)
     assert base is not None     # required: chosen_baseline raised otherwise
     with Store(database, create=False) as store:
         try:
@@ -91,4 +94,5 @@ def gate(candidate: str = "latest", baseline: str | None = None, *, baseline_ref
             result = gate_verdict(base, cand, money.gate)
         verdict = verdict_of_run(store, cand.run_id, money.release if budgets else None, baseline=base,
                                  gate=result, sequential=rounds, fallback=money.release)
+    write_verdict_json(verdict, verdict_json)
     return GateOutcome(verdict, result, rounds)

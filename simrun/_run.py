@@ -11,6 +11,7 @@ told to a `RunEvents`; the default says nothing, and the command line's console 
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from simrun.simulator import (
     estimate,
     eventloop,
     execute,
+    faulty_run,
     in_shard,
     load_plan,
     matrix,
@@ -212,6 +214,7 @@ def prepare(config: str | Path | None = None, **options: Unpack[RunOptions]) -> 
         seed = recorded["seed"] if seed is None else seed
         repetitions = repetitions or recorded["repetitions"]
     labels = o.get("labels")
+    labels = [labels] if isinstance(labels, str) else labels       # one label, not its letters
     plan = load_plan(config=config, budgets=o.get("budgets"), budget=o.get("budget"), personas=o.get("personas"),
                      goals=o.get("goals"), repetitions=repetitions, seed=seed, concurrency=o.get("concurrency"),
                      user=user, db=db, reports=o.get("reports"), runtime_flags=o.get("runtime"),
@@ -265,13 +268,42 @@ def run(config: str | Path | None = None, *, events: RunEvents | None = None,
     """`run_async` on an event loop of its own (uvloop where it is installed): for code that is
     not async already. Bad input raises `simrun.ConfigError` before anything is spent."""
     prepared = prepare(config, **options)
+    _no_running_loop("run")
     return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
+
+
+def demo(*, repetitions: int | None = None, db: str | None = None, reports: str | None = None,
+         events: RunEvents | None = None, verdict_json: str | Path | None = None,
+         step_summary: bool = True) -> Outcome:
+    """What `simrun demo` runs: the bundled demo with a dead end, a loop and a broken guarantee
+    planted in its runtime, in its own database (default simrun-demo.duckdb, so that a team's
+    `latest` run stays theirs), wherever it is called from. Its outcome fails: a broken guarantee
+    fails a run."""
+    prepared = prepare_demo(repetitions=repetitions, db=db, reports=reports)
+    _no_running_loop("demo")
+    return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
+
+
+def prepare_demo(*, repetitions: int | None = None, db: str | None = None, reports: str | None = None) -> PreparedRun:
+    """`simrun demo`'s run, checked and ready (`demo` runs it)."""
+    return prepare(**faulty_run(db or "simrun-demo.duckdb", reports or "reports"), repetitions=repetitions)
+
+
+def _no_running_loop(call: str) -> None:
+    """`simrun.run()` starts a loop of its own: inside a running one it cannot, and says what to do."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise SimrunError(f"simrun.{call}() runs its own event loop, and this code already runs in one: "
+                      f"use `await simrun.run_async(...)` (or `await simrun.prepare(...).execute()`)")
 
 
 def resume(run: str = "latest", *, events: RunEvents | None = None, verdict_json: str | Path | None = None,
            step_summary: bool = True, **options: Unpack[ResumeOptions]) -> Outcome:
     """Finish a run that was killed, interrupted or stopped by its budget (`prepare_resume`)."""
     prepared = prepare_resume(run, **options)
+    _no_running_loop("resume")
     return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
 
 
@@ -297,10 +329,7 @@ def _replayed(run: str, db: str | None, config: str | Path | None) -> dict[str, 
 async def _execute(prepared: PreparedRun, events: RunEvents, verdict_json: str | Path | None,
                    step_summary: bool) -> Outcome:
     plan, executor, shard = prepared.plan, prepared.executor, prepared.shard
-    if verdict_json is not None and not Path(verdict_json).parent.is_dir():
-        # Before anything is spent, as every other bad option.
-        raise ConfigError(f"the folder {Path(verdict_json).parent} does not exist; create it first",
-                          field="--verdict-json")
+    writable(verdict_json)
     runtime: RuntimeAdapter = runtime_for(plan)
     try:
         try:
@@ -336,7 +365,7 @@ async def _execute(prepared: PreparedRun, events: RunEvents, verdict_json: str |
                                   release=plan.budgets.release, baseline=plan.baseline, verdict=verdict)
     finally:
         events.ended()
-    written = _write_verdict_json(verdict, verdict_json)
+    written = write_verdict_json(verdict, verdict_json)
     if step_summary:
         write_step_summary(markdown(verdict))
     return Outcome(run_id=result.run_id, verdict=verdict, report=Path(report), db=Path(plan.db),
@@ -361,7 +390,14 @@ async def _matrix(prepared: PreparedRun, runtime: RuntimeAdapter, store: Store, 
     return result, None
 
 
-def _write_verdict_json(verdict: RunVerdict, path: str | Path | None) -> Path | None:
+def writable(path: str | Path | None) -> None:
+    """Where the verdict's JSON goes, checked before anything is spent, as every other bad option."""
+    if path is not None and not Path(path).parent.is_dir():
+        raise ConfigError(f"the folder {Path(path).parent} does not exist; create it first", field="--verdict-json")
+
+
+def write_verdict_json(verdict: RunVerdict, path: str | Path | None) -> Path | None:
+    """The verdict as JSON at `path` (None: nowhere)."""
     if path is None:
         return None
     from simrun.scoring.gate import verdict_json

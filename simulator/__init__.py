@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from simrun.simulator._check_user import CheckUser, checks_db, kept, measured_pace, reference_dataset
     from simrun.simulator._conformance import check_runtime
     from simrun.simulator._conversation import Cell, Conversation, converse
+    from simrun.simulator._demo import faulty_run
     from simrun.simulator._goal_check import check_goals
     from simrun.simulator._ledger import Ledger
     from simrun.simulator._plan import Estimate, estimate
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from simrun.simulator.users import ScriptedUser
 
 __all__ = [
+    "faulty_run",
     "Cell",
     "CheckUser",
     "ClusterExecutor",
@@ -102,6 +104,7 @@ __all__ = [
     "runtime_for",
 ]
 _EXPORTS: dict[str, tuple[str, str | None]] = {
+    "faulty_run": ("simrun.simulator._demo", "faulty_run"),
     "Cell": ("simrun.simulator._conversation", "Cell"),
     "CheckUser": ("simrun.simulator._check_user", "CheckUser"),
     "ClusterExecutor": ("simrun.simulator._runner", "ClusterExecutor"),
@@ -149,3 +152,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
 
 def __getattr__(name: str) -> object:
     return exported(__name__, _EXPORTS, name)
+
+
+def __dir__() -> list[str]:
+    # The exports are there before their first use: `dir()`, `help()` and completion list them.
+    return sorted({*globals(), *__all__})

@@ -136,10 +136,12 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
     base = config_file.parent if config_file else Path(".")
     run = project.run
     data = base
-    if (config_file is None and personas is None and goals is None and not runtime_flags
+    elsewhere = set(runtime_flags or ()) & {"transport", "url", "command", "target"}
+    if (config_file is None and personas is None and goals is None and not elsewhere
             and demo.in_use(run.personas, run.goals, base)):
         # A folder with no project of its own runs the bundled demo against the bundled runtime
-        # (simrun installed from a wheel, anywhere); pointed at another runtime, it needs goals.
+        # (simrun installed from a wheel, anywhere), its options (faults) as given; pointed at
+        # another runtime, it needs goals.
         data = demo.folder()
         budgets_file = budgets_file or data / "budgets.toml"
     money = load_budgets(budgets_file) if budgets_file else Budgets()
@@ -153,8 +155,9 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
             runtime = RuntimeSection.model_validate({**runtime.model_dump(), **runtime_flags})
         except ValidationError as exc:
             err = exc.errors()[0]
-            flag = {"url": "--url", "command": "--runtime-command", "timeout_s": "--timeout",
-                    "headers": "--header"}.get(str(err["loc"][0]) if err["loc"] else "", "--transport")
+            key = str(err["loc"][0]) if err["loc"] else "transport"
+            flag = {"url": "--url", "command": "--runtime-command", "timeout_s": "--timeout", "headers": "--header",
+                    "transport": "--transport"}.get(key, f"runtime.{key}")
             raise ConfigError(err["msg"].removeprefix("Value error, "), field=flag) from None
     if config_file is not None:
         runtime = _rooted(runtime, base)

@@ -6,6 +6,7 @@ release criteria, so that a later `simrun report` judges it the same way."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
@@ -140,3 +141,45 @@ def test_the_package_exports_what_its_docs_teach():
         assert getattr(simrun, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         simrun.nope  # noqa: B018
+
+
+def test_with_no_project_the_demo_runs_and_runtime_options_reach_its_runtime(tmp_path, monkeypatch):
+    """In an empty folder `simrun.run()` is the bundled demo; options for its runtime (faults)
+    keep it so, and a runtime of another transport needs a project, said as such."""
+    monkeypatch.chdir(tmp_path)
+    faulty = simrun.run(repetitions=1, step_summary=False,
+                        runtime={"options": {"faults": "phantom_receipt=0.5", "fault_seed": 7}})
+    assert faulty.exit_code == 1 and faulty.verdict.reasons[0].kind == simrun.Kind.GUARANTEES_BROKEN
+    with pytest.raises(simrun.ConfigError, match="runtime.nonsense"):
+        simrun.prepare(runtime={"nonsense": 1})
+
+
+def test_one_label_is_one_label_and_a_sync_run_in_a_running_loop_says_what_to_do(project):
+    assert simrun.prepare(project / "simrun.toml", labels="release-1").plan.labels == ("release-1",)
+
+    async def inside() -> None:
+        simrun.run(project / "simrun.toml", repetitions=1)
+
+    with pytest.raises(simrun.SimrunError, match="await simrun.run_async"):
+        asyncio.run(inside())
+
+
+def test_the_demo_and_the_gate_from_python_write_what_the_commands_write(project, cli, monkeypatch):
+    monkeypatch.chdir(project)
+    shown = simrun.demo(repetitions=1, step_summary=False)
+    assert shown.exit_code == 1 and shown.db.name == "simrun-demo.duckdb"
+    base = simrun.run(project / "simrun.toml", repetitions=1, step_summary=False)
+    judged = simrun.gate(base.run_id, base.run_id, db="simrun.duckdb", verdict_json=project / "gate.json")
+    printed = cli("gate", "--baseline", base.run_id, "--candidate", base.run_id, "--verdict-json", "gate-cli.json")
+    assert judged.exit_code == printed.exit_code == 0, printed.output
+    assert (project / "gate.json").read_text() == (project / "gate-cli.json").read_text()
+    assert json.loads((project / "gate.json").read_text())["status"] == "passed"
+
+
+def test_dir_and_help_list_the_api_before_first_use():
+    import subprocess
+    import sys
+
+    listed = subprocess.run([sys.executable, "-c", "import simrun; print(' '.join(dir(simrun)))"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert set(simrun.__all__) <= set(listed)

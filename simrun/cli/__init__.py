@@ -34,3 +34,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
 
 def __getattr__(name: str) -> object:
     return exported(__name__, _EXPORTS, name)
+
+
+def __dir__() -> list[str]:
+    # The exports are there before their first use: `dir()`, `help()` and completion list them.
+    return sorted({*globals(), *__all__})

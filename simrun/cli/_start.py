@@ -10,11 +10,11 @@ from typing import Optional
 import typer
 import typer.core
 
-from simrun._run import prepare
-from simrun.cli._common import DB, RUNTIME_COMMAND, URL, fail, out
+from simrun._run import prepare_demo
+from simrun.cli._common import RUNTIME_COMMAND, URL, fail, out
 from simrun.cli._run import _run_and_report
 from simrun.scoring import SimrunError
-from simrun.simulator import demo, eventloop, new_project
+from simrun.simulator import eventloop, new_project
 
 TRANSPORTS = ("http", "stdio", "python", "chat", "callable")
 
@@ -74,7 +74,8 @@ def register(app: typer.Typer) -> None:
         out.print(f"next: {goto}simrun --budget 5usd", highlight=False)
 
     @app.command("demo")
-    def demo_command(db: Optional[str] = DB,
+    def demo_command(db: Optional[str] = typer.Option(None, "--db", help="DuckDB file (default: "
+                                                      "simrun-demo.duckdb, so that your `latest` run stays yours)."),
                      reports: Optional[str] = typer.Option(None, "--reports", help="Folder for the HTML report."),
                      repetitions: Optional[int] = typer.Option(
                          None, "--repetitions", "-n", help="Conversations per persona x goal cell (default 5).")
@@ -85,8 +86,7 @@ def register(app: typer.Typer) -> None:
         Its own database by default (simrun-demo.duckdb), so your `latest` run stays yours. Exits 1:
         a broken guarantee fails a run."""
         try:
-            prepared = prepare(**demo.faulty_run(db or "simrun-demo.duckdb", reports or "reports"),
-                               repetitions=repetitions)
+            prepared = prepare_demo(repetitions=repetitions, db=db, reports=reports)
         except SimrunError as exc:
             fail(exc)
         _run_and_report(prepared)
