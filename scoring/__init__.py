@@ -16,15 +16,17 @@ it (`tests/test_layering.py` holds every rule here):
     simrun.scoring.gate             verdicts: the merge gate, baselines, statistics, release criteria
     simrun.scoring.pages            the HTML report and the dashboard
 
-The public surface, for Python users (imported on first use, so `import simrun.scoring` stays
-cheap):
+Each module is private (`_name.py`); each package exports what the others use, imported on
+first use (so `import simrun.scoring` stays cheap), among them:
 
-    score(transcript, goal, persona) -> Scorecard     (pure; no I/O, no model)
-    Store(path)                                       (DuckDB: runs, conversations, turns, findings)
-    class_rates(store, run_id), outcome(store, run_id)
-    gate_verdict(baseline, candidate, settings) -> GateResult
-    build_report(store, run_id, out_dir) -> Path
-    build_dashboard(stores, out) -> Path              (every run, like with like)
+    simrun.scoring.checks.score(transcript, goal, persona) -> Scorecard   (pure; no I/O, no model)
+    simrun.scoring.store.Store(path)          (DuckDB: runs, conversations, turns, findings)
+    simrun.scoring.store.class_rates(store, run_id), outcome(store, run_id)
+    simrun.scoring.gate.gate_verdict(baseline, candidate, settings) -> GateResult
+    simrun.scoring.pages.build_report(store, run_id, out_dir) -> Path
+    simrun.scoring.pages.build_dashboard(stores, out) -> Path   (every run, like with like)
+
+A team's code uses the API above all of this (`import simrun`).
 """
 
 from __future__ import annotations

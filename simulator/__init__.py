@@ -1,6 +1,7 @@
 """simrun's simulator: runs persona x goal conversations against a runtime and records them.
 
-The public surface, for Python users (the CLI is a thin shell over these):
+Its exports, among them (each module is private, `_name.py`; the API above, `simrun.run()`,
+stands on these):
 
     load_dataset(personas_dir, goals_dir) -> Dataset
     run_matrix(dataset, runtime, user, store, ...) -> RunResult
