@@ -37,6 +37,7 @@ from simrun._lazy import exported
 
 if TYPE_CHECKING:
     from simrun.scoring import _secrets as secrets
+    from simrun.scoring._commits import recorded_commit, short_commit
     from simrun.scoring._errors import (
         BaselineError,
         BudgetCut,
@@ -80,6 +81,8 @@ if TYPE_CHECKING:
     from simrun.scoring._untrusted_text import escaped, one_line
 
 __all__ = [
+    "recorded_commit",
+    "short_commit",
     "BaselineError",
     "Audit",
     "BudgetCut",
@@ -128,6 +131,8 @@ __all__ = [
     "violations",
 ]
 _EXPORTS: dict[str, tuple[str, str | None]] = {
+    "recorded_commit": ("simrun.scoring._commits", "recorded_commit"),
+    "short_commit": ("simrun.scoring._commits", "short_commit"),
     "BaselineError": ("simrun.scoring._errors", "BaselineError"),
     "Audit": ("simrun.scoring._protocol", "Audit"),
     "BudgetCut": ("simrun.scoring._errors", "BudgetCut"),

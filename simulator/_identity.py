@@ -7,8 +7,9 @@ A run carries these so that a dashboard over many runs can say which release eac
 - The version is whatever the runtime's health answer says, which may be any JSON: it is made
   one line of bounded text, or left out.
 - The commit and branch come from git, run without a shell, bounded in time, in the folder
-  simrun runs in. When git is missing, the folder is not a work tree, or git fails or hangs,
-  they are simply absent: a run never fails for want of them.
+  simrun runs in; a work tree whose tracked files differ from the commit is recorded as
+  `<commit>-dirty`, as `git describe --dirty` writes it. When git is missing, the folder is not
+  a work tree, or git fails or hangs, they are simply absent: a run never fails for want of them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from simrun.scoring import ConfigError, clean_labels, one_line
+from simrun.scoring import ConfigError, clean_labels, one_line, recorded_commit
 
 VERSION_CHARS = 100
 BRANCH_CHARS = 200
@@ -44,7 +45,7 @@ def runtime_version(health: Any) -> str | None:
 
 @dataclass(frozen=True)
 class GitState:
-    commit: str | None = None
+    commit: str | None = None      # `<sha>-dirty` when the tracked files differ from it
     branch: str | None = None      # None on a detached HEAD
 
 
@@ -56,7 +57,10 @@ def git_state(folder: Path | str = ".") -> GitState:
     branch = _git(folder, "symbolic-ref", "--quiet", "--short", "HEAD")
     if branch is not None and (len(branch) > BRANCH_CHARS or any(unicodedata.category(ch) == "Cc" for ch in branch)):
         branch = None
-    return GitState(commit, branch)
+    # Tracked files changed, staged or not (untracked ones are not the commit's, as for describe).
+    # git failing here says nothing either way: the commit alone, as before.
+    changed = _git(folder, "status", "--porcelain", "--untracked-files=no")
+    return GitState(recorded_commit(commit, bool(changed)), branch)
 
 
 def _git(folder: Path | str, *args: str) -> str | None:

@@ -42,6 +42,7 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
+from simrun.scoring._commits import short_commit
 from simrun.scoring._errors import SimrunError
 from simrun.scoring._settings import ReleaseSection
 from simrun.scoring.checks import ALL_CLASSES, GUARANTEES
@@ -124,7 +125,7 @@ class Run:
 
     @property
     def commit_text(self) -> str:
-        return f"{self.git_commit[:10]} {self.git_branch or ''}".strip() if self.git_commit else "–"
+        return f"{short_commit(self.git_commit, 10)} {self.git_branch or ''}".strip() if self.git_commit else "–"
 
     @property
     def status_text(self) -> str:
@@ -362,7 +363,7 @@ def _run_data(run: Run, reports: set[str]) -> dict[str, Any]:
                    "failed": [c.replace("goal_not_reached", "goal_reached") for c in run.verdict.classes]}
     return {
         "id": run.run_id, "file": run.source, "when": run.started_at.strftime("%Y-%m-%d %H:%M"),
-        "labels": run.labels, "version": run.runtime_version, "commit": (run.git_commit or "")[:12] or None,
+        "labels": run.labels, "version": run.runtime_version, "commit": short_commit(run.git_commit, 12),
         "branch": run.git_branch, "user": run.user_backend, "group": run.group, "n": run.conversations,
         "spent": round(run.spent, 6), "per": None if per is None else round(per, 6),
         "report": run.run_id in reports, **judged, "rates": [_rate(run.rates.get(cls)) for cls in CHARTED],

@@ -24,6 +24,7 @@ from simrun.scoring import (
     error_evidence,
     load_budgets,
     one_line,
+    short_commit,
     usd,
 )
 from simrun.scoring.gate import verdict_of_run
@@ -58,7 +59,7 @@ def register(app: typer.Typer) -> None:
             status = "killed" if r["status"] == "running" else r["status"]
             cells.append([r["run_id"], status, str(r["conversations"]), rate, usd(r["spent_usd"]),
                           r["dataset_hash"][:8]])
-            commit = (r["git_commit"] or "–")[:8] + (f" {r['git_branch']}" if r["git_branch"] else "")
+            commit = (short_commit(r["git_commit"], 8) or "–") + (f" {r['git_branch']}" if r["git_branch"] else "")
             identities.append(f"user {r['user_backend']} · labels {', '.join(r['labels']) or '–'} · runtime "
                               f"{r['runtime_version'] or '–'} · commit {commit}")
         header, lines = fit(["run", "status", "convs", "goal reached", "spent", "dataset"], cells, right={2, 3, 4})

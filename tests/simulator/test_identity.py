@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import time
 from decimal import Decimal
@@ -139,3 +140,38 @@ def test_a_new_runtime_version_is_a_new_run_and_a_named_run_is_refused(demo):
         assert fresh.run_id != first.run_id and fresh.resumed is None
         assert store.run(fresh.run_id)["runtime_version"] == "2.0"
         assert store.run(first.run_id)["status"] == "interrupted"     # kept as it was, to resume on 1.0
+
+
+def test_a_work_tree_that_differs_from_its_commit_is_recorded_dirty_and_untracked_files_do_not_count(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "f").write_text("x")
+    git(repo, "add", "f")
+    git(repo, "commit", "-qm", "first")
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (repo / "notes.txt").write_text("untracked")
+    assert git_state(repo) == GitState(head, "main")            # as `git describe --dirty`: untracked is clean
+    (repo / "f").write_text("changed")
+    assert git_state(repo) == GitState(f"{head}-dirty", "main")
+    git(repo, "add", "f")                                        # staged, not committed: still not the commit
+    assert git_state(repo) == GitState(f"{head}-dirty", "main")
+
+
+def test_a_dirty_run_says_so_in_runs_the_report_and_the_dashboard(project, cli):
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "simrun.toml", "budgets.toml")
+    git(project, "commit", "-qm", "the project")
+    head = subprocess.run(["git", "-C", str(project), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text() + "\n# changed, not committed\n")
+    done = cli("-n", "1")
+    assert done.exit_code == 0, done.output
+    listed = cli("runs")
+    assert f"{head[:8]}-dirty main" in listed.output, listed.output
+    report = (project / re.search(r"report: (\S+)", done.output).group(1)).read_text()
+    assert f"<code>{head}-dirty</code>" in report
+    page = cli("dashboard", "--out", "index.html")
+    assert page.exit_code == 0, page.output
+    assert f"{head[:10]}-dirty main" in (project / "index.html").read_text()
