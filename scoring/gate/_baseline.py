@@ -32,6 +32,7 @@ from simrun.scoring._storable import MAX_REPETITIONS
 from simrun.scoring.checks import ALL_CLASSES
 from simrun.scoring.gate._summary import (
     GATE_CLASSES,
+    USER_BACKEND,
     Cell,
     CellRepetitions,
     Counts,
@@ -43,7 +44,7 @@ from simrun.scoring.gate._summary import (
 from simrun.scoring.store import RUN_ID, Store
 
 FORMAT = "simrun-baseline"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 COUNT_FIELDS = ("fired", "scored", "unverifiable")
 MAX_BYTES = 64 * 2**20          # a baseline of a million cells is far smaller
 GIT_TIMEOUT_S = 30
@@ -77,13 +78,16 @@ class RepetitionsOfCell(_Model):
 
 class BaselineFile(_Model):
     format: Literal["simrun-baseline"] = Field(description="Always 'simrun-baseline'.")
-    format_version: Literal[1, 2, 3] = Field(description="Version of this file's layout (1: without repetitions; "
-                                             "2: without the persona and goal hashes).")
+    format_version: Literal[1, 2, 3, 4] = Field(description="Version of this file's layout (1: without "
+                                                "repetitions; 2: without the persona and goal hashes; 3: without "
+                                                "the user backend).")
     run_id: str = Field(pattern=f"^{RUN_ID.pattern}$", description="The blessed run.")
     dataset_hash: str = Field(pattern=r"^[0-9a-f]{16}$", description="Hash of the personas and goals the run used.")
     scorer_version: str = Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,31}$",
                                 description="Scorer version the run was scored with.")
     simrun_version: str = Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,31}$", description="simrun that blessed it.")
+    user_backend: str | None = Field(None, pattern=USER_BACKEND, description="Who played the user: scripted, or "
+                                     "backend:model (format 4): a candidate measured with another is refused.")
     blessed_at: str = Field(pattern=r"^\d{4}-\d\d-\d\dT[0-9:.]+(Z|[+-]\d\d:\d\d)?$",
                             description="When it was blessed (UTC, ISO 8601).")
     matrix: MatrixShape
@@ -123,7 +127,9 @@ class BaselineFile(_Model):
         if (self.repetitions is None) != (self.format_version == 1):
             raise ValueError("repetitions: formats 2 and 3 hold them, format 1 does not")
         if (self.items is None) != (self.format_version < 3):
-            raise ValueError("items: format 3 holds the persona and goal hashes, formats 1 and 2 do not")
+            raise ValueError("items: formats 3 and 4 hold the persona and goal hashes, formats 1 and 2 do not")
+        if (self.user_backend is None) != (self.format_version < 4):
+            raise ValueError("user_backend: format 4 names who played the user, formats 1 to 3 do not")
         return self
 
 
@@ -134,10 +140,12 @@ def baseline_json(summary: RunSummary, *, simrun_version: str) -> str:
     head = {
         # A run that does not keep its persona and goal hashes (written by hand, or in process)
         # is blessed as format 2: it gates candidates of its own dataset only.
-        "format": FORMAT, "format_version": FORMAT_VERSION if summary.items is not None else 2,
+        "format": FORMAT,
+        "format_version": 2 if summary.items is None else FORMAT_VERSION if summary.user_backend else 3,
         "run_id": summary.run_id,
         "dataset_hash": summary.dataset_hash, "scorer_version": summary.scorer_version,
         "simrun_version": simrun_version,
+        **({"user_backend": summary.user_backend} if summary.items is not None and summary.user_backend else {}),
         "blessed_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "matrix": {"personas": summary.personas, "goals": summary.goals,
                    "repetitions": summary.repetitions, "cells": len(summary.cells),
@@ -222,7 +230,7 @@ def parse_baseline(data: bytes, where: str, fix: str) -> RunSummary:
     why = "" if held is not None else (f"the baseline {where} was blessed before simrun kept repetitions "
                                         "(format 1); bless it again to list them")
     summary = RunSummary(model.run_id, model.dataset_hash, model.scorer_version, model.matrix.repetitions,
-                         cells, where, held, why, model.items)
+                         cells, where, held, why, model.items, model.user_backend)
     try:
         validate_summary(summary)
     except BaselineError as exc:

@@ -51,6 +51,13 @@ def check_comparable(baseline: RunSummary, candidate: RunSummary) -> Sharing:
             f"scorer mismatch: baseline ({baseline.source}) was scored by scorer version "
             f"{baseline.scorer_version}, candidate ({candidate.source}) by {candidate.scorer_version}; "
             "rescore the older run with `simrun rescore RUN` and bless it again")
+    if baseline.user_backend and candidate.user_backend and baseline.user_backend != candidate.user_backend:
+        # Another instrument: a model-played user reaches goals a scripted one does not, and the
+        # other way round; a rate measured with one says nothing of a change measured with the other.
+        raise GateError(
+            f"user mismatch: baseline ({baseline.source}) was measured with the user {baseline.user_backend}, "
+            f"candidate ({candidate.source}) with {candidate.user_backend}; run the candidate with "
+            f"--user {baseline.user_backend}, or bless a baseline measured with {candidate.user_backend}")
     for summary in (baseline, candidate):
         validate_summary(summary)
     return sharing(baseline, candidate)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -66,6 +67,11 @@ class CellRepetitions:
         return self.held - self.fired.get(cls, frozenset()) - self.unscored.get(cls, frozenset())
 
 
+# Who played the user, as a run records it: scripted, or backend:model (a model's name may hold
+# slashes, dots and colons); one printable line, bounded.
+USER_BACKEND = r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$"
+
+
 @dataclass(frozen=True)
 class RunSummary:
     run_id: str
@@ -81,6 +87,9 @@ class RunSummary:
     # "persona:<id>" / "goal:<id>" -> content hash: what tells which cells two datasets share
     # (`simrun.scoring.gate._sharing`); None for a baseline file that kept only the dataset hash.
     items: Mapping[str, str] | None = None
+    # Who played the user (scripted, or backend:model): the instrument the rates were measured
+    # with. None for a baseline file blessed before it was kept (formats 1 to 3).
+    user_backend: str | None = None
 
     def total(self, cls: str) -> Counts:
         out = ZERO
@@ -120,8 +129,10 @@ def summary_from_store(store: Store, run: str | None) -> RunSummary:
     cells = {cell: {cls: Counts(*counts[cell].get(cls, (0, 0, 0))) for cls in GATE_CLASSES}
              for cell in sorted(counts)}
     held, why = _repetitions_from_rows(R.cell_repetitions(store, run_id))
+    backend = row.get("user_backend")
     summary = RunSummary(run_id, row["dataset_hash"], row["scorer_version"], int(row["repetitions"]),
-                         cells, source, held, why, _items_of(row.get("dataset"), row["dataset_hash"]))
+                         cells, source, held, why, _items_of(row.get("dataset"), row["dataset_hash"]),
+                         backend if isinstance(backend, str) and re.fullmatch(USER_BACKEND, backend) else None)
     validate_summary(summary)
     return summary
 

@@ -271,6 +271,7 @@ def test_a_format_1_baseline_still_gates_and_says_flips_cannot_be_listed(tmp_pat
     base = summary(rates, rng=rng)
     data = json.loads(baseline_json(base, simrun_version="0.1.0"))
     data.pop("repetitions")
+    data.pop("user_backend", None)
     data["format_version"] = 1
     path = tmp_path / "old.json"
     path.write_text(json.dumps(data))
@@ -284,7 +285,7 @@ def test_a_format_1_baseline_still_gates_and_says_flips_cannot_be_listed(tmp_pat
 
 
 @pytest.mark.parametrize("mutate, says", [
-    (lambda d: d.update(format_version=4), "(format_version)"),
+    (lambda d: d.update(format_version=5), "(format_version)"),
     (lambda d: d["cells"]["p0/g0"].update(loop=[6, 5, 0]), "fired 6 > scored 5"),
     (lambda d: d["cells"]["p0/g0"].pop("loop"), "missing ['loop']"),
     (lambda d: d.pop("dataset_hash"), "(dataset_hash)"),
