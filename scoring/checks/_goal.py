@@ -20,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from simrun.scoring._secrets import cut
 from simrun.scoring._transcript import Transcript
 from simrun.scoring.checks._answers import carries
 from simrun.scoring.checks._evidence import MISSING, lookup
 from simrun.scoring.checks._progress import asked_questions, resolve_question_record, same_value
-from simrun.scoring.dataset import Goal, QueryFailed, RecordCheck, per_goal, sql_holds
+from simrun.scoring.dataset import Goal, NotAnswered, QueryFailed, RecordCheck, per_goal, sql_holds
 
 
 def _expected(goal: Goal, i: int) -> dict[str, Any]:
@@ -79,8 +80,22 @@ def _blind(query: str, state: dict[str, Any]) -> list[str]:
 def goal_status(goal: Goal, transcript: Transcript, state: dict[str, Any] | None,
                 holds: Callable[[str, dict[str, Any]], bool] | None = None) -> tuple[bool | None, str]:
     """(reached, why). reached is None when the store gives no state to check. `holds` answers a
-    success query (`sql_holds`, which may run it; the loop passes `known_answer`, which never does)."""
-    holds = holds or sql_holds
+    success query (`sql_holds`, which may run it; the loop passes `known_answer`, which never does).
+
+    The one door from a runtime's store to the goal: whatever value the store holds (a number of
+    5,000 digits, a shape no test foresaw), a check that cannot read it makes the goal UNVERIFIABLE
+    for this conversation, with the reason, and the run goes on; never a pass, never the run."""
+    try:
+        return _goal_status(goal, transcript, state, holds or sql_holds)
+    except NotAnswered:
+        raise           # `known_answer`'s word that the query must run: the loop runs it off the loop
+    except Exception as exc:
+        return None, (f"UNVERIFIABLE: goal {goal.id}: the goal check could not read this store "
+                      f"({type(exc).__name__}: {cut(str(exc), 200)})")
+
+
+def _goal_status(goal: Goal, transcript: Transcript, state: dict[str, Any] | None,
+                 holds: Callable[[str, dict[str, Any]], bool]) -> tuple[bool | None, str]:
     if state is None or not (isinstance(state.get("records"), dict) or isinstance(state.get("events"), list)):
         return None, "UNVERIFIABLE: the runtime exposes no store state"
     records = state.get("records")

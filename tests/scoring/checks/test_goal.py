@@ -223,6 +223,18 @@ def test_the_answer_is_the_value_the_store_held_at_that_turn():
     assert goal_status(bags_goal(), t, state())[0] is False
 
 
+def test_a_store_value_no_check_can_read_costs_this_conversation_s_goal_never_the_run():
+    """The goal check is one door from a runtime's store: a bags count of 5,000 digits (past what
+    Python turns into an int) makes the goal UNVERIFIABLE here, with the reason, and raises nothing."""
+    huge = "7" * 5000
+    t = transcript(("How many bags are on the Porto trip?", {"reply": f"It has {huge} bags.", "answer": "answered"}),
+                   turn_state=state(with_record("trip:T-2", bags=huge)))
+    reached, why = goal_status(bags_goal(), t, state(with_record("trip:T-2", bags=huge)))
+    assert reached is None
+    assert why.startswith("UNVERIFIABLE: goal g: the goal check could not read this store (ValueError: ")
+    assert huge not in why
+
+
 def test_a_wrong_number_that_contains_the_value_is_not_an_answer():
     t = transcript(("How many bags are on the Porto trip?",
                     {"reply": "Porto visit has 12 bags.", "answer": "answered"}))
