@@ -353,6 +353,12 @@ async def _execute(prepared: PreparedRun, events: RunEvents, verdict_json: str |
                                               repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user],
                                               store=store)
                 events.estimated(estimated)
+                if estimated.cost_usd > plan.budget:
+                    # Said before anything is spent: such a run stops short, and its verdict is incomplete.
+                    events.note(f"warning: the plan's median estimate, ${estimated.cost_usd:.4f}, is over the budget "
+                                f"${plan.budget:.4f}: the budget buys about {estimated.affordable} of the "
+                                f"{estimated.conversations} conversations, and a run cut short is judged incomplete "
+                                "(exit 4), never passed; raise --budget, or lower --repetitions")
             result, rounds = await _matrix(prepared, runtime, store, ledger, events)
             if result.resumed is not None:
                 events.resumed(result, store.run(result.run_id)["labels"])

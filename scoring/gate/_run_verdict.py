@@ -125,6 +125,13 @@ def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSection | N
     verdict = run_verdict(run_id, rates, outcome, release, gate=gate, baseline=baseline, gate_refused=refused,
                           sequential=sequential, goal_files=goal_files)
     unrun = never_run(row, outcome)
+    cut = [line for line in unrun if line.kind is Kind.NEVER_RUN]
+    if cut and verdict.status is Status.PASSED:
+        # A run cut short passed nothing: what it never ran could have failed. It is incomplete
+        # (exit 4), never a pass, and says why first; a run that failed on what it ran stays failed.
+        rest = tuple(line for line in unrun if line.kind is not Kind.NEVER_RUN)
+        return replace(verdict, status=Status.INCOMPLETE, reasons=(*cut, *verdict.reasons),
+                       not_checked=(*rest, *verdict.not_checked))
     return replace(verdict, not_checked=(*unrun, *verdict.not_checked)) if unrun else verdict
 
 

@@ -27,6 +27,7 @@ class Status(StrEnum):
     FAILED = "failed"               # a guarantee, a release criterion or the gate failed
     NOT_JUDGED = "not judged"       # no conversation could be judged, or the goal files are wrong: bad input
     INCONCLUSIVE = "inconclusive"   # a run in rounds, undecided at its cap or budget: never a pass
+    INCOMPLETE = "incomplete"       # cut short (the budget, an interruption) with nothing failed: never a pass
 
     @property
     def exit_code(self) -> int:
@@ -34,7 +35,8 @@ class Status(StrEnum):
         return EXIT_CODES[self]
 
 
-EXIT_CODES = {Status.PASSED: 0, Status.FAILED: 1, Status.NOT_JUDGED: 2, Status.INCONCLUSIVE: 3}
+EXIT_CODES = {Status.PASSED: 0, Status.FAILED: 1, Status.NOT_JUDGED: 2, Status.INCONCLUSIVE: 3,
+              Status.INCOMPLETE: 4}
 
 
 class Kind(StrEnum):
@@ -67,7 +69,7 @@ class Kind(StrEnum):
 
 REASONS = frozenset({Kind.NO_CONVERSATION_JUDGED, Kind.GUARANTEES_BROKEN, Kind.RELEASE_CRITERION,
                      Kind.BASELINE_REFUSED, Kind.GATE_REGRESSION, Kind.NEW_NOT_GATED, Kind.ROUNDS_UNDECIDED,
-                     Kind.GOAL_FILE_PROBLEM})
+                     Kind.GOAL_FILE_PROBLEM, Kind.NEVER_RUN})
 
 
 @dataclass(frozen=True)

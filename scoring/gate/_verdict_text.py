@@ -80,7 +80,8 @@ def rounds_markdown(rounds: Sequential) -> list[str]:
 # open with). A failed criterion is named by the criterion, a broken guarantee is "guarantees".
 CASE_NAMES = {Kind.NO_CONVERSATION_JUDGED: "no conversation was judged", Kind.BASELINE_REFUSED: "gate",
               Kind.GATE_REGRESSION: "gate against the baseline", Kind.ROUNDS_UNDECIDED: "sequential",
-              Kind.GOAL_FILE_PROBLEM: "a problem in the goal files, not the runtime's"}
+              Kind.GOAL_FILE_PROBLEM: "a problem in the goal files, not the runtime's",
+              Kind.NEVER_RUN: "conversations never run"}
 
 
 def junit_cases(verdict: RunVerdict) -> list[tuple[str, str, Line | None]]:

@@ -198,7 +198,8 @@ def print_rounds(rounds: Sequential) -> None:
 
 
 STYLES = {"status": "bold", "reason": "bold red", "held": "green", "not_checked": "yellow"}
-STATUS_STYLES = {Status.PASSED: "bold green", Status.INCONCLUSIVE: "bold yellow"}     # else bold red
+STATUS_STYLES = {Status.PASSED: "bold green", Status.INCONCLUSIVE: "bold yellow",
+                 Status.INCOMPLETE: "bold yellow"}     # else bold red
 
 
 def print_verdict(verdict: RunVerdict) -> None:

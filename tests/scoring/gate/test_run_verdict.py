@@ -277,6 +277,10 @@ def every_status() -> dict[str, object]:
         # A run in rounds still undecided at its cap: the one verdict the sequential gate gives it.
         "inconclusive": replace(clean, status=Status.INCONCLUSIVE, reasons=(Line(
             Kind.ROUNDS_UNDECIDED, "sequential gate: inconclusive after 20 of 20 rounds: run more rounds"),)),
+        # A run its budget cut short, with nothing failed in what ran: incomplete, never a pass.
+        "incomplete": replace(clean, status=Status.INCOMPLETE, reasons=(Line(
+            Kind.NEVER_RUN, "22 of the 32 conversations planned were never run (the budget ran out): the verdict "
+                            "is over the 10 that ran"),)),
     }
 
 

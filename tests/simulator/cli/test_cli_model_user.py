@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 import pytest
 from typer.testing import CliRunner
@@ -171,3 +172,20 @@ def test_check_user_measures_stores_and_every_report_of_that_model_shows_it(fake
 def test_a_run_with_an_unmeasured_model_says_how_to_measure_it(fake_api, small_project):
     run = CliRunner().invoke(app, ["--user", "openai:gpt-4.1-mini", "-n", "1"])
     assert "no check-user result for openai:gpt-4.1-mini: `simrun check-user --user openai:gpt-4.1-mini`" in run.output
+
+
+def test_a_run_its_budget_cuts_short_is_warned_before_the_start_and_judged_incomplete(fake_api, small_project):
+    """A run is complete, or its verdict says it is not: a budget the plan says is too small is
+    said before anything is spent, and the run it cuts short is `incomplete` (exit 4), never a
+    pass, its first reason the conversations it never ran."""
+    set_toml(small_project, user_output="json_schema")
+    full = CliRunner().invoke(app, ["--user", "openai:gpt-4.1-mini", "-n", "4", "--db", "full.duckdb"])
+    spent = Decimal(re.search(r"exactly \$([\d.]+)", full.output).group(1))
+    budget = f"{spent * 3 / 5:.6f}usd"      # three fifths of what the whole matrix cost
+    result = CliRunner().invoke(app, ["--user", "openai:gpt-4.1-mini", "-n", "4", "--budget", budget])
+    assert result.exit_code == 4, result.output
+    warned = result.output.index("warning: the plan's median estimate")
+    assert warned < result.output.index("verdict: ")
+    assert "the budget buys about" in result.output and "judged incomplete (exit 4)" in result.output
+    reasons = [line for line in result.output.splitlines() if line.startswith("INCOMPLETE: ")]
+    assert reasons and "conversations planned were never run (the budget ran out)" in reasons[0], result.output

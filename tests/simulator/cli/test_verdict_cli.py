@@ -142,3 +142,25 @@ def test_a_run_is_judged_again_later_by_the_criteria_it_ran_with_unless_told_oth
     told = cli("report", "latest", "--budgets", "budgets.toml")
     assert ": FAILED: release.max_rate.dead_end" in told.output, told.output
     assert 'data-status="failed"' in (project / "reports" / "index.html").read_text()
+
+
+def test_a_run_cut_short_with_nothing_failed_is_incomplete_never_a_pass_and_its_page_opens_on_it(cli, project):
+    """A run is complete, or its verdict says it is not: cut short (its budget, an interruption),
+    what it never ran could have failed, so it is `incomplete`, exit 4, its first reason what it
+    never ran; the same run finished is judged whole."""
+    done = cli("-n", "1")
+    assert done.exit_code == 0, done.output
+    run_id = re.search(r"run: (\S+)", done.output).group(1)
+    con = duckdb.connect(str(project / "simrun.duckdb"))
+    con.execute("UPDATE runs SET status = 'budget_spent', conversations_planned = 140 WHERE run_id = ?", [run_id])
+    con.close()
+    again = cli("report", run_id)
+    assert again.exit_code == 0, again.output
+    assert "INCOMPLETE: 70 of the 140 conversations planned were never run (the budget ran out)" in again.output
+    html = (project / "reports" / f"{run_id}.html").read_text()
+    first = re.search(r"<body>\s*(<[^>]+>)", html).group(1)
+    assert first == '<section id="verdict" class="incomplete" data-status="incomplete" data-exit="4">'
+    con = duckdb.connect(str(project / "simrun.duckdb"))
+    con.execute("UPDATE runs SET status = 'finished', conversations_planned = 70 WHERE run_id = ?", [run_id])
+    con.close()
+    assert "PASSED" in cli("report", run_id).output
