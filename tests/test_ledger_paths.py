@@ -79,7 +79,7 @@ def test_a_budget_cut_run_stores_every_call_it_paid_for(project, slow_api):
     api, env = slow_api
     proc = start(project, env, "--budget", "0.02usd")
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode in (0, 1), out + err
+    assert proc.returncode in (1, 4), out + err          # cut short: never a pass (incomplete, or failed)
     state = ledger(project / "simrun.duckdb")
     assert state["status"] == "budget_spent" and Decimal("0") < state["spent"] <= Decimal("0.02")
     assert state["spent"] == state["sum"] and state["calls"] == api.served
