@@ -197,7 +197,7 @@ def test_the_budget_holds_for_the_whole_cluster_and_the_spend_is_the_sum_of_its_
     budgets.write_text(budgets.read_text().replace("[release]\n", "[release]\nmin_goal_reached = 0\n", 1))
     result = CliRunner().invoke(app, ["--user", USER, "-n", "2", "--budget", "0.02usd", "--concurrency", "4",
                                       "--executor", "ray"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output      # cut short, nothing failed: incomplete, never a pass
     ledger = ledger_of(project / "simrun.duckdb")
     run = ledger["run"]
     assert run["status"] == "budget_spent"
