@@ -68,14 +68,21 @@ def test_the_runtime_version_is_bounded_text_or_nothing(health, version):
     assert runtime_version(health) == version
 
 
+def committed(repo, branch: str, *files: str) -> str:
+    """`repo` made a work tree on `branch` with `files` committed (a file `f` if none): its HEAD."""
+    repo.mkdir(exist_ok=True)
+    git(repo, "init", "-q", "-b", branch)
+    for name in files or ("f",):
+        if not (repo / name).exists():
+            (repo / name).write_text("x")
+    git(repo, "add", *(files or ("f",)))
+    git(repo, "commit", "-qm", "first")
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+
 def test_git_gives_the_commit_and_branch_of_a_work_tree(tmp_path):
     repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "release/1.4")
-    (repo / "f").write_text("x")
-    git(repo, "add", "f")
-    git(repo, "commit", "-qm", "first")
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = committed(repo, "release/1.4")
     (repo / "sub").mkdir()
     assert git_state(repo / "sub") == GitState(head, "release/1.4")
     git(repo, "checkout", "-q", "--detach")
@@ -144,12 +151,7 @@ def test_a_new_runtime_version_is_a_new_run_and_a_named_run_is_refused(demo):
 
 def test_a_work_tree_that_differs_from_its_commit_is_recorded_dirty_and_untracked_files_do_not_count(tmp_path):
     repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "f").write_text("x")
-    git(repo, "add", "f")
-    git(repo, "commit", "-qm", "first")
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = committed(repo, "main")
     (repo / "notes.txt").write_text("untracked")
     assert git_state(repo) == GitState(head, "main")            # as `git describe --dirty`: untracked is clean
     (repo / "f").write_text("changed")
@@ -159,11 +161,7 @@ def test_a_work_tree_that_differs_from_its_commit_is_recorded_dirty_and_untracke
 
 
 def test_a_dirty_run_says_so_in_runs_the_report_and_the_dashboard(project, cli):
-    git(project, "init", "-q", "-b", "main")
-    git(project, "add", "simrun.toml", "budgets.toml")
-    git(project, "commit", "-qm", "the project")
-    head = subprocess.run(["git", "-C", str(project), "rev-parse", "HEAD"], capture_output=True,
-                          text=True).stdout.strip()
+    head = committed(project, "main", "simrun.toml", "budgets.toml")
     toml = project / "simrun.toml"
     toml.write_text(toml.read_text() + "\n# changed, not committed\n")
     done = cli("-n", "1")
