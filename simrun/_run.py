@@ -267,9 +267,7 @@ def run(config: str | Path | None = None, *, events: RunEvents | None = None,
         **options: Unpack[RunOptions]) -> Outcome:
     """`run_async` on an event loop of its own (uvloop where it is installed): for code that is
     not async already. Bad input raises `simrun.ConfigError` before anything is spent."""
-    prepared = prepare(config, **options)
-    _no_running_loop("run")
-    return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
+    return _on_a_loop_of_its_own("run", prepare(config, **options), events, verdict_json, step_summary)
 
 
 def demo(*, repetitions: int | None = None, db: str | None = None, reports: str | None = None,
@@ -279,9 +277,8 @@ def demo(*, repetitions: int | None = None, db: str | None = None, reports: str 
     planted in its runtime, in its own database (default simrun-demo.duckdb, so that a team's
     `latest` run stays theirs), wherever it is called from. Its outcome fails: a broken guarantee
     fails a run."""
-    prepared = prepare_demo(repetitions=repetitions, db=db, reports=reports)
-    _no_running_loop("demo")
-    return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
+    return _on_a_loop_of_its_own("demo", prepare_demo(repetitions=repetitions, db=db, reports=reports), events,
+                                 verdict_json, step_summary)
 
 
 def prepare_demo(*, repetitions: int | None = None, db: str | None = None, reports: str | None = None) -> PreparedRun:
@@ -289,12 +286,14 @@ def prepare_demo(*, repetitions: int | None = None, db: str | None = None, repor
     return prepare(**faulty_run(db or "simrun-demo.duckdb", reports or "reports"), repetitions=repetitions)
 
 
-def _no_running_loop(call: str) -> None:
-    """`simrun.run()` starts a loop of its own: inside a running one it cannot, and says what to do."""
+def _on_a_loop_of_its_own(call: str, prepared: PreparedRun, events: RunEvents | None,
+                          verdict_json: str | Path | None, step_summary: bool) -> Outcome:
+    """`prepared` run on an event loop of its own (uvloop where it is installed), for `run`, `demo`
+    and `resume`. Inside a running loop it cannot start one, and says what to do instead."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return
+        return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
     raise SimrunError(f"simrun.{call}() runs its own event loop, and this code already runs in one: "
                       f"use `await simrun.run_async(...)` (or `await simrun.prepare(...).execute()`)")
 
@@ -302,9 +301,7 @@ def _no_running_loop(call: str) -> None:
 def resume(run: str = "latest", *, events: RunEvents | None = None, verdict_json: str | Path | None = None,
            step_summary: bool = True, **options: Unpack[ResumeOptions]) -> Outcome:
     """Finish a run that was killed, interrupted or stopped by its budget (`prepare_resume`)."""
-    prepared = prepare_resume(run, **options)
-    _no_running_loop("resume")
-    return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json, step_summary=step_summary))
+    return _on_a_loop_of_its_own("resume", prepare_resume(run, **options), events, verdict_json, step_summary)
 
 
 def interrupted_run(db: str | Path) -> str:

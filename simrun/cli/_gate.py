@@ -102,16 +102,15 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
     try:
         # The candidate's whole verdict (`simrun.gate`): its guarantees, its release criteria (those
         # it ran with, unless --budgets says otherwise) and this gate. Here it is only written and printed.
+        # The library writes the verdict's JSON, as it does for a run: one writer for that document.
         judged = judge_gate(candidate, baseline, baseline_ref=baseline_ref, db=db, budgets=budgets,
-                            sequential=sequential)
+                            sequential=sequential, verdict_json=verdict_json)
         verdict = judged.verdict
         text = V.markdown(verdict)
         if markdown:
             _write(markdown, text, "Markdown summary")
         if junit:
             _write(junit, V.junit_xml(verdict), "JUnit XML")
-        if verdict_json:
-            _write(verdict_json, V.verdict_json(verdict), "verdict's JSON")
         write_step_summary(text)
     except SimrunError as exc:
         fail(exc)
