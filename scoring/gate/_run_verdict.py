@@ -106,7 +106,8 @@ def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSection | N
     settings it ran with (`sequential`, if its rounds were judged already)."""
     row = store.run(run_id)
     run_id = row["run_id"]
-    release = release or judged_with(row) or fallback
+    # The criteria it was judged with when it ran (`Store.set_release_criteria`), when they are criteria.
+    release = release or stored_release(row) or fallback
     rates, outcome = R.class_rates(store, run_id), R.outcome(store, run_id)
     goal_files = tuple(stored_goal_problems(store, run_id))
     refused = None
@@ -133,13 +134,6 @@ def verdict_of_run(store: Store, run_id: str | None, release: ReleaseSection | N
         return replace(verdict, status=Status.INCOMPLETE, reasons=(*cut, *verdict.reasons),
                        not_checked=(*rest, *verdict.not_checked))
     return replace(verdict, not_checked=(*unrun, *verdict.not_checked)) if unrun else verdict
-
-
-def judged_with(row: Mapping[str, Any]) -> ReleaseSection | None:
-    """The release criteria a stored run was judged with when it ran (`Store.set_release_criteria`);
-    None for a run made before they were kept, or with a record that is not criteria
-    (`simrun.scoring._settings.stored_release`)."""
-    return stored_release(row)
 
 
 WHY_UNRUN = {"budget_spent": "the budget ran out", "stopped": "the user model stopped the run",

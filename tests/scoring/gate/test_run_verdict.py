@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 from simrun.scoring._errors import BaselineError, GateError
-from simrun.scoring._settings import GateSection, ReleaseSection
+from simrun.scoring._settings import GateSection, ReleaseSection, stored_release
 from simrun.scoring.checks._scorer import ALL_CLASSES, PROGRESS_CLASSES, kind_of
 from simrun.scoring.dataset._files import canonical_json
 from simrun.scoring.gate._baseline import baseline_json, parse_baseline
 from simrun.scoring.gate._compare import gate_verdict
-from simrun.scoring.gate._run_verdict import judged_with, never_run, run_verdict
+from simrun.scoring.gate._run_verdict import never_run, run_verdict
 from simrun.scoring.gate._summary import GATE_CLASSES, Counts, RunSummary, summary_from_counts
 from simrun.scoring.gate._verdict_lines import Kind, Line, Status
 from simrun.scoring.gate._verdict_text import junit_xml, markdown
@@ -345,7 +345,7 @@ def test_goals_that_could_not_be_checked_are_named_as_not_checked_never_silently
 def test_the_criteria_a_run_kept_are_used_only_when_they_are_criteria(kept, used):
     """A stored run's criteria judge it again later; a store may be hostile, so a record that is
     not criteria (a wrong type, an unknown class, a missing field) is not used."""
-    criteria = judged_with({"config": {"release": kept}})
+    criteria = stored_release({"config": {"release": kept}})
     assert (criteria is not None) == used
     if used:
         assert criteria.max_rate == {"dead_end": 0.3} and criteria.progress_ceiling == 0.5
