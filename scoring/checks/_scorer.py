@@ -25,7 +25,7 @@ from simrun.scoring.dataset import Goal, Persona
 # them as its own (tests/scoring/test_classes.py holds its checks to exactly these names).
 
 # Bump when a check's meaning changes: runs scored by different versions are not compared.
-SCORER_VERSION = "3"
+SCORER_VERSION = "4"
 
 
 def score(transcript: Transcript, goal: Goal, persona: Persona,
@@ -47,6 +47,8 @@ def score(transcript: Transcript, goal: Goal, persona: Persona,
                                          reached, user_faults)
     if failed:
         why += "; UNVERIFIABLE, the check failed on this transcript: " + "; ".join(failed)
+    if not any(turn.result is not None for turn in transcript.turns):
+        reached, why, checks = _nothing_observed(transcript, checks)
     end = transcript.end
     # A user that broke its brief taints the conversation, however it ended, unless the runtime
     # failed first (that stays the runtime's). The loop catches most such faults at once; a few
@@ -55,6 +57,23 @@ def score(transcript: Transcript, goal: Goal, persona: Persona,
         end = "simulator_error"
     return Scorecard(goal_reached=reached, goal_detail=why, turns=len(transcript.turns),
                      end=end, checks=checks)
+
+
+def _nothing_observed(transcript: Transcript, checks: dict[str, CheckResult]
+                      ) -> tuple[None, str, dict[str, CheckResult]]:
+    """A conversation in which the runtime answered no turn decides nothing: every class it did
+    not see fire, and its goal, are UNVERIFIABLE with the reason. A check finds no fault in turns
+    that never happened, and "clean" would claim it looked; a store the runtime never answered
+    over says nothing about what a conversation reached. What did fire (the runtime's failure is
+    its end, the user's own fault its simulator_error) stays fired: that was observed."""
+    sent = len(transcript.turns)
+    why = (f"no turn completed: the conversation ended ({transcript.end}) before the runtime answered "
+           f"any of its {sent} turn(s), so nothing was observed to decide it" if sent else
+           f"no turn completed: the conversation ended ({transcript.end}) before a turn was sent, "
+           "so nothing was observed to decide it")
+    return None, f"UNVERIFIABLE: {why}", {
+        name: check if check.findings else CheckResult(name, unverifiable_turns=max(1, sent), reason=why)
+        for name, check in checks.items()}
 
 
 def _guarded(name: str, failed: list[str], check: Callable[..., CheckResult], transcript: Transcript,

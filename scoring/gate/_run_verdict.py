@@ -26,7 +26,7 @@ from simrun.scoring._errors import GateError
 from simrun.scoring._settings import GateSection, ReleaseSection, stored_release, stored_sequential
 from simrun.scoring._transcript import NOT_THE_RUNTIME
 from simrun.scoring.gate._compare import gate_verdict
-from simrun.scoring.gate._release import Criterion, ReleaseCheck, check_counts, release_check
+from simrun.scoring.gate._release import Criterion, ReleaseCheck, Unchecked, check_counts, release_check
 from simrun.scoring.gate._sequential import Sequential, sequential_gate
 from simrun.scoring.gate._sharing import NewSlice
 from simrun.scoring.gate._summary import RunSummary, summary_from_store
@@ -200,10 +200,14 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
         ceilings = [c.cls for c in check.criteria if _is_ceiling(c)]
         named = [c.name.removeprefix("release.") for c in check.criteria if not _is_ceiling(c)]
         named += [f"ceilings on {', '.join(ceilings)}"] if ceilings else []
-        held.append(Line(Kind.RELEASE_MET, f"every release criterion met ({'; '.join(named)})",
+        # "Every" only when no criterion was left undecided: the others are named as not checked.
+        said = ("every release criterion met" if not check.unchecked
+                else "every release criterion that could be judged met")
+        held.append(Line(Kind.RELEASE_MET, f"{said} ({'; '.join(named)})",
                          classes=tuple(dict.fromkeys(c.cls for c in check.criteria)),
                          figures={"criteria": len(check.criteria)}))
-    not_checked += [Line(Kind.CRITERION_UNVERIFIABLE, u.line, classes=(u.cls,)) for u in check.unchecked]
+    undecided = [_unchecked_line(u) for u in check.unchecked if u.by_hand]
+    not_checked += _default_unchecked_lines(check.unchecked)
     if outcome.goal_unverifiable:
         # Never a pass, and never out of sight: the goal rate above is over the others only.
         not_checked.append(Line(Kind.GOAL_UNVERIFIABLE,
@@ -213,13 +217,15 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
                                 classes=("goal_reached",),
                                 figures={"unverifiable": outcome.goal_unverifiable,
                                          "conversations": outcome.conversations}))
-    undecided = [r for r in rates if r.unverifiable]
-    if undecided:
-        not_checked.append(Line(Kind.UNVERIFIABLE, "UNVERIFIABLE (the runtime did not give the evidence): " + ", ".join(
-            f"{r.cls} in {r.unverifiable} of {r.unverifiable + r.scored} conversations" for r in undecided),
-            classes=tuple(r.cls for r in undecided),
-            figures={k: v for r in undecided for k, v in (
-                (f"{r.cls}.unverifiable", r.unverifiable), (f"{r.cls}.conversations", r.unverifiable + r.scored))}))
+    blind = [r for r in rates if r.unverifiable]
+    if blind:
+        not_checked.append(Line(Kind.UNVERIFIABLE, "UNVERIFIABLE (the evidence was missing, or no turn completed): "
+                                + ", ".join(f"{r.cls} in {r.unverifiable} of {r.unverifiable + r.scored} conversations"
+                                            for r in blind),
+                                classes=tuple(r.cls for r in blind),
+                                figures={k: v for r in blind for k, v in (
+                                    (f"{r.cls}.unverifiable", r.unverifiable),
+                                    (f"{r.cls}.conversations", r.unverifiable + r.scored))}))
     if baseline is None:
         not_checked.append(Line(Kind.NO_BASELINE,
                                 f"regressions: no baseline is set, so no regression was checked: {BLESS}"))
@@ -229,11 +235,16 @@ def run_verdict(run_id: str, rates: list[R.Rate], outcome: R.Outcome, release: R
     else:
         # verdict_of_run gives the gate, or why the baseline could not judge the run: one of the two.
         assert gate is not None, "a baseline is given with its gate or with gate_refused"
-        _gate_lines(gate, release, reasons, held, not_checked, sequential)
+        undecided += _gate_lines(gate, release, reasons, held, not_checked, sequential)
     # The runtime's failures fail the run; a goal that can never hold leaves it not judged (exit 2,
     # bad input), whatever else held, and says which file to fix.
     status = (Status.NOT_JUDGED if not judged else Status.FAILED if reasons
               else Status.NOT_JUDGED if goal_files else Status.PASSED)
+    if undecided:
+        # A criterion set by hand that the undecided conversations could pass or fail was not
+        # judged: never a pass (inconclusive, exit 3); a run that failed on other grounds stays failed.
+        (reasons if status is Status.PASSED else not_checked).extend(undecided)
+        status = Status.INCONCLUSIVE if status is Status.PASSED else status
     if sequential is not None and sequential.decision in ("continue", "inconclusive"):
         # Undecided is never a pass; a run failed on other grounds stays failed, and says it.
         text = sequential.line() + (": run more rounds (`simrun --sequential` again continues the run)"
@@ -259,8 +270,51 @@ def _criterion_line(kind: Kind, c: Criterion, text: str, new: NewSlice | None = 
         figures["rate"] = c.fired / c.scored
     if c.limit is not None:
         figures["floor" if c.cls == "goal_reached" else "ceiling"] = c.limit
+    if c.undecided and (low_high := R.bounds(c.fired, c.scored, c.undecided)) is not None:
+        figures["unverifiable"] = c.undecided
+        figures["low"], figures["high"] = low_high
     return Line(kind, text, classes=(c.cls,) if c.cls else (), figures=figures, criterion=c.name,
                 scope=_scope_of(new) if new is not None else RUN)
+
+
+def _unchecked_line(u: Unchecked, new: NewSlice | None = None) -> Line:
+    """A criterion not judged, with its counts and bounds: CRITERION_UNDECIDED (the undecided could
+    pass or fail it: a reason when set by hand), or, for a default criterion no conversation
+    decided, CRITERION_UNVERIFIABLE."""
+    figures: dict[str, Figure] = {"fired": u.fired, "scored": u.scored, "unverifiable": u.undecided}
+    if (low_high := R.bounds(u.fired, u.scored, u.undecided)) is not None:
+        figures["low"], figures["high"] = low_high
+    figures["floor" if u.cls == "goal_reached" else "ceiling"] = u.limit
+    kind = Kind.CRITERION_UNDECIDED if u.scored or u.by_hand else Kind.CRITERION_UNVERIFIABLE
+    return Line(kind, u.line, classes=(u.cls,), figures=figures, criterion=u.name,
+                scope=_scope_of(new) if new is not None else RUN)
+
+
+def _default_unchecked_lines(unchecked: tuple[Unchecked, ...], new: NewSlice | None = None) -> list[Line]:
+    """The default criteria not judged, as not-checked lines: the progress ceilings that stand on
+    the same counts (the same conversations crashed before any of them could be decided) in one
+    line naming each class, the others one line each."""
+    lines: list[Line] = []
+    ceilings: dict[tuple[int, int, int, float], list[Unchecked]] = {}
+    for u in unchecked:
+        if u.by_hand:
+            continue
+        if u.cls == "goal_reached":
+            lines.append(_unchecked_line(u, new))
+        else:
+            ceilings.setdefault((u.fired, u.scored, u.undecided, u.limit), []).append(u)
+    for (fired, scored, undecided, limit), group in ceilings.items():
+        line = _unchecked_line(group[0], new)
+        if len(group) > 1:
+            classes = tuple(u.cls for u in group)
+            where = group[0].name.partition(" ")[2]
+            said = (f"each {R.bounds_text(fired, scored, undecided)}, {fired}/{scored} decided: the undecided "
+                    "could pass or fail each" if scored else "no conversation could decide them (UNVERIFIABLE)")
+            line = replace(line, classes=classes, criterion="release.progress_ceiling",
+                           text=f"the ceiling {limit:.1%} on {', '.join(classes)}{' ' + where if where else ''} "
+                                f"(release.progress_ceiling): {said}")
+        lines.append(line)
+    return lines
 
 
 def _scope_of(new: NewSlice) -> Scope:
@@ -274,24 +328,37 @@ def _rounds_figures(sequential: Sequential) -> dict[str, Figure]:
 
 
 def _guarantees_held(rates: list[R.Rate], conversations: int, not_checked: list[Line]) -> list[Line]:
-    """What held of the guarantees, none broken: claimed only of those a conversation could decide.
-    A guarantee UNVERIFIABLE in every conversation is not known to hold (it is listed as not checked)."""
+    """What held of the guarantees, none broken: claimed only where a conversation decided them.
+    "Every guarantee held" is said only when each was decided in every conversation; one decided
+    in some is said to hold in those (a conversation that crashed on its first turn decides none);
+    one decided in none is not known to hold, and is listed as not checked."""
     guarantees = [r for r in rates if r.kind == "guarantee"]
     never = [r.cls for r in guarantees if not r.scored]
+    partly = [r for r in guarantees if r.scored and r.unverifiable]
     decided = tuple(r.cls for r in guarantees if r.scored)
-    if not never:
+    if never:
+        not_checked.append(Line(Kind.GUARANTEES_UNVERIFIABLE,
+                                (f"guarantees decided in no conversation, so not known to hold: {', '.join(never)} "
+                                 "(UNVERIFIABLE: the runtime gives none of the evidence they need, or no turn "
+                                 "completed)") if decided else
+                                ("guarantees: none could be decided in any conversation (UNVERIFIABLE: the runtime "
+                                 "gives none of the evidence they need, or no turn completed), so none is known to "
+                                 "hold"),
+                                classes=tuple(never)))
+    if not decided:
+        return []
+    if not never and not partly:
         return [Line(Kind.GUARANTEES_HELD, f"every guarantee held ({conversations} conversations)",
                      classes=decided, figures={"conversations": conversations})]
-    if len(never) < len(guarantees):
-        return [Line(Kind.GUARANTEES_HELD,
-                     f"every guarantee that could be decided held ({conversations} conversations); {len(never)} of "
-                     f"{len(guarantees)} could be decided in no conversation ({', '.join(never)}: UNVERIFIABLE)",
-                     classes=decided, figures={"conversations": conversations, "undecidable": len(never)})]
-    not_checked.append(Line(Kind.GUARANTEES_UNVERIFIABLE,
-                            "guarantees: none could be decided in any conversation (UNVERIFIABLE: the runtime "
-                            "gives none of the evidence they need), so none is known to hold",
-                            classes=tuple(never)))
-    return []
+    whole = [r.cls for r in guarantees if r.scored and not r.unverifiable]
+    parts = ([f"{', '.join(whole)} in all {conversations} conversations"] if whole else []) + [
+        f"{r.cls} in the {r.scored} of {conversations} that decided it" for r in partly]
+    return [Line(Kind.GUARANTEES_HELD,
+                 f"the guarantees held where they were decided: {'; '.join(parts)}"
+                 + (f"; {len(never)} of {len(guarantees)} decided in none (not checked)" if never else ""),
+                 classes=decided,
+                 figures={"conversations": conversations, "undecidable": len(never),
+                          **{f"{r.cls}.decided": r.scored for r in partly}})]
 
 
 def _gate_figures(gate: GateResult) -> dict[str, Figure]:
@@ -308,7 +375,9 @@ def _gate_figures(gate: GateResult) -> dict[str, Figure]:
 
 
 def _gate_lines(gate: GateResult, release: ReleaseSection, reasons: list[Line], held: list[Line],
-                not_checked: list[Line], sequential: Sequential | None = None) -> None:
+                not_checked: list[Line], sequential: Sequential | None = None) -> list[Line]:
+    """The gate's lines; returns the criteria set by hand that a new goal or persona's undecided
+    conversations could pass or fail (the verdict decides where they go)."""
     against = f"against the baseline {gate.baseline.run_id} ({gate.baseline.source}), on {gate.cells} cells"
     failed = tuple(c.cls for c in gate.failures)
     if sequential is not None:
@@ -326,16 +395,21 @@ def _gate_lines(gate: GateResult, release: ReleaseSection, reasons: list[Line], 
     # What a new goal or persona answers to on its own: the ceilings and the floor (guarantees and
     # runtime_error are held over the whole run already).
     absolute = release.model_copy(update={"fail_on_runtime_error": False})
+    undecided: list[Line] = []
     for new in gate.new:
-        counts = {cls: (c.fired, c.scored) for cls, c in new.counts.items()}
+        counts = {cls: (c.fired, c.scored, c.unverifiable) for cls, c in new.counts.items()}
         goal = new.counts["goal_not_reached"]
         where = f"in {new}" if new.dimension != "cells" else f"in cells {new.name}"
-        check = check_counts(counts, (goal.scored - goal.fired, goal.scored), absolute, where=where)
+        check = check_counts(counts, (goal.scored - goal.fired, goal.scored, goal.unverifiable), absolute,
+                             where=where)
         reasons += [_criterion_line(Kind.NEW_NOT_GATED, c, f"new, not gated: {c.line()}", new)
                     for c in check.failures]
+        undecided += [_unchecked_line(u, new) for u in check.unchecked if u.by_hand]
+        not_checked += _default_unchecked_lines(check.unchecked, new)
         not_checked.append(Line(Kind.NOT_GATED, f"the gate, {where}: new, not gated against the baseline; held to "
                                 f"the absolute criteria ({new.rate_text(tuple(new.counts))})",
                                 scope=_scope_of(new),
                                 figures={"cells": len(new.cells), "goal_reached": goal.scored - goal.fired,
                                          "goal_scored": goal.scored}))
     not_checked += [Line(Kind.REMOVED, text, scope=scope) for scope, text in removed_lines(gate)]
+    return undecided

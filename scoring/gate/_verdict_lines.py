@@ -26,7 +26,8 @@ class Status(StrEnum):
     PASSED = "passed"
     FAILED = "failed"               # a guarantee, a release criterion or the gate failed
     NOT_JUDGED = "not judged"       # no conversation could be judged, or the goal files are wrong: bad input
-    INCONCLUSIVE = "inconclusive"   # a run in rounds, undecided at its cap or budget: never a pass
+    INCONCLUSIVE = "inconclusive"   # undecided (a run in rounds at its cap or budget; a criterion set by hand
+                                    # that the UNVERIFIABLE conversations could pass or fail): never a pass
     INCOMPLETE = "incomplete"       # cut short (the budget, an interruption) with nothing failed: never a pass
 
     @property
@@ -50,6 +51,8 @@ class Kind(StrEnum):
     GATE_REGRESSION = "gate_regression"                 # the gate against the baseline failed
     NEW_NOT_GATED = "new_not_gated"                     # a goal or persona new since the baseline failed a criterion
     ROUNDS_UNDECIDED = "rounds_undecided"               # the sequential gate decided nothing yet (also not checked)
+    CRITERION_UNDECIDED = "criterion_undecided"         # the undecided could pass or fail a criterion (a reason when
+                                                        # set by hand; a default one is only not checked)
     GOAL_FILE_PROBLEM = "goal_file_problem"             # a goal names what no store of the run held
     # held
     GUARANTEES_HELD = "guarantees_held"
@@ -69,7 +72,7 @@ class Kind(StrEnum):
 
 REASONS = frozenset({Kind.NO_CONVERSATION_JUDGED, Kind.GUARANTEES_BROKEN, Kind.RELEASE_CRITERION,
                      Kind.BASELINE_REFUSED, Kind.GATE_REGRESSION, Kind.NEW_NOT_GATED, Kind.ROUNDS_UNDECIDED,
-                     Kind.GOAL_FILE_PROBLEM, Kind.NEVER_RUN})
+                     Kind.GOAL_FILE_PROBLEM, Kind.NEVER_RUN, Kind.CRITERION_UNDECIDED})
 
 
 @dataclass(frozen=True)

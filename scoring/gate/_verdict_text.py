@@ -93,6 +93,9 @@ def junit_cases(verdict: RunVerdict) -> list[tuple[str, str, Line | None]]:
     cases: list[tuple[str, str, Line | None]] = [("simrun.run", "guarantees", broken[0] if broken else None)]
     failed = {r.criterion: r for r in verdict.reasons if r.kind is Kind.RELEASE_CRITERION}
     cases += [("simrun.release", c.name, failed.get(c.name)) for c in verdict.release.criteria]
+    # A criterion set by hand that the UNVERIFIABLE conversations could pass or fail is not a
+    # pass: its case fails with the bounds, as the exit status (inconclusive) says.
+    cases += [("simrun.release", r.criterion, r) for r in verdict.reasons if r.kind is Kind.CRITERION_UNDECIDED]
     cases += [("simrun.new", r.criterion, r) for r in verdict.reasons if r.kind is Kind.NEW_NOT_GATED]
     gated = verdict.gate is not None and not verdict.gate.passed
     cases += [("simrun.run", CASE_NAMES[r.kind], r) for r in verdict.reasons

@@ -56,6 +56,36 @@ def wilson_sql(k: str, n: str, confidence: float = 0.95) -> tuple[str, str]:
             f"CASE WHEN ({n}) > 0 THEN least(1.0, ({centre} + {half}) / {scale}) END")
 
 
+# The undecided share from which a headline rate is shown with its bounds (issue 38, rule 2): below
+# it the bounds sit inside the interval's width on the run sizes simrun recommends, and the rate
+# over the decided conversations reads as it is; from it on, that rate could be far from the truth.
+BOUNDS_SHOWN_FROM = 0.1
+
+
+def bounds(k: int, n: int, undecided: int) -> tuple[float, float] | None:
+    """The lowest and the highest rate the undecided conversations allow: each counted as not
+    having the class, then each as having it, over every conversation (k of the n decided had
+    it). None with no conversation at all. A rate over the decided ones alone is the truth only if
+    the undecided are like them, and nothing says they are: which conversations a check cannot
+    decide may depend on their outcome (a write read from a trace without its arguments)."""
+    total = n + undecided
+    return (k / total, (k + undecided) / total) if total else None
+
+
+def bounds_text(k: int, n: int, undecided: int) -> str:
+    """"between 2.9% and 22.9% (14 UNVERIFIABLE counted either way)", or "" when nothing is undecided."""
+    low_high = bounds(k, n, undecided)
+    if not undecided or low_high is None:
+        return ""
+    low, high = low_high
+    return f"between {100 * low:.1f}% and {100 * high:.1f}% ({undecided} UNVERIFIABLE counted either way)"
+
+
+def bounds_shown(n: int, undecided: int) -> bool:
+    """Whether a headline shows a rate's bounds: its undecided share is large (BOUNDS_SHOWN_FROM)."""
+    return bool(undecided) and undecided / (n + undecided) >= BOUNDS_SHOWN_FROM
+
+
 @dataclass(frozen=True)
 class Rate:
     cls: str
@@ -73,6 +103,10 @@ class Rate:
     @property
     def interval(self) -> tuple[float | None, float | None]:
         return wilson(self.occurrences, self.scored)
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        return bounds(self.occurrences, self.scored, self.unverifiable)
 
     @property
     def turn_rate(self) -> float | None:
@@ -120,6 +154,10 @@ class Outcome:
     @property
     def goal_interval(self):
         return wilson(self.goal_reached, self.goal_scored)
+
+    @property
+    def goal_bounds(self) -> tuple[float, float] | None:
+        return bounds(self.goal_reached, self.goal_scored, self.goal_unverifiable)
 
     @property
     def runtime_error_rate(self) -> Rate:

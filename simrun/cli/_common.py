@@ -19,6 +19,7 @@ from simrun.scoring.gate import GateResult, RunVerdict, Sequential, Status, comp
 from simrun.scoring.gate import text as T
 from simrun.scoring.gate import verdict_text as V
 from simrun.scoring.store import Store
+from simrun.scoring.store import rates as R
 
 
 class ClosableStdout:
@@ -170,8 +171,14 @@ def print_summary(store: Store, verdict: RunVerdict) -> None:
     low, high = outcome.goal_interval
     ends = ", ".join(f"{k} {v}" for k, v in outcome.ends.items())
     unverifiable = f", UNVERIFIABLE in {outcome.goal_unverifiable}" if outcome.goal_unverifiable else ""
-    out.print(f"goal reached: {pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, "
-              f"95% {pct(low)} – {pct(high)}{unverifiable}); ends: {ends}", highlight=False, soft_wrap=True)
+    rate = f"{pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, 95% {pct(low)} – {pct(high)}"
+    if R.bounds_shown(outcome.goal_scored, outcome.goal_unverifiable):
+        # Much undecided: the rate over the decided alone could be far from the truth; its bounds lead.
+        said = (f"{R.bounds_text(outcome.goal_reached, outcome.goal_scored, outcome.goal_unverifiable)}; "
+                f"{rate} of the decided)")
+    else:
+        said = f"{rate}{unverifiable})"
+    out.print(f"goal reached: {said}; ends: {ends}", highlight=False, soft_wrap=True)
     if outcome.runtime_errors:
         out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): `simrun show {run_id} "
                   "--class runtime_error` lists them, and `simrun show RUN CONVERSATION` shows each one's evidence",

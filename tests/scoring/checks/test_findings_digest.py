@@ -30,6 +30,11 @@ PINNED = {
         "demo": "57ddad3d8ea2e3040ad1ce06f3174119934effff286cc538721f8995c6c46cff",
         "library": "4aa2085158ddd75811e257f231d649a6e16aae754100db094406e6cc92ea072e",
     },
+    # Issue 38, rule 1: a conversation whose runtime answered no turn decides nothing.
+    "4": {
+        "demo": "937b5a59d9fb7f0e2924e4f215eddfe4d0bd61d2ec75c970763e48b18fffd10d",
+        "library": "45c01044fc5deacedde03ae25ba4bdfec48d6981cd4a03ae7067a26a925b5947",
+    },
 }
 
 

@@ -226,9 +226,12 @@ def test_a_guarantee_no_conversation_could_decide_is_never_said_to_hold(undecide
     if not undecided:
         assert claims == [f"every guarantee held ({outcome.conversations} conversations)"]
     elif len(undecided) < len(guarantees):
-        assert len(claims) == 1 and claims[0].startswith("every guarantee that could be decided held")
-        assert f"{len(undecided)} of {len(guarantees)} could be decided in no conversation" in claims[0]
-        assert all(cls in claims[0] for cls in undecided)
+        assert len(claims) == 1 and claims[0].startswith("the guarantees held where they were decided: ")
+        assert f"{len(undecided)} of {len(guarantees)} decided in none (not checked)" in claims[0]
+        assert not any(cls in claims[0].split(";")[0] for cls in undecided)
+        named = [n for n in verdict.not_checked if n.kind is Kind.GUARANTEES_UNVERIFIABLE]
+        assert len(named) == 1 and named[0].classes == tuple(undecided)
+        assert named[0].text.startswith("guarantees decided in no conversation, so not known to hold: ")
     else:
         assert claims == [] and "guarantees: none could be decided in any conversation" in said
     assert "every guarantee held" not in said or not undecided
@@ -349,3 +352,78 @@ def test_the_criteria_a_run_kept_are_used_only_when_they_are_criteria(kept, used
     assert (criteria is not None) == used
     if used:
         assert criteria.max_rate == {"dead_end": 0.3} and criteria.progress_ceiling == 0.5
+
+
+def test_a_goal_rate_judged_on_a_sample_its_outcome_chose_is_shown_as_bounds_and_not_checked():
+    """Issue 38, rule 2: a trace-based assistant with tool arguments off decides only the
+    conversations that provably failed (0 of 22), while 153 are UNVERIFIABLE. The floor reads
+    a rate between 0% and 87.4%: neither passed nor failed; set by hand, the run is not a pass."""
+    rates, outcome = clean_rates(BASE)
+    blind = dataclasses.replace(outcome, conversations=175, counted=175, goal_reached=0, goal_scored=22,
+                                goal_unverifiable=153)
+    told = run_verdict("r1", rates, blind, ReleaseSection())
+    assert told.status is Status.PASSED, told            # the default floor: listed, never failed
+    assert not any(r.criterion == "release.min_goal_reached" for r in told.reasons)
+    (line,) = [n for n in told.not_checked if n.criterion == "release.min_goal_reached"]
+    assert line.kind is Kind.CRITERION_UNDECIDED and line.classes == ("goal_reached",)
+    assert "between 0.0% and 87.4% (153 UNVERIFIABLE counted either way)" in line.text
+    assert dict(line.figures) == pytest.approx({"fired": 0, "scored": 22, "unverifiable": 153, "low": 0.0,
+                                                "high": 153 / 175, "floor": 0.5})
+    assert not any(h.kind is Kind.RELEASE_MET and h.text.startswith("every release criterion met")
+                   for h in told.held), told.held
+    # Set by hand, the same undecided floor keeps the run from passing: inconclusive, exit 3.
+    by_hand = run_verdict("r1", rates, blind, ReleaseSection(min_goal_reached=0.5))
+    assert (by_hand.status, by_hand.exit_code) == (Status.INCONCLUSIVE, 3)
+    assert [r.kind for r in by_hand.reasons] == [Kind.CRITERION_UNDECIDED]
+    assert by_hand.reasons[0].criterion == "release.min_goal_reached"
+    case = [c for c in junit_xml(by_hand).split("<testcase") if 'name="release.min_goal_reached"' in c]
+    assert len(case) == 1 and "<failure" in case[0]
+    # Where both bounds agree, the criterion is judged, with its bounds said.
+    mostly = dataclasses.replace(blind, goal_reached=20, goal_scored=160, goal_unverifiable=15)
+    met = run_verdict("r1", rates, mostly, ReleaseSection(min_goal_reached=0.1))
+    (floor,) = [c for c in met.release.criteria if c.name == "release.min_goal_reached"]
+    assert met.passed and floor.passed and "between 11.4% and 20.0%" in floor.detail
+    below = run_verdict("r1", rates, mostly, ReleaseSection(min_goal_reached=0.25))
+    assert below.status is Status.FAILED
+    assert ("between 11.4% and 20.0% (15 UNVERIFIABLE counted either way), below the floor 25.0%"
+            in below.reasons[0].text)
+
+
+@pytest.mark.parametrize("fired, undecided, ceiling, expected", [
+    (2, 14, 0.10, "undecided"),     # 2/56 decided; 2.9%..22.9% straddles 10%
+    (2, 3, 0.10, "passed"),         # 2.9%..7.4%: within whatever the 3 did
+    (10, 3, 0.10, "failed"),        # 14.5%..18.8%: above whatever the 3 did
+    (0, 70, 0.10, "undecided"),     # decided in none: 0%..100%
+])
+def test_a_ceiling_is_judged_only_where_its_undecided_conversations_cannot_change_it(fired, undecided, ceiling,
+                                                                                      expected):
+    rates, outcome = clean_rates(BASE)
+    scored = 70 - undecided
+    rates = [Rate(r.cls, r.kind, fired, scored, undecided, fired, scored) if r.cls == "dead_end" else r
+             for r in rates]
+    for by_hand in (False, True):
+        release = ReleaseSection(max_rate={"dead_end": ceiling}) if by_hand else ReleaseSection()
+        verdict = run_verdict("r1", rates, outcome, release)
+        named = [line for line in (*verdict.reasons, *verdict.not_checked)
+                 if line.criterion == "release.max_rate.dead_end"]
+        if expected == "passed":
+            assert verdict.passed and not named
+        elif expected == "failed":
+            assert verdict.status is Status.FAILED and named[0].kind is Kind.RELEASE_CRITERION
+            assert "UNVERIFIABLE counted either way), above the ceiling 10.0%" in named[0].text
+        elif by_hand:
+            assert verdict.status is Status.INCONCLUSIVE
+            assert [r.kind for r in verdict.reasons] == [Kind.CRITERION_UNDECIDED]
+        else:
+            assert verdict.passed and len(named) == 1 and named[0] in verdict.not_checked
+            assert named[0].kind is (Kind.CRITERION_UNDECIDED if scored else Kind.CRITERION_UNVERIFIABLE)
+
+
+def test_a_failed_run_stays_failed_and_lists_its_undecided_criteria_as_not_checked():
+    rates, outcome = clean_rates(BASE, loop=(40, 100))
+    rates = [Rate(r.cls, r.kind, 2, 56, 14, 2, 56) if r.cls == "dead_end" else r for r in rates]
+    verdict = run_verdict("r1", rates, outcome, ReleaseSection(max_rate={"dead_end": 0.1}))
+    assert verdict.status is Status.FAILED
+    assert [r.criterion for r in verdict.reasons] == ["release.max_rate.loop"]
+    assert any(n.kind is Kind.CRITERION_UNDECIDED and n.criterion == "release.max_rate.dead_end"
+               for n in verdict.not_checked)

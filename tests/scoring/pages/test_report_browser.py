@@ -31,7 +31,9 @@ pytestmark = pytest.mark.xdist_group("report-browser")
 SCRIPT = "<script>alert(1)</script>"
 IMG = '<img src=x onerror="window.__pwned=1">'
 HOSTILE = f"{SCRIPT}{IMG} "
-FAULTS = {"phantom_receipt": 0.4, "loop": 0.4, "dead_end": 0.3, "audit_gap": 0.3, "crash": 0.1}
+# wrong_record leaves goals not reached (the write lands on another trip): a crash on the first turn
+# decides no goal (issue 38), so it no longer makes a failed cell of its own.
+FAULTS = {"phantom_receipt": 0.4, "loop": 0.4, "dead_end": 0.3, "audit_gap": 0.3, "crash": 0.1, "wrong_record": 0.3}
 
 
 @pytest.fixture(scope="module")

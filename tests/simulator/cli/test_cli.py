@@ -192,22 +192,50 @@ def test_a_run_with_crashes_fails_the_release_check_and_says_which_criterion(cli
     failed = [line for line in result.output.splitlines() if line.startswith("FAILED: release.")]
     assert len(failed) == 1 and re.fullmatch(r"FAILED: release\.fail_on_runtime_error: the runtime "
                                              r"failed in [1-9]\d* of 70 conversations", failed[0]), failed
-    assert "every guarantee held" in result.output     # a crash breaks no guarantee: the release check fails it
+    # A crash breaks no guarantee (the release check fails it), but a conversation that crashed on
+    # its first turn decides none either (issue 38, rule 1): they held where they were decided.
+    assert "every guarantee held" not in result.output
+    assert re.search(r"held: the guarantees held where they were decided: .*wrong_record in the \d+ of 70 that "
+                     r"decided it", result.output), result.output
     html = (project / re.search(r"report: (\S+)", result.output).group(1)).read_text()
     verdict = html.split('id="verdict"')[1].split("</section>")[0]     # the report's first element
     assert "FAILED" in verdict and failed[0].removeprefix("FAILED: ") in verdict
 
     text = budgets.read_text()
     budgets.write_text(text.replace("fail_on_runtime_error = true", "fail_on_runtime_error = false"))
-    assert cli("-n", "1").exit_code == 0
+    tolerated = cli("-n", "1")
+    assert tolerated.exit_code == 0, tolerated.output
+    # Runtime errors tolerated: nothing is claimed of the crashed conversations. The progress
+    # ceilings they could pass or fail are not checked, with their bounds, and every class they
+    # could not decide is named.
+    crashed = duckdb.connect(str(project / "simrun.duckdb"), read_only=True).execute(
+        "SELECT count(*) FILTER (WHERE turns = 1 AND end_reason = 'runtime_error'), "
+        "count(*) FILTER (WHERE goal_reached IS NULL) FROM conversations WHERE run_id = "
+        "(SELECT max(run_id) FROM runs)").fetchone()
+    assert crashed[0] > 0 and crashed[1] >= crashed[0], crashed
+    assert "every guarantee held" not in tolerated.output
+    assert re.search(r"not checked: the ceiling 10.0% on dead_end, loop, refused_offer, not_understood, unanswered, "
+                     rf"simulator_error \(release.progress_ceiling\): each between [\d.]+% and [\d.]+% \({crashed[0]} "
+                     r"UNVERIFIABLE counted either way\)", tolerated.output), tolerated.output
+    # The headline gives the goal rate as its bounds: a sixth of the conversations decided nothing.
+    assert re.search(rf"goal reached: between [\d.]+% and 100.0% \({crashed[0]} UNVERIFIABLE counted either way\); ",
+                     tolerated.output), tolerated.output
+    html = (project / re.search(r"report: (\S+)", tolerated.output).group(1)).read_text()
+    assert 'id="goal-bounds"' in html and "UNVERIFIABLE in some conversations: wrong_record" in html
+    assert re.search(rf"UNVERIFIABLE \(the evidence was missing, or no turn completed\): .*wrong_record in "
+                     rf"{crashed[0]} of 70 conversations", tolerated.output), tolerated.output
     budgets.write_text(text.replace("fail_on_runtime_error = true", "fail_on_runtime_error = false\n"
                                     "min_goal_reached = 0.99\n[release.max_rate]\nruntime_error = 0.01"))
     result = cli("-n", "1")
     assert result.exit_code == 1
     failed = [line for line in result.output.splitlines() if line.startswith("FAILED: release.")]
-    assert ([line.split(":")[1].strip() for line in failed]
-            == ["release.min_goal_reached", "release.max_rate.runtime_error"])
-    assert "below the floor 99.0%" in failed[0] and "above the ceiling 1.0%" in failed[1]
+    # The floor of 99% lies between the goal rate's bounds (the crashed conversations decide no
+    # goal): not judged, and listed as not checked, since the run failed anyway.
+    assert [line.split(":")[1].strip() for line in failed] == ["release.max_rate.runtime_error"]
+    assert "above the ceiling 1.0%" in failed[0]
+    assert re.search(r"not checked: release.min_goal_reached: goal reached between [\d.]+% and 100.0% \(\d+ "
+                     r"UNVERIFIABLE counted either way\), \d+/\d+ decided: the undecided could pass or fail the floor "
+                     r"99.0%", result.output), result.output
 
     budgets.write_text(text + "\n[release.max_rate]\ndeadend = 0.1\n")
     result = cli("-n", "1")
