@@ -175,7 +175,7 @@ def print_summary(store: Store, verdict: RunVerdict) -> None:
     if R.bounds_shown(outcome.goal_scored, outcome.goal_unverifiable):
         # Much undecided: the rate over the decided alone could be far from the truth; its bounds lead.
         said = (f"{R.bounds_text(outcome.goal_reached, outcome.goal_scored, outcome.goal_unverifiable)}; "
-                f"{rate} of the decided)")
+                + (f"{rate} of the decided)" if outcome.goal_scored else "no conversation decided it"))
     else:
         said = f"{rate}{unverifiable})"
     out.print(f"goal reached: {said}; ends: {ends}", highlight=False, soft_wrap=True)

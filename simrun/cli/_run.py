@@ -4,7 +4,8 @@ Exit status: the run's verdict (`simrun.scoring.gate._run_verdict`): 0 when the 
 met budgets.toml's [release] criteria and, with gate.baseline set in simrun.toml, passed the gate
 against that baseline; 1 when any of these failed (each reason named in one line); 2 on a user
 error (bad input, unknown run), printed as one line with no traceback, or when no conversation
-could be judged; 3 when a `--sequential` run is still undecided at its round cap or budget
+could be judged; 3 when a `--sequential` run is still undecided at its round cap or budget, or a
+release criterion set by hand could be passed or failed by the UNVERIFIABLE conversations
 (inconclusive, never a pass); 4 when a run cut short (its budget, an interruption) failed nothing
 in what it ran (incomplete, never a pass).
 """
