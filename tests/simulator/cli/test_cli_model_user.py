@@ -189,3 +189,13 @@ def test_a_run_its_budget_cuts_short_is_warned_before_the_start_and_judged_incom
     assert "the budget buys about" in result.output and "judged incomplete (exit 4)" in result.output
     reasons = [line for line in result.output.splitlines() if line.startswith("INCOMPLETE: ")]
     assert reasons and "conversations planned were never run (the budget ran out)" in reasons[0], result.output
+    # Resumed with a budget for the whole matrix, the run completes and is judged whole: the
+    # conversations it ran before and after, nothing said never run.
+    resumed = CliRunner().invoke(app, ["resume", "--budget", "5usd"])
+    assert resumed.exit_code == 0, resumed.output
+    assert "never run" not in resumed.output and "INCOMPLETE" not in resumed.output
+    with Store(small_project / "simrun.duckdb", create=False) as store:
+        run = store.run("latest")
+        assert run["status"] == "finished"
+        assert store.con.execute("SELECT count(*) FROM conversations WHERE run_id = ?",
+                                 [run["run_id"]]).fetchone() == (run["conversations_planned"],)
