@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from simrun.scoring._storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, unstorable
     from simrun.scoring._transcript import Scorecard, Transcript, TurnRecord, UserTurn, error_evidence
     from simrun.scoring._untrusted_text import escaped, one_line
+    from simrun.scoring._writing import append_file, write_file
 
 __all__ = [
     "recorded_commit",
@@ -113,6 +114,7 @@ __all__ = [
     "UserModelUnavailable",
     "UserSection",
     "UserTurn",
+    "append_file",
     "clean_labels",
     "error_evidence",
     "escaped",
@@ -129,6 +131,7 @@ __all__ = [
     "unstorable",
     "usd",
     "violations",
+    "write_file",
 ]
 _EXPORTS: dict[str, tuple[str, str | None]] = {
     "recorded_commit": ("simrun.scoring._commits", "recorded_commit"),
@@ -166,6 +169,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "clean_labels": ("simrun.scoring._labels", "clean_labels"),
     "error_evidence": ("simrun.scoring._transcript", "error_evidence"),
     "escaped": ("simrun.scoring._untrusted_text", "escaped"),
+    "append_file": ("simrun.scoring._writing", "append_file"),
+    "write_file": ("simrun.scoring._writing", "write_file"),
     "load_budgets": ("simrun.scoring._settings", "load_budgets"),
     "load_project": ("simrun.scoring._settings", "load_project"),
     "one_line": ("simrun.scoring._untrusted_text", "one_line"),

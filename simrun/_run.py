@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import duckdb
 
 from simrun._step_summary import write_step_summary
-from simrun.scoring import ConfigError, SimrunError
+from simrun.scoring import ConfigError, SimrunError, write_file
 from simrun.scoring.gate import RunVerdict, Sequential, markdown, verdict_of_run
 from simrun.scoring.pages import build_report
 from simrun.scoring.store import Finished, Store, replay_answers
@@ -405,10 +405,5 @@ def write_verdict_json(verdict: RunVerdict, path: str | Path | None) -> Path | N
         return None
     from simrun.scoring.gate import verdict_json
 
-    target = Path(path)
-    try:
-        target.write_text(verdict_json(verdict), encoding="utf-8")
-    except OSError as exc:
-        raise SimrunError(f"cannot write the verdict's JSON to {target}: {exc.strerror or exc}") from None
-    return target
+    return write_file(path, verdict_json(verdict), what="the verdict's JSON")
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 
+from simrun.scoring import append_file
+
 
 def write_step_summary(text: str) -> None:
     """Append `text` to $GITHUB_STEP_SUMMARY, when GitHub Actions gives one."""
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
-        with open(summary_file, "a", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+        append_file(summary_file, text + "\n", what="the step summary")

@@ -10,6 +10,7 @@ It refuses to overwrite any of these files unless asked to (`force`).
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from importlib import metadata
@@ -20,7 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from simrun._version import __version__
-from simrun.scoring import ConfigError, RuntimeFault, RuntimeSection, SimrunError
+from simrun.scoring import ConfigError, RuntimeFault, RuntimeSection, SimrunError, write_file
 from simrun.simulator._scaffold_files import PERSONAS, REFUSAL_GOAL, WORKFLOW
 
 GREETING = "Hello! What can you help me with?"
@@ -177,7 +178,8 @@ def _yaml(data: dict[str, Any]) -> str:
 
 
 def refuse_existing(folder: Path, names) -> None:
-    existing = [str(folder / name) for name in names if (folder / name).exists()]
+    # lexists: a dangling link is a name taken too (exists() says False for one).
+    existing = [str(folder / name) for name in names if os.path.lexists(folder / name)]
     if existing:
         raise ConfigError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
                           "pass --force to overwrite them")
@@ -189,8 +191,9 @@ def write(folder: Path, files: dict[str, str], *, force: bool = False) -> tuple[
         refuse_existing(folder, files)
     paths = {folder / name: text for name, text in files.items()}
     for path, text in paths.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        # By simrun's one writer: no folder of the project a link (a committed `.github -> ~`),
+        # no file written through one, each whole.
+        write_file(path, text, what="the project's file", root=folder, make_folders=True, overwrite=force)
     return tuple(paths)
 
 

@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 from simrun.scoring._errors import BaselineError, StoreError
 from simrun.scoring._input_files import printable
 from simrun.scoring._storable import MAX_REPETITIONS
+from simrun.scoring._writing import write_file
 from simrun.scoring.checks import ALL_CLASSES
 from simrun.scoring.gate._summary import (
     GATE_CLASSES,
@@ -173,11 +174,9 @@ def baseline_json(summary: RunSummary, *, simrun_version: str) -> str:
 
 
 def write_baseline(summary: RunSummary, path: Path | str, *, simrun_version: str) -> Path:
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise BaselineError(f"{path}: the folder {path.parent} does not exist; create it first")
-    path.write_text(baseline_json(summary, simrun_version=simrun_version), encoding="utf-8")
-    return path
+    # By simrun's one writer: whole, never through a link; a first bless makes its folder.
+    return write_file(path, baseline_json(summary, simrun_version=simrun_version), what="the baseline",
+                      make_folders=True)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

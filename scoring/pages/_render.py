@@ -15,9 +15,7 @@ alone), and never into a folder that is itself a link.
 from __future__ import annotations
 
 import functools
-import os
 import re
-import secrets as random_names
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, select_autoescape
@@ -25,8 +23,8 @@ from jinja2.bccache import Bucket
 from markupsafe import Markup
 
 from simrun.scoring import _secrets as secrets
-from simrun.scoring._errors import SimrunError
 from simrun.scoring._transcript import error_evidence
+from simrun.scoring._writing import write_file
 from simrun.scoring.gate import pct, size
 from simrun.scoring.gate import text as gate_text
 from simrun.scoring.store import significant
@@ -103,28 +101,6 @@ def _bounded(value: object) -> object:
     return clip(value)
 
 
-def write_file(path: Path, text: str) -> None:
-    """Write `path` as a new file of its own (O_EXCL, O_NOFOLLOW) renamed over it: a link at its
-    name is replaced, never followed, and a reader never sees half a file. OSError on failure."""
-    path = Path(path)
-    if path.parent.is_symlink():
-        raise OSError(f"the folder {path.parent} is a symbolic link; simrun writes pages only into a "
-                      "real folder (remove the link, or pass another folder)")
-    if path.is_dir():
-        raise OSError("it is a folder")
-    partial = path.parent / f".{path.name}.{random_names.token_hex(6)}.tmp"
-    try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(partial, path)
-    except OSError:
-        partial.unlink(missing_ok=True)
-        raise
-
-
 def write_page(path: Path, html: str) -> None:
-    try:
-        write_file(path, html)
-    except OSError as exc:
-        raise SimrunError(f"cannot write the report {path}: {exc.strerror or exc}") from None
+    """A page, by simrun's one writer (`simrun.scoring._writing`): whole, never through a link."""
+    write_file(path, html, what="the page")

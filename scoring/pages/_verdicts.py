@@ -35,8 +35,8 @@ import duckdb
 
 from simrun.scoring._errors import SimrunError
 from simrun.scoring._settings import SequentialSection, from_store
+from simrun.scoring._writing import write_file
 from simrun.scoring.gate import GATE_CLASSES, RunSummary, gate_verdict, sequential_gate, summary_from_store
-from simrun.scoring.pages._render import write_file
 from simrun.scoring.store import Store
 
 MEMORY = ".gate-verdicts.json"
@@ -218,6 +218,6 @@ def _remember(path: Path, used: dict[str, Verdict], remembered: dict[str, Verdic
         kept.setdefault(key, verdict)
     text = json.dumps({"format": FORMAT, "verdicts": {k: dataclasses.asdict(v) for k, v in kept.items()}})
     try:
-        write_file(path, text)      # whole or not at all, never through a link
-    except OSError:
+        write_file(path, text, what="the dashboard's memory of verdicts")
+    except SimrunError:
         pass                        # only a memory: the page is written; its verdicts are judged again next time

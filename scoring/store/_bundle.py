@@ -44,6 +44,7 @@ from simrun.scoring._storable import (
     first_unstorable,
 )
 from simrun.scoring._transcript import EndReason, Transcript, TurnRecord, UserTurn
+from simrun.scoring._writing import write_file
 from simrun.scoring.checks import SCORER_VERSION, score
 from simrun.scoring.dataset import Dataset
 from simrun.scoring.store._database import Store
@@ -186,11 +187,7 @@ def export_bundle(store: Store, run: str | None, *, producer: str) -> dict[str, 
 
 
 def write_bundle(bundle: dict[str, Any], path: Path | str) -> Path:
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise BundleError(f"{path}: the folder {path.parent} does not exist; create it first")
-    path.write_text(json.dumps(bundle, indent=1, default=str) + "\n", encoding="utf-8")
-    return path
+    return write_file(path, json.dumps(bundle, indent=1, default=str) + "\n", what="the bundle")
 
 
 # --- import -------------------------------------------------------------------------------------

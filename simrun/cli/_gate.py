@@ -17,7 +17,7 @@ from simrun._gate import chosen_baseline
 from simrun._gate import gate as judge_gate
 from simrun._step_summary import write_step_summary
 from simrun.cli._common import fail, out, print_gate, print_rounds, print_verdict, say
-from simrun.scoring import Budgets, Project, SimrunError, load_budgets, load_project
+from simrun.scoring import Budgets, Project, SimrunError, load_budgets, load_project, write_file
 from simrun.scoring.dataset import Dataset, load_dataset
 from simrun.scoring.gate import RunVerdict, summary_from_store, verdict_of_run, write_baseline
 from simrun.scoring.gate import verdict_text as V
@@ -41,11 +41,7 @@ def current_dataset(config: Optional[str], personas: Optional[str], goals: Optio
 
 
 def _write(path: str, text: str, what: str) -> None:
-    target = Path(path)
-    if not target.parent.is_dir():
-        raise SimrunError(f"{path}: the folder {target.parent} does not exist; create it, or write the {what} "
-                          "elsewhere")
-    target.write_text(text, encoding="utf-8")
+    write_file(path, text, what=f"the {what}")
 
 
 # --- baseline bless --------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from simrun.cli._common import (
     runtime_flags,
 )
 from simrun.cli._tables import fit, tokens
-from simrun.scoring import ConfigError, SimrunError, usd
+from simrun.scoring import ConfigError, SimrunError, usd, write_file
 from simrun.scoring.store import Store
 from simrun.simulator import check_goals, estimate, eventloop, load_plan, runtime_for
 
@@ -223,9 +223,9 @@ def register(app: typer.Typer) -> None:
         from simrun.scoring.dataset import json_schemas
 
         folder = Path(out_dir)
-        folder.mkdir(parents=True, exist_ok=True)
         for name, body in json_schemas().items():
-            (folder / f"{name}.schema.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+            write_file(folder / f"{name}.schema.json", json.dumps(body, indent=2) + "\n", what="the JSON Schema",
+                       make_folders=True)
             out.print(f"wrote {folder / f'{name}.schema.json'}", highlight=False)
 
 

@@ -10,7 +10,6 @@ repetitions), so their words are also the words stored there before the verdicts
 
 from __future__ import annotations
 
-import gzip
 import html
 import json
 import re
@@ -20,10 +19,9 @@ from xml.etree import ElementTree as ET
 from simrun.scoring.gate._run_verdict import verdict_of_run
 from simrun.scoring.gate._verdict_text import junit_xml, verdict_json
 from simrun.scoring.store._database import Store
-from tests.fixtures.stored_runs.capture import HERE, RUN
+from tests.fixtures.stored_runs.capture import RUN, before_library
 from tests.simulator.cli.test_verdict_cli import broken_goal, with_baseline
 
-BEFORE = HERE / "before_library.json.gz"
 ICONS = {"passed": "✅", "failed": "❌"}
 RUN_ID = re.compile(r"\br[0-9]{8}-[0-9]{6}-[0-9a-f]+\b")
 
@@ -104,7 +102,7 @@ def report_agrees(page: str, doc: dict) -> None:
 
 
 def test_every_surface_says_what_the_verdict_json_says_on_the_four_runs(cli, project, monkeypatch):
-    before = json.loads(gzip.decompress(BEFORE.read_bytes()))
+    before = before_library()
     runs = {}
     runs["clean"] = run_with_json(cli, project, monkeypatch, "clean")
     faults(project, "phantom_receipt=0.3")
