@@ -78,10 +78,11 @@ if TYPE_CHECKING:
     )
     from simrun.scoring._storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, unstorable
     from simrun.scoring._transcript import Scorecard, Transcript, TurnRecord, UserTurn, error_evidence
-    from simrun.scoring._untrusted_text import escaped, one_line
+    from simrun.scoring._untrusted_text import CommandGuard, escaped, markdown_text, one_line, without_commands
     from simrun.scoring._writing import append_file, write_file
 
 __all__ = [
+    "CommandGuard",
     "recorded_commit",
     "short_commit",
     "BaselineError",
@@ -120,6 +121,7 @@ __all__ = [
     "escaped",
     "load_budgets",
     "load_project",
+    "markdown_text",
     "one_line",
     "parse_usd",
     "redact",
@@ -131,6 +133,7 @@ __all__ = [
     "unstorable",
     "usd",
     "violations",
+    "without_commands",
     "write_file",
 ]
 _EXPORTS: dict[str, tuple[str, str | None]] = {
@@ -174,6 +177,9 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "load_budgets": ("simrun.scoring._settings", "load_budgets"),
     "load_project": ("simrun.scoring._settings", "load_project"),
     "one_line": ("simrun.scoring._untrusted_text", "one_line"),
+    "CommandGuard": ("simrun.scoring._untrusted_text", "CommandGuard"),
+    "markdown_text": ("simrun.scoring._untrusted_text", "markdown_text"),
+    "without_commands": ("simrun.scoring._untrusted_text", "without_commands"),
     "parse_usd": ("simrun.scoring._money", "parse_usd"),
     "redact": ("simrun.scoring._secrets", "redact"),
     "register_header": ("simrun.scoring._secrets", "register_header"),

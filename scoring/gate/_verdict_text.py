@@ -15,6 +15,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from simrun.scoring._settings import SequentialSection
+from simrun.scoring._untrusted_text import markdown_text
 from simrun.scoring.gate import _text as T
 from simrun.scoring.gate._run_verdict import RunVerdict
 from simrun.scoring.gate._sequential import Look, Sequential
@@ -33,9 +34,11 @@ def markdown(verdict: RunVerdict) -> str:
     verdict, then the rounds and the gate's details when there are any."""
     icon = ICONS.get(verdict.status, "⚠️")
     lines = [f"## {icon} simrun {verdict.word}: run `{verdict.run_id}` (exit {verdict.exit_code})", ""]
-    lines += [f"- **{r.text}**" for r in verdict.reasons]
-    lines += [f"- held: {h.text}" for h in verdict.held]
-    lines += [f"- not checked: {n.text}" for n in verdict.not_checked]
+    # Each line's words may quote a goal file, a runtime or a store: as text, never as Markdown or
+    # HTML, and on one line, so that no line of data reads as a heading (the verdict is simrun's).
+    lines += [f"- **{markdown_text(r.text)}**" for r in verdict.reasons]
+    lines += [f"- held: {markdown_text(h.text)}" for h in verdict.held]
+    lines += [f"- not checked: {markdown_text(n.text)}" for n in verdict.not_checked]
     lines.append("")
     if verdict.sequential is not None:
         lines += rounds_markdown(verdict.sequential)

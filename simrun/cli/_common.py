@@ -14,7 +14,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from simrun.scoring import ConfigError, SimrunError, escaped, redact, register_header
+from simrun.scoring import CommandGuard, ConfigError, SimrunError, escaped, redact, register_header, without_commands
 from simrun.scoring.gate import GateResult, RunVerdict, Sequential, Status, competence, pct
 from simrun.scoring.gate import text as T
 from simrun.scoring.gate import verdict_text as V
@@ -29,11 +29,15 @@ class ClosableStdout:
 
     def __init__(self) -> None:
         self.gone = False
+        self.guard = CommandGuard()
 
     def write(self, text: str) -> int:
         if not self.gone:
+            # The one way to standard output: secrets cut out, and no line a CI runner would take
+            # for a workflow command (`::add-mask::`), whatever text it quotes.
+            shown = self.guard(redact(text))
             try:
-                sys.stdout.write(redact(text))
+                sys.stdout.write(shown)
             except BrokenPipeError:
                 self._drop()
         return len(text)
@@ -96,7 +100,7 @@ if not out.is_terminal:
 def err_line(text: str) -> None:
     # One line, never wrapped: editors and CI annotations jump to "file:line". Escaped as the
     # console's text is: an error may quote a file's name or a runtime's words.
-    typer.secho(escaped(redact(text), keep=""), err=True, fg="red", bold=True)
+    typer.secho(without_commands(escaped(redact(text), keep="")), err=True, fg="red", bold=True)
 
 
 def say(text: str) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 from simrun.scoring._errors import BaselineError, GateError
 from simrun.scoring._settings import GateSection, ReleaseSection, stored_release
+from simrun.scoring._untrusted_text import markdown_text
 from simrun.scoring.checks._scorer import ALL_CLASSES, PROGRESS_CLASSES, kind_of
 from simrun.scoring.dataset._files import canonical_json
 from simrun.scoring.gate._baseline import baseline_json, parse_baseline
@@ -300,7 +301,7 @@ def test_junit_and_markdown_fail_exactly_when_the_exit_status_is_not_zero_naming
     md = markdown(verdict)
     assert md.startswith(f"## {'✅' if verdict.passed else '❌' if verdict.status == 'failed' else '⚠️'} simrun "
                          f"{verdict.word}: run `r1` (exit {verdict.exit_code})")
-    assert all(f"- **{reason.text}**" in md for reason in verdict.reasons)
+    assert all(f"- **{markdown_text(reason.text)}**" in md for reason in verdict.reasons)
 
 
 def test_a_baseline_keeps_the_hashes_and_one_that_forges_them_is_refused():

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from simrun.scoring._untrusted_text import markdown_text
 from simrun.scoring.gate._run_verdict import verdict_of_run
 from simrun.scoring.gate._verdict_text import junit_xml, verdict_json
 from simrun.scoring.store._database import Store
@@ -67,10 +68,12 @@ def markdown_agrees(md: str, doc: dict) -> None:
     head, listed = md.split("\n\n", 2)[:2]                 # the heading, and the list under it
     assert head == f"## {icon} simrun {doc['status'].upper()}: run `{doc['run_id']}` (exit {doc['exit_code']})"
     items = listed.splitlines()
-    assert [x[4:-2] for x in items if x.startswith("- **")] == texts(doc, "reasons")
-    assert [x.removeprefix("- held: ") for x in items if x.startswith("- held: ")] == texts(doc, "held")
+    # Each line as text, never as Markdown (tests/security/test_workflow_commands.py).
+    assert [x[4:-2] for x in items if x.startswith("- **")] == [markdown_text(t) for t in texts(doc, "reasons")]
+    assert [x.removeprefix("- held: ") for x in items if x.startswith("- held: ")] \
+        == [markdown_text(t) for t in texts(doc, "held")]
     assert [x.removeprefix("- not checked: ") for x in items if x.startswith("- not checked: ")] \
-        == texts(doc, "not_checked")
+        == [markdown_text(t) for t in texts(doc, "not_checked")]
 
 
 def junit_agrees(xml: str, doc: dict) -> None:
