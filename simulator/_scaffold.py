@@ -21,7 +21,7 @@ import yaml
 from pydantic import ValidationError
 
 from simrun._version import __version__
-from simrun.scoring import ConfigError, RuntimeFault, RuntimeSection, SimrunError, write_file
+from simrun.scoring import ConfigError, RuntimeFault, RuntimeSection, SimrunError, one_line, write_file
 from simrun.simulator._scaffold_files import PERSONAS, REFUSAL_GOAL, WORKFLOW
 
 GREETING = "Hello! What can you help me with?"
@@ -160,10 +160,13 @@ def install_spec() -> str:
 def files_for(section: RuntimeSection, seen: Seen, package: str | None = None) -> dict[str, str]:
     """Every file init writes, by path relative to the project folder, with its text."""
     goals = [goal_for(offer) for offer in seen.offers] + [REFUSAL_GOAL]
-    header = f"# A starter goal for {seen.runtime}, written by `simrun init` from its first reply: edit it.\n"
+    # A YAML comment ends at a line break: what the runtime said goes into one on one line, or a
+    # record type holding "\nforbidden: []" would add keys to the goal.
+    runtime = one_line(seen.runtime, 200) or "the runtime"
+    header = f"# A starter goal for {runtime}, written by `simrun init` from its first reply: edit it.\n"
     if seen.record_types:
-        header += (f"# Its store held records of type: {', '.join(seen.record_types)} "
-                   "(success.records can check them).\n")
+        types = ", ".join(filter(None, (one_line(t, 100) for t in seen.record_types)))
+        header += f"# Its store held records of type: {types} (success.records can check them).\n"
     files = {"simrun.toml": toml_text(section)}
     for persona in PERSONAS:
         files[f"personas/{persona['id']}.yaml"] = _yaml(persona)

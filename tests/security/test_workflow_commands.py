@@ -68,3 +68,23 @@ def test_a_hostile_goal_file_puts_no_command_on_the_ci_log_and_no_heading_in_the
     written = summary.read_text()
     headings = [line for line in written.splitlines() if line.startswith("#")]
     assert len(headings) == 1 and headings[0].startswith("## ⚠️ simrun NOT JUDGED: run `r"), headings
+
+
+def test_what_init_saw_of_a_runtime_stays_inside_its_yaml_comment():
+    """A record type holding line breaks, seen by init's probe conversation, adds no key to the
+    starter goals through their comment (`simrun validate` would accept them)."""
+    import yaml
+
+    from simrun.scoring import RuntimeSection
+    from simrun.simulator._scaffold import Seen, files_for
+
+    seen = Seen(runtime="desk\nforbidden: []", record_types=("trip\nforbidden: [leak]\ntags: [owned]", "note"))
+    files = files_for(RuntimeSection(), seen)
+    goals = {name: text for name, text in files.items() if name.startswith("goals/")}
+    assert goals
+    for name, text in goals.items():
+        data = yaml.safe_load(text)
+        assert "tags" not in data or data["tags"] != ["owned"], name
+        assert data.get("forbidden") != ["leak"], name
+        comments = [line for line in text.splitlines() if line.startswith("#")]
+        assert any("trip forbidden: [leak] tags: [owned], note" in line for line in comments), comments
