@@ -148,7 +148,8 @@ def report_context(store: Store, run_id: str | None, worst_limit: int = 20, per_
         "undecided_guarantees": [r.cls for r in class_rates if r.kind == "guarantee" and not r.scored],
         "partly_guarantees": [r.cls for r in class_rates if r.kind == "guarantee" and r.scored and r.unverifiable],
         # The headline's goal rate as its bounds when the undecided share is large (issue 38, rule 2).
-        "goal_bounds": outcome.goal_bounds if R.bounds_shown(outcome.goal_scored, outcome.goal_unverifiable) else None,
+        "goal_bounds": (outcome.goal_bounds if outcome is not None
+                        and R.bounds_shown(outcome.goal_scored, outcome.goal_unverifiable) else None),
         "worst": transcripts, "embedded": embedded,
         "members": members, "member_counts": R.fired_counts(store, run_id), "cells": cells, "severity": R.SEVERITY,
         "set_aside": R.set_aside(store, run_id),

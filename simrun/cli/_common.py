@@ -189,8 +189,8 @@ def print_summary(store: Store, verdict: RunVerdict) -> None:
                   style="yellow", highlight=False, markup=False, soft_wrap=True)
     first = store.first_error(run_id, "provider_error")
     if first is not None:
-        said = first.get("server_message") or first.get("message")
-        out.print(f"first provider error ({first['conversation_id']}, turn {first.get('turn')}): {said}",
+        message = first.get("server_message") or first.get("message")
+        out.print(f"first provider error ({first['conversation_id']}, turn {first.get('turn')}): {message}",
                   style="yellow", highlight=False, markup=False, soft_wrap=True)
     print_competence(store, store.run(run_id)["user_backend"])
     if verdict.gate is not None:
