@@ -89,3 +89,29 @@ def test_huge_store_values_leave_the_report_small(simrun, project, one_run):
     grown = (project / "reports" / f"{run_id}.html").stat().st_size - clean
     # At most a few clipped texts per conversation, not 900 KB each.
     assert grown < conversations * 6 * (TEXT_CHARS + 100), (grown, conversations)
+
+
+def test_the_gate_outputs_a_pull_request_commits_as_links_are_replaced_never_followed(simrun, project, one_run,
+                                                                                      tmp_path_factory):
+    """`simrun gate --markdown gate.md --junit gate.xml --verdict-json v.json`, run by the generated
+    workflow on every pull request, where the pull request commits those names as links: one to a
+    file outside the checkout, one dangling. Every writer is simrun's one writer."""
+    outside = tmp_path_factory.mktemp("outside-the-checkout")
+    victim = outside / "victim.txt"
+    victim.write_text("keep me\n")
+    os.symlink(victim, project / "gate.md")
+    os.symlink(outside / "created-outside.xml", project / "gate.xml")         # dangling
+    os.symlink(victim, project / "v.json")
+    code, output = simrun("baseline", "bless", "latest", "--out", "baselines/main.json")
+    assert code == 0, output                       # bless made baselines/ (a first bless on main)
+    code, output = simrun("gate", "--baseline", "baselines/main.json", "--candidate", "latest", "--markdown",
+                          "gate.md", "--junit", "gate.xml", "--verdict-json", "v.json")
+    assert code == 0, output
+    assert victim.read_text() == "keep me\n" and not (outside / "created-outside.xml").exists()
+    for name, says in (("gate.md", "simrun PASSED"), ("gate.xml", "<testsuites"), ("v.json", '"status"')):
+        assert not (project / name).is_symlink() and says in (project / name).read_text(), name
+    os.symlink(outside, project / "out")
+    code, output = simrun("gate", "--baseline", "baselines/main.json", "--candidate", "latest", "--markdown",
+                          "out/gate.md")
+    assert code == 2 and "is a symbolic link" in one_line_error(output)
+    assert not (outside / "gate.md").exists()
