@@ -32,7 +32,7 @@ from simrun.scoring.gate._sharing import NewSlice
 from simrun.scoring.gate._summary import RunSummary, summary_from_store
 from simrun.scoring.gate._text import removed_lines
 from simrun.scoring.gate._verdict import GateResult
-from simrun.scoring.gate._verdict_lines import RUN, Figure, Kind, Line, Scope, Status, item_scope
+from simrun.scoring.gate._verdict_lines import FAILED_ON, RUN, Figure, Kind, Line, Scope, Status, item_scope
 from simrun.scoring.store import Store, stored_goal_problems
 from simrun.scoring.store import rates as R
 
@@ -64,6 +64,12 @@ class RunVerdict:
     @property
     def exit_code(self) -> int:
         return self.status.exit_code
+
+    @property
+    def failed_on(self) -> tuple[str, ...]:
+        """What its reasons fail it on, each once, in their order: guarantees, release,
+        regression, baseline, not_judged, incomplete, undecided (`FAILED_ON`). Empty when it passed."""
+        return tuple(dict.fromkeys(FAILED_ON[r.kind] for r in self.reasons))
 
     def headline(self) -> str:
         if self.passed:

@@ -70,6 +70,18 @@ class Kind(StrEnum):
     REMOVED = "removed"                                 # what the baseline held and the candidate does not
 
 
+# What a reason fails the run on, for CI to act on each (`RunVerdict.failed_on`, the verdict
+# JSON's `failed_on`): a broken guarantee, an absolute criterion (budgets.toml [release], also
+# held by a goal or persona new since the baseline), a regression against the baseline, a
+# baseline that cannot judge the run, input that could not be judged, a run cut short, or a
+# criterion or rounds not yet decided. A script tells a regression from a release bar by these,
+# whatever the exit status (1 for each failure).
+FAILED_ON: dict[Kind, str] = {
+    Kind.GUARANTEES_BROKEN: "guarantees", Kind.RELEASE_CRITERION: "release", Kind.NEW_NOT_GATED: "release",
+    Kind.GATE_REGRESSION: "regression", Kind.BASELINE_REFUSED: "baseline", Kind.NO_CONVERSATION_JUDGED: "not_judged",
+    Kind.GOAL_FILE_PROBLEM: "not_judged", Kind.NEVER_RUN: "incomplete", Kind.ROUNDS_UNDECIDED: "undecided",
+    Kind.CRITERION_UNDECIDED: "undecided"}
+
 REASONS = frozenset({Kind.NO_CONVERSATION_JUDGED, Kind.GUARANTEES_BROKEN, Kind.RELEASE_CRITERION,
                      Kind.BASELINE_REFUSED, Kind.GATE_REGRESSION, Kind.NEW_NOT_GATED, Kind.ROUNDS_UNDECIDED,
                      Kind.GOAL_FILE_PROBLEM, Kind.NEVER_RUN, Kind.CRITERION_UNDECIDED})

@@ -136,12 +136,13 @@ def verdict_json(verdict: RunVerdict) -> str:
 
 
 def verdict_document(verdict: RunVerdict) -> dict[str, Any]:
-    """schema_version, run_id, status, exit_code, baseline (where it came from, or null), reasons,
+    """schema_version, run_id, status, exit_code, baseline (where it came from, or null), failed_on
+    (what the reasons fail the run on: guarantees, release, regression, ...), reasons,
     held and not_checked (each line's kind, classes, scope, criterion, figures and text), the
     gate's per-class results when a baseline was compared (else null), and the rounds of a run
     judged in rounds (else null). docs/reference/cli.md, "The verdict as JSON", describes it."""
     return {"schema_version": SCHEMA_VERSION, "run_id": verdict.run_id, "status": verdict.status.value,
-            "exit_code": verdict.exit_code, "baseline": verdict.baseline,
+            "exit_code": verdict.exit_code, "baseline": verdict.baseline, "failed_on": list(verdict.failed_on),
             "reasons": [line_document(r) for r in verdict.reasons],
             "held": [line_document(h) for h in verdict.held],
             "not_checked": [line_document(n) for n in verdict.not_checked],

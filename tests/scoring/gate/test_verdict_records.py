@@ -15,7 +15,7 @@ import pytest
 from simrun.scoring._settings import ReleaseSection
 from simrun.scoring.gate._compare import gate_verdict
 from simrun.scoring.gate._run_verdict import RunVerdict, run_verdict
-from simrun.scoring.gate._verdict_lines import EXIT_CODES, REASONS, Kind, Line, Status
+from simrun.scoring.gate._verdict_lines import EXIT_CODES, FAILED_ON, REASONS, Kind, Line, Status
 from simrun.scoring.gate._verdict_text import junit_xml, markdown, verdict_document, verdict_json
 from simrun.scoring.pages._report import evidence_anchor
 from tests.scoring.gate.test_run_verdict import BASE, SETTINGS, a_summary, clean_rates, every_status, items_of
@@ -94,8 +94,10 @@ def test_the_control_a_renderer_that_read_words_would_be_caught():
 def test_the_json_document_holds_the_status_the_typed_lines_and_the_gate():
     verdict = gated_verdict()
     doc = json.loads(verdict_json(verdict))
-    assert set(doc) == {"schema_version", "run_id", "status", "exit_code", "baseline", "reasons", "held",
-                        "not_checked", "gate", "rounds"}
+    assert set(doc) == {"schema_version", "run_id", "status", "exit_code", "baseline", "failed_on", "reasons",
+                        "held", "not_checked", "gate", "rounds"}
+    # What CI acts on apart: a broken guarantee, a regression, a new goal's absolute criterion.
+    assert doc["failed_on"] == ["guarantees", "regression", "release"]
     assert (doc["schema_version"], doc["status"], doc["exit_code"], doc["rounds"]) == (1, "failed", 1, None)
     assert [r["kind"] for r in doc["reasons"]] == ["guarantees_broken", "gate_regression", "new_not_gated"]
     broken, regression, new = doc["reasons"]
@@ -148,3 +150,12 @@ def test_a_failing_assert_on_a_verdict_reads_as_its_status_and_reasons():
     assert str(verdict) == verdict.text() and str(verdict).splitlines()[0] == "verdict: FAILED (exit 1)"
     passed = every_status()["passed"]
     assert repr(passed).startswith("<RunVerdict r1 PASSED (exit 0): every guarantee held")
+
+
+@pytest.mark.parametrize("case", list(verdicts()))
+def test_every_reason_says_what_it_fails_the_run_on_and_a_pass_fails_on_nothing(case):
+    verdict = verdicts()[case]
+    assert set(FAILED_ON) == REASONS        # a new kind of reason must say what it fails
+    assert bool(verdict.failed_on) == bool(verdict.reasons)
+    assert (verdict.failed_on == ()) == verdict.passed
+    assert json.loads(verdict_json(verdict))["failed_on"] == list(verdict.failed_on)
