@@ -7,25 +7,16 @@ the floor not checked."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 from simrun.scoring.store._database import Store
-from tests.conftest import ROOT
-from tests.simulator.cli.test_second_agent import CONFIG
+from tests.simulator.cli.test_second_agent import CONFIG, simrun_apart
 
 
 def test_goal_reached_is_shown_as_bounds_that_hold_the_truth_and_the_floor_is_not_checked(tmp_path):
-    (tmp_path / "simrun.toml").write_text(CONFIG.replace("tests.fixtures.clinic_agent:", "tests.fixtures.clinic_agent_blind:"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    for name in [n for n in env if n.startswith("OTEL_")]:
-        del env[name]
-    done = subprocess.run([sys.executable, "-c", "from simrun.cli._main import main; main()"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=240)
-    output = done.stdout + done.stderr
-    assert "report:" in output, output
+    blind = CONFIG.replace("tests.fixtures.clinic_agent:", "tests.fixtures.clinic_agent_blind:")
+    (tmp_path / "simrun.toml").write_text(blind)
+    output = simrun_apart(tmp_path)
     with Store(tmp_path / "simrun.duckdb") as store:
         rows = store.con.execute("SELECT conversation_id, goal_reached, final_state FROM conversations").fetchall()
     # The truth, from the agent's own records: each goal's wanted change, made or not.

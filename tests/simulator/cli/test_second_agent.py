@@ -38,19 +38,26 @@ read_only = true
 """
 
 
-@pytest.fixture(scope="module")
-def judged(tmp_path_factory):
-    """One run of the matrix, as `simrun` in its own process; (conversations, planted, output)."""
-    folder = tmp_path_factory.mktemp("clinic")
-    (folder / "simrun.toml").write_text(CONFIG)
-    log = folder / "planted.txt"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CLINIC_WRONG_RECORD": "0.2", "CLINIC_PLANTED_LOG": str(log)}
+def simrun_apart(folder, **env: str) -> str:
+    """`simrun` in `folder`, in a process of its own as a user runs it (no OpenTelemetry settings of
+    this process's), with `env` added; its output, which must end with a report."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     for name in [n for n in env if n.startswith("OTEL_")]:
         del env[name]
     done = subprocess.run([sys.executable, "-c", "from simrun.cli._main import main; main()"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=240)
     output = done.stdout + done.stderr
     assert "report:" in output, output
+    return output
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """One run of the matrix, as `simrun` in its own process; (conversations, planted, output)."""
+    folder = tmp_path_factory.mktemp("clinic")
+    (folder / "simrun.toml").write_text(CONFIG)
+    log = folder / "planted.txt"
+    output = simrun_apart(folder, CLINIC_WRONG_RECORD="0.2", CLINIC_PLANTED_LOG=str(log))
     with Store(folder / "simrun.duckdb") as store:
         rows = store.con.execute("SELECT conversation_id, session_id, end_reason, goal_reached, final_state "
                                  "FROM conversations").fetchall()
