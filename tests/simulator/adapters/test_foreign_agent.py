@@ -102,7 +102,11 @@ def assert_judged_as_planted(got: dict, log: Path) -> None:
             assert not c["wrong"] or c["goal"] != "cancel-broken"
         answered = not (c["end"] == "runtime_error" and c["error"]["turn"] == 1)
         for cls, reason in REASONS.items():
-            assert c["checks"][cls] == (("unverifiable", reason) if answered else ("clean", None)), (cls, c)
+            if answered:
+                assert c["checks"][cls] == ("unverifiable", reason), (cls, c)
+            else:       # nothing observed decides nothing: a crash on the first turn decides no class
+                status, why = c["checks"][cls]
+                assert status == "unverifiable" and why.startswith("no turn completed: "), (cls, c)
     assert any(c["end"] == "goal_reached" for c in got.values())
     return crashed
 
