@@ -35,6 +35,10 @@ from simrun.simulator.adapters import RuntimeAdapter, check_health
 
 __all__ = ["NEEDS", "Conformance", "check_runtime"]
 
+# The GenAI conventions' switch for recording a tool call's arguments, for a runtime whose spans
+# named no convention (the frameworks' own switches: docs/any-assistant.md).
+CONTENT_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"
+
 PROBE_PERSONA = Persona(id="conformance", name="Conformance probe")
 
 
@@ -54,7 +58,12 @@ class Conformance:
     violations: list[Violation] = field(default_factory=list)
     audit: list[dict] | None = None
     crash: dict[str, Any] | None = None     # the evidence of a turn the runtime failed
-    traces: dict[str, int] | None = None    # what the trace receiver saw, for a runtime read through its traces
+    traces: dict[str, Any] | None = None    # what the trace receiver saw, for a runtime read through its traces
+    tools: tuple[str, ...] = ()              # the tools [runtime.tools] names, for a runtime read through its traces
+    reads: tuple[tuple[str, str], ...] = ()  # the conventions its book reads: (name, its content-capture switch)
+    foreign: bool = False                    # an assistant with no protocol code (callable, chat, template)
+    transport: str = ""                      # its transport: callable, chat or template
+    goal_reads: set[str] | None = None       # what the project's goals read ("events", "records"), when known
 
     @property
     def ok(self) -> bool:
@@ -90,9 +99,62 @@ class Conformance:
     def ladder(self) -> list[Rung]:
         return rungs(self.given())
 
+    def trace_lines(self) -> list[tuple[str, str | None]]:
+        """What the trace receiver saw, in words, with a style (None, or "yellow" for what to fix):
+        the spans, the conventions they were written in and the tool calls read from each, the
+        spans of no convention simrun reads, and the switch that records a tool call's arguments."""
+        t = self.traces
+        if t is None:
+            return []
+        if not t["spans"]:
+            return [("traces: no span arrived; point the assistant's OpenTelemetry exporter at simrun "
+                     "(OTEL_EXPORTER_OTLP_ENDPOINT, which simrun sets for a command it starts and for a callable)",
+                     "yellow")]
+        lines: list[tuple[str, str | None]] = [(
+            f"traces: {t['spans']} spans, {t['tool_events']} tool calls kept as events, {t['reads']} reads, "
+            f"{t['orphans']} of no turn, {t['bad']} unreadable, {t['dropped']} past a turn's limit", None)]
+        conventions: dict[str, dict[str, int]] = t.get("conventions") or {}
+        for name, seen in conventions.items():
+            lines.append((f"traces: {name}: {seen['spans']} spans, {seen['tool_calls']} tool calls read", None))
+            if not seen["tool_calls"] and self.tools:
+                lines.append((f"traces: no tool call was read from the {name} spans, while [runtime.tools] names "
+                              f"{', '.join(self.tools)}: if the assistant called a tool in the probe, its "
+                              "instrumentation does not trace its tools", "yellow"))
+        if t.get("unread"):
+            looked = ", ".join(t.get("unread_as") or []) or "no attributes"
+            lines.append((f"traces: {t['unread']} spans of no convention simrun reads ({looked}): a conversation "
+                          "whose spans are all such has its events unknown (UNVERIFIABLE), never none; simrun "
+                          f"reads tool spans of {', '.join(n for n, _ in self.reads)} (docs/any-assistant.md)",
+                          "yellow"))
+        if t.get("unnamed"):
+            switches = "; ".join(f"{name}: {switch}" for name, switch in self.reads if name in conventions)
+            lines.append((f"traces: {t['unnamed']} write tool calls came without their arguments, so the record "
+                          "each wrote is unknown (wrong_record UNVERIFIABLE for them): turn on the instrumentation's "
+                          f"content capture ({switches or CONTENT_CAPTURE}; per framework: docs/any-assistant.md)",
+                          "yellow"))
+        return lines
+
+    def receipts_line(self) -> str | None:
+        """For an assistant read through its traces: what its receipts are, with the ids it gave."""
+        if not self.foreign:
+            return None
+        ids = list(dict.fromkeys(str(e["id"]) for t in self.turns if isinstance(t.state, dict)
+                                 for e in (t.state.get("events") or [])
+                                 if isinstance(e, dict) and e.get("status") == "committed" and "id" in e))
+        shown_ids = f" (the probe's: {', '.join(ids[:3])})" if ids else ""
+        carry = ('a field "receipts" of the assistant message' if self.transport in ("chat", "template")
+                 else 'return {"reply": ..., "receipts": [...]}')
+        return (f"receipts (phantom_receipt): the tool call ids of the writes a reply claims{shown_ids}; {carry}. "
+                "Only the writes this reply claims, not every write of the turn")
+
     def unverifiable(self) -> dict[str, list[str]]:
         gone = self.missing()
-        return {cls: [n for n in needs if n in gone] for cls, needs in NEEDS.items()
+        needs_of = dict(NEEDS)
+        if self.goal_reads is not None:
+            # goal reached needs only what the project's goals read: events for success.sql over
+            # events, records for success.records, success.answered and queries over records.
+            needs_of["goal_reached"] = tuple(n for n in NEEDS["goal_reached"] if n in self.goal_reads)
+        return {cls: [n for n in needs if n in gone] for cls, needs in needs_of.items()
                 if any(n in gone for n in needs)}
 
 
@@ -136,14 +198,38 @@ def _probe_turns(goal: Goal | None):
             lambda results: UserTurn("message", question)]
 
 
-async def check_runtime(runtime: RuntimeAdapter, goal: Goal | None = None) -> Conformance:
+def goal_reads(goals: list[Goal]) -> set[str]:
+    """What deciding these goals reads of a store: "events", "records" (the tables their queries
+    name, as DuckDB's parser reads them; records for record checks and answered questions)."""
+    import duckdb
+
+    reads: set[str] = set()
+    for goal in goals:
+        if goal.success.records or goal.success.answered:
+            reads.add("records")
+        for query in goal.success.sql:
+            try:
+                reads |= {name for name in duckdb.get_table_names(query) if name in ("events", "records")}
+            except duckdb.Error:
+                reads |= {"events", "records"}     # unread: assume both (simrun validate says why)
+    return reads
+
+
+async def check_runtime(runtime: RuntimeAdapter, goal: Goal | None = None,
+                        goals: list[Goal] | None = None) -> Conformance:
+    """The probe conversation (the goal's), and what the runtime gives; `goals`, the project's,
+    say what goal reached needs of it."""
     runtime.strict = False
-    report = Conformance(runtime.description)
+    report = Conformance(runtime.description, foreign=runtime.builds_state,
+                         transport=runtime.description.split(":", 1)[0],
+                         goal_reads=goal_reads(goals) if goals is not None else None)
     try:
         return await _converse(runtime, goal, report)
     finally:
         if runtime.book is not None:
             report.traces = dataclasses.asdict(runtime.book.counts)
+            report.tools = tuple(sorted(runtime.book.tools))
+            report.reads = tuple((r.name, r.content_switch) for r in runtime.book.readers)
         await runtime.aclose()
 
 
@@ -241,9 +327,36 @@ async def _optional(method, session, report, op, note, model, wrap: str | None =
         report.violations.append(Violation(op, f"{fault.kind}: {fault}", _excerpt(fault)))
         return None
     if value is None:
-        report.operations[op] = "not supported (404)"
+        report.operations[op] = _absent(op, report)
         return None
-    report.operations[op] = "supplied"
+    report.operations[op] = _given(op, value, report)
     if model is not None:
         note(op, model, {wrap: value} if wrap else value)
     return value
+
+
+def _absent(op: str, report: Conformance) -> str:
+    """An operation the runtime does not answer, in the words of its transport: an HTTP runtime's
+    404, a function's missing hook."""
+    if not report.foreign:
+        return "not supported (404)"
+    if op == "state":
+        return "not given: no traces and no state hook (runtime.state); the checks over the store are UNVERIFIABLE"
+    if op == "audit":
+        return f"not given: a {report.transport or 'foreign'} assistant keeps no audit log simrun can read"
+    return "not given"
+
+
+def _given(op: str, value: Any, report: Conformance) -> str:
+    """A supplied operation; for an assistant with no protocol code, what simrun built its state from."""
+    if not report.foreign or op != "state" or not isinstance(value, dict):
+        return "supplied"
+    parts = []
+    if "events" in value or "events_unknown" in value:
+        parts.append("its tool spans" + (" (events unknown: their spans were not read)"
+                                         if "events" not in value else ""))
+    if "records" in value:
+        parts.append("the state hook (runtime.state)")
+    else:
+        parts.append("no state hook (records not given)")
+    return "built by simrun from " + " and ".join(parts)

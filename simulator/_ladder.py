@@ -24,8 +24,9 @@ PROTOCOL_FIELDS = ("ask", "next_steps", "card", "taken_offer", "understood", "me
 LADDER: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("reply only", ("reply",), "answer each turn with a reply"),
     ("tool events", ("events",),
-     "send the tool calls' OpenTelemetry spans (execute_tool) to simrun's receiver and name the write tools' "
-     "record argument in [runtime.tools]; or give events through the protocol's state"),
+     "send the tool calls' OpenTelemetry spans (GenAI execute_tool, OpenInference or OpenLLMetry tool spans) "
+     "to simrun's receiver and name the write tools' record argument in [runtime.tools]; or give events "
+     "through the protocol's state"),
     ("records", ("records",), "give the session's records: a state hook (runtime.state), or the protocol's state"),
     ("asks, offers and cards", PROTOCOL_FIELDS,
      "return a turn-result object with ask, next_steps, card and the other protocol fields (docs/protocol.md)"),

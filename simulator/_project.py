@@ -269,7 +269,7 @@ def runtime_for(plan: Plan):
 def runtime_of(rt: RuntimeSection, concurrency: int = 8):
     """The adapter for a [runtime] table, `concurrency` requests at once at most."""
     if rt.transport == "python":
-        return PythonRuntime.from_target(rt.target, rt.options, max_result_bytes=rt.max_result_bytes)
+        return PythonRuntime.from_target(rt.target, rt.options, folder=rt.cwd, max_result_bytes=rt.max_result_bytes)
     env = {k: expand(v, f"runtime.env.{k}") for k, v in rt.env.items()}
     headers = {k: expand(v, f"runtime.headers.{k}") for k, v in rt.headers.items()}
     for name, value in headers.items():
@@ -299,7 +299,7 @@ def foreign_runtime(rt: RuntimeSection, env: dict[str, str], headers: dict[str, 
     settings: dict[str, Any] = {
         "tools": {name: Tool(t.record, t.read_only) for name, t in rt.tools.items()},
         "traces": rt.wants_traces, "trace_wait_s": rt.trace_wait_s, "trace_port": rt.trace_port,
-        "state": rt.state, "max_result_bytes": rt.max_result_bytes}
+        "state": rt.state, "max_result_bytes": rt.max_result_bytes, "folder": rt.cwd}
     if rt.transport == "callable":
         from simrun.simulator.adapters import CallableRuntime
 

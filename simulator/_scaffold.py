@@ -129,6 +129,18 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "goal"
 
 
+# For an assistant with no protocol code: its tool calls are read from its traces once its tools
+# are named (docs/any-assistant.md), written commented out, since only the team knows its tools.
+TOOLS_STANZA = [
+    "# A hook that gives the session's records (module:function, or a URL with {session}):",
+    '# state = "desk:records"',
+    "", "# Its tool calls, read from its OpenTelemetry traces (GenAI, OpenInference or OpenLLMetry spans), become",
+    "# the store's events once its tools are named: for each write tool, the argument naming the record",
+    "# it writes; a tool that only reads is marked so (docs/any-assistant.md).",
+    "# [runtime.tools.move_pickup]", '# record = "rx_id"',
+    "# [runtime.tools.lookup_prescription]", "# read_only = true"]
+
+
 def toml_text(section: RuntimeSection) -> str:
     """simrun.toml for the runtime: what `simrun` runs, and how it reaches the runtime."""
     runtime = {k: v for k, v in section.model_dump(exclude_defaults=True).items() if v not in (None, {}, [])}
@@ -139,6 +151,8 @@ def toml_text(section: RuntimeSection) -> str:
              'db = "simrun.duckdb"', 'reports = "reports"', "", "[runtime]"]
     for key, value in runtime.items():
         lines.append(f"{key} = {json.dumps(value)}")     # a JSON string or list is a TOML one
+    if section.transport in ("callable", "chat", "template"):
+        lines += TOOLS_STANZA
     lines += ["", "# Once the CI workflow has blessed a baseline on main and it is committed, gate every run:",
               "# [gate]", '# baseline = "origin/main:baselines/main.json"', ""]
     return "\n".join(lines)

@@ -20,12 +20,13 @@ from simrun._lazy import exported
 if TYPE_CHECKING:
     from simrun.scoring.dataset import _patterns as patterns
     from simrun.scoring.dataset._files import Dataset, canonical_json, json_schemas, load_dataset
-    from simrun.scoring.dataset._goal_sql import NotAnswered, QueryFailed, known_answer, sql_holds
+    from simrun.scoring.dataset._goal_sql import EVENTS_UNKNOWN, NotAnswered, QueryFailed, known_answer, sql_holds
     from simrun.scoring.dataset._models import Goal, Persona, Question, RecordCheck, Step
     from simrun.scoring.dataset._per_goal import per_goal
     from simrun.scoring.dataset._sql_names import sql_names
 
 __all__ = [
+    "EVENTS_UNKNOWN",
     "Dataset",
     "Goal",
     "NotAnswered",
@@ -46,6 +47,7 @@ __all__ = [
 _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Dataset": ("simrun.scoring.dataset._files", "Dataset"),
     "Goal": ("simrun.scoring.dataset._models", "Goal"),
+    "EVENTS_UNKNOWN": ("simrun.scoring.dataset._goal_sql", "EVENTS_UNKNOWN"),
     "NotAnswered": ("simrun.scoring.dataset._goal_sql", "NotAnswered"),
     "Persona": ("simrun.scoring.dataset._models", "Persona"),
     "QueryFailed": ("simrun.scoring.dataset._goal_sql", "QueryFailed"),

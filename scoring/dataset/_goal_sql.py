@@ -279,6 +279,11 @@ def known_answer(query: str, state: dict[str, Any]) -> bool:
     return answer
 
 
+# The key of a store built from spans (a runtime with no protocol code) that says why its events are
+# unknown, where they would be: simulator/adapters/_foreign.py puts it there.
+EVENTS_UNKNOWN = "events_unknown"
+
+
 def sql_holds(query: str, state: dict[str, Any]) -> bool:
     """Whether the query returns true over this store. QueryFailed when it cannot say."""
     key = _key(query, state)
@@ -291,6 +296,12 @@ def sql_holds(query: str, state: dict[str, Any]) -> bool:
         if "records" not in state and "records" in duckdb.get_table_names(select_sql):
             raise QueryFailed("reads records, and the runtime gives no records as data (a state hook gives "
                               "them: runtime.state)")
+        if "events" not in state and "events" in duckdb.get_table_names(select_sql):
+            # Unknown events are not none: a store built from spans that could not be read (another
+            # convention, none at all) says why, and the query's being false would say nothing.
+            why = state.get(EVENTS_UNKNOWN)
+            raise QueryFailed("reads events, and the runtime's events are unknown" + (
+                f": {str(why)[:600]}" if why else " (no store gives them, and no tool spans were read)"))
         _, _, holds = run_select(select_sql, records, events)
     except QueryRefused as exc:
         raise QueryFailed(str(exc)) from None

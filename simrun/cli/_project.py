@@ -145,20 +145,12 @@ def register(app: typer.Typer) -> None:
             ladder.add_row(str(rung.level), rung.name, mark, ", ".join(rung.checks) or "–",
                            "; ".join(rung.partly) or "–", style=None if rung.level <= level else "yellow")
         out.print(ladder)
-        if report.traces is not None and not report.traces["spans"]:
-            out.print("traces: no span arrived; point the assistant's OpenTelemetry exporter at simrun "
-                      "(OTEL_EXPORTER_OTLP_ENDPOINT, which simrun sets for a command it starts and for a callable)",
-                      style="yellow", highlight=False, markup=False, soft_wrap=True)
-        elif report.traces is not None:
-            t = report.traces
-            out.print(f"traces: {t['spans']} spans, {t['tool_events']} tool calls kept as events, {t['reads']} reads, "
-                      f"{t['orphans']} of no turn, {t['bad']} unreadable, {t['dropped']} past a turn's limit",
-                      highlight=False, soft_wrap=True)
-            if t.get("unnamed"):
-                out.print(f"traces: {t['unnamed']} write tool calls came without gen_ai.tool.call.arguments, so the "
-                          "record each wrote is unknown (wrong_record UNVERIFIABLE for them): turn on the "
-                          "instrumentation's content capture", style="yellow", highlight=False, markup=False,
-                          soft_wrap=True)
+        # What the trace receiver saw: the conventions, the tool calls read from each, what was unread.
+        for line, style in report.trace_lines():
+            out.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
+        receipts = report.receipts_line()
+        if receipts is not None:
+            out.print(receipts, highlight=False, markup=False, soft_wrap=True)
         if level + 1 < len(report.ladder()):
             rung = report.ladder()[level + 1]
             out.print(f"to reach level {rung.level} ({rung.name}): {rung.how}", highlight=False, markup=False,

@@ -25,6 +25,7 @@ from simrun.scoring import (
     load_budgets,
     one_line,
     short_commit,
+    secrets,
     usd,
 )
 from simrun.scoring.gate import verdict_of_run
@@ -172,6 +173,8 @@ def register(app: typer.Typer) -> None:
         for f in findings:
             if f["turn"] is None:
                 out.print(f"! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
+            for line in _tool_calls(turn):
+                out.print(f"   {line}", highlight=False, markup=False, soft_wrap=True)
         for cls, why in sorted(reasons.items()):
             out.print(f"UNVERIFIABLE {cls}: {why[0][0]}", style="yellow", highlight=False, markup=False,
                       soft_wrap=True)
@@ -196,6 +199,26 @@ def register(app: typer.Typer) -> None:
         shown = t.offer_label(turn.user.offer, turn.index)
         if shown is None:
             return f"clicks {turn.user.offer} (no earlier turn showed it)"
+    def _tool_calls(turn: TurnRecord) -> list[str]:
+        """The turn's tool calls, as the store's events show them (name, record, status, clipped
+        arguments), or why they are unknown: the evidence behind what the reply claims."""
+        state = turn.state if isinstance(turn.state, dict) else {}
+        events = state.get("events")
+        if not isinstance(events, list):
+            why = state.get("events_unknown")
+            return [f"tool calls unknown: {secrets.cut(str(why), 300)}"] if why else []
+        lines = []
+        mine = [e for e in events if isinstance(e, dict) and e.get("turn") == turn.index]
+        for e in mine[:20]:
+            args = json.dumps(e["arguments"], default=str) if e.get("arguments") is not None else ""
+            why = f" ({secrets.cut(str(e['reason']), 120)})" if e.get("reason") else ""
+            lines.append(f"tool {secrets.cut(str(e.get('operation')), 80)} "
+                         f"{secrets.cut(str(e.get('record') or '(no record)'), 80)} "
+                         f"{secrets.cut(str(e.get('status')), 20)}{why} {secrets.cut(args, 160)}".rstrip())
+        if len(mine) > 20:
+            lines.append(f"and {len(mine) - 20} more tool calls")
+        return lines
+
         label, at = shown
         where = f" (shown at #{at})" if at != turn.index - 1 else ""
         return f"clicks {turn.user.offer} \"{one_line(label, 80) or ''}\"{where}"

@@ -86,7 +86,7 @@ class CallableRuntime(ForeignRuntime):
         self._saved_environment: dict[str, str | None] = {}
         try:
             super().__init__(**settings)
-            function = load_attribute(target, "module:function")
+            function = load_attribute(target, "module:function", folder=self.folder)
             if not callable(function):
                 raise RuntimeUnavailable(f"runtime target {target!r} is a {type(function).__name__}, not a function")
         except BaseException:

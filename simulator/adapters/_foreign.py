@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simrun.scoring import SNAPSHOT, RuntimeFault, RuntimeUnavailable
+from simrun.scoring.dataset import EVENTS_UNKNOWN
 from simrun.simulator.adapters._base import DEFAULT_MAX_RESULT_BYTES, Transport, as_json, json_excerpt
 from simrun.simulator.adapters._otlp import TraceReceiver
 from simrun.simulator.adapters._python import guarded, load_attribute
@@ -47,13 +48,15 @@ class ForeignRuntime(Transport):
 
     def __init__(self, *, tools: dict[str, Tool] | None = None, traces: bool = False, trace_wait_s: float = 6.0,
                  trace_port: int | None = None, state: str | None = None,
-                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, folder: str | None = None) -> None:
+        self.folder = folder      # the project's: its modules (the target, a state hook) import from it
         self.book = TraceBook(tools) if traces else None
         self.receiver = TraceReceiver(self.book, port=trace_port or 0) if self.book is not None else None
         self.trace_wait_s = trace_wait_s
         self.state_hook = state
         self._before_import()
-        self._state_fn = load_attribute(state, "module:function") if state and "://" not in state else None
+        self._state_fn = (load_attribute(state, "module:function", folder=folder)
+                          if state and "://" not in state else None)
         self.max_result_bytes = max_result_bytes
         self.sessions: dict[str, _Session] = {}
 
@@ -146,10 +149,15 @@ class ForeignRuntime(Transport):
             if s.turn > s.settled:
                 s.settled = s.turn
                 await self._settle(self.book, session, s.turn)
-            # Until a span of this conversation has come, its events are unknown, not none: an
-            # exporter that sends elsewhere must make the checks over events UNVERIFIABLE, not pass them.
-            if self.book.heard(session):
+            # Until a span of this conversation has come, and one of a convention simrun reads tool
+            # calls from, its events are unknown, not none: an exporter that sends elsewhere, or
+            # spans written in another convention, must make the checks over events (and goal
+            # reached) UNVERIFIABLE, not pass them. Why, naming the conventions seen, goes with the
+            # state, where the goal check reads it.
+            if self.book.known(session):
                 state["events"] = self.book.events(session)
+            else:
+                state[EVENTS_UNKNOWN] = self.book.unknown_reason(session)
         if self.state_hook is not None:
             state["records"] = await self._records(session, self.state_hook)
         return state

@@ -20,9 +20,9 @@ from simrun.scoring import RuntimeFault, RuntimeUnavailable, secrets
 from simrun.simulator.adapters._base import DEFAULT_MAX_RESULT_BYTES, EXCERPT_BYTES, Transport, as_json, check_health
 
 
-def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
+def load_target(target: str, options: dict[str, Any] | None = None, *, folder: str | Path | None = None) -> Any:
     """Instantiate `module:Class` (or `path/to/file.py:Class`) with `options` as keyword arguments."""
-    factory = load_attribute(target, "module:Class")
+    factory = load_attribute(target, "module:Class", folder=folder)
     try:
         return factory(**(options or {}))
     except TypeError as exc:
@@ -33,28 +33,81 @@ def load_target(target: str, options: dict[str, Any] | None = None) -> Any:
                                  f"{type(exc).__name__}: {exc}") from None
 
 
-def load_attribute(target: str, form: str = "module:name") -> Any:
-    """The object `module:name` (or `path/to/file.py:name`) names."""
+def _on_path(folder: Path) -> None:
+    """`folder` first on the import path, as `python file.py` puts a script's folder and uvicorn's
+    `--app-dir` an app's: the project's own modules (the target and its siblings) import from it.
+    simrun's own modules can never be shadowed by it: `simrun` is imported already (a name in
+    sys.modules is never looked up on the path again) and its submodules are found through the
+    package's own folder, never through sys.path."""
+    where = str(folder)
+    if where not in sys.path:
+        sys.path.insert(0, where)
+
+
+def load_attribute(target: str, form: str = "module:name", *, folder: str | Path | None = None) -> Any:
+    """The object `module:name` (or `path/to/file.py:name`) names.
+
+    `folder` is the project's (the folder of simrun.toml; else the current one): a module is
+    imported from it, and a relative file path is read from it. A file's own folder goes on the
+    import path, so that its sibling imports work; it is imported once under its name (a state
+    hook in the same file shares the target's module), and never under the name of a module
+    already imported from elsewhere (`simrun`, `json`): that is refused, naming the file."""
     module_name, _, attr = target.partition(":")
     if not attr:
         raise RuntimeUnavailable(f"runtime target {target!r} must look like {form!r}")
+    base = Path(folder) if folder is not None else Path.cwd()
     try:
         if module_name.endswith(".py"):
             path = Path(module_name)
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            if spec is None or spec.loader is None or not path.exists():
+            path = (path if path.is_absolute() else base / path).resolve()
+            if not path.is_file():
                 raise RuntimeUnavailable(f"runtime target {target!r}: no such file {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[path.stem] = module
-            spec.loader.exec_module(module)
+            module = _file_module(target, path)
         else:
+            _on_path(base.resolve())
             module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise RuntimeUnavailable(f"runtime target {target!r}: cannot import {module_name}: {exc}") from None
+        raise RuntimeUnavailable(f"runtime target {target!r}: cannot import {module_name}: {exc} (modules are "
+                                 f"imported from {base.resolve()}, the folder of simrun.toml)") from None
     found = getattr(module, attr, None)
     if found is None:
         raise RuntimeUnavailable(f"runtime target {target!r}: {module_name} has no {attr}")
     return found
+
+
+# The modules loaded here from a file target, by name, with the file's modification time when it
+# was loaded: one of them may give way to another file of the same name (a later run's project),
+# or to the same file edited since (a later run in the same process: a notebook, the API called
+# twice); a module imported any other way never does.
+_from_files: dict[str, Any] = {}
+_loaded_at: dict[str, int] = {}
+
+
+def _file_module(target: str, path: Path) -> Any:
+    name = path.stem
+    known = sys.modules.get(name)
+    if known is not None:
+        where = getattr(known, "__file__", None)
+        if where and Path(where).resolve() == path and (_from_files.get(name) is not known
+                                                         or _loaded_at.get(name) == path.stat().st_mtime_ns):
+            return known       # the same file, named twice (the target and its state hook), unchanged
+        if _from_files.get(name) is not known:
+            raise RuntimeUnavailable(f"runtime target {target!r}: {path.name} has the name of the module {name!r} "
+                                     f"already imported from {where or 'Python itself'}; rename the file")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RuntimeUnavailable(f"runtime target {target!r}: {path} cannot be imported as a Python module")
+    _on_path(path.parent)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = _from_files[name] = module
+    _loaded_at[name] = path.stat().st_mtime_ns
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        _from_files.pop(name, None)
+        raise
+    return module
 
 
 # What a sync method returns, JSON's own types: none is awaitable, and telling so by its type
@@ -106,8 +159,9 @@ class PythonRuntime(Transport):
         self.description = f"python:{type(runtime).__module__}.{type(runtime).__name__}"
 
     @classmethod
-    def from_target(cls, target: str, options: dict[str, Any] | None = None, **settings: Any) -> PythonRuntime:
-        return cls(load_target(target, options), **settings)
+    def from_target(cls, target: str, options: dict[str, Any] | None = None, *, folder: str | Path | None = None,
+                    **settings: Any) -> PythonRuntime:
+        return cls(load_target(target, options, folder=folder), **settings)
 
     async def health(self) -> dict[str, Any]:
         if not hasattr(self.runtime, "health"):

@@ -11,13 +11,24 @@ spans in the order they end. simrun waits for it after each reply, at most
 `runtime.trace_wait_s`; a span that comes later still joins its turn's events, which the store
 read after the next turn (and at the end) holds.
 
-Events follow the OpenTelemetry GenAI conventions: a span whose `gen_ai.operation.name` is
-`execute_tool` (or, without that attribute, whose name starts with `execute_tool`) is one tool
-call: `gen_ai.tool.name` is the event's operation, `gen_ai.tool.call.arguments` (a JSON object
-as text) its arguments, `gen_ai.tool.call.id` its id, and the span's status its status: an
-error status is `refused` (the status message, else `error.type`, its reason), anything else
-`committed`. `[runtime.tools]` says which argument names the record a tool writes, and which
-tools only read (their calls are not events).
+Events are read in the convention the span itself is written in (simulator/adapters/_conventions.py):
+the OpenTelemetry GenAI conventions (`execute_tool` spans), OpenInference (`openinference.span.kind`
+TOOL: the instrumentors of the OpenAI Agents SDK, LangChain and LangGraph, LlamaIndex, CrewAI) and
+OpenLLMetry (`traceloop.span.kind` tool). Each tool call becomes one event: the tool's name is its
+operation, the call's arguments (a JSON object) its arguments, the call's id its id, and the span's
+status its status: an error status is `refused` (the status message, else `error.type`, its
+reason), anything else `committed`. `[runtime.tools]` says which argument names the record a tool
+writes, and which tools only read (their calls are not events).
+
+Unread is not none. A conversation's events are known once a tool call was read from its spans,
+or one of its spans is an agent's, a chain's or a tool's in a convention simrun reads (its tool
+calls, had there been any, would have been read). Spans of no convention simrun reads, or of
+model calls alone (an instrumented model client, which never shows the tools the agent ran),
+leave them unknown, however many arrive: the checks over events and goal reached are
+UNVERIFIABLE, never clean, and the book says why (`unknown_reason`), naming what the spans looked
+like. Per convention it counts the spans and the tool calls read (`Counts.conventions`): spans of
+a convention that gave no tool call in a whole run while `[runtime.tools]` names tools are an
+instrumentation that does not trace its tools, which `simrun check-runtime` says.
 
 A span sent again (an exporter retries a batch it saw no answer to; a callable's spans come
 both in-process and through its exporter) is kept once. Until a span of a conversation has
@@ -39,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simrun.scoring import secrets
+from simrun.simulator.adapters._conventions import ERROR_TYPE, READERS, Reader, reader_for, seen_as
 
 MAX_TEXT = 2000                 # characters of a tool name, a record id, a reason
 MAX_ARGUMENTS_CHARS = 64_000    # of a tool call's arguments, as JSON text
@@ -76,6 +88,10 @@ class _Turn:
     events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)   # (start time, event)
     spans: int = 0                                   # spans of this turn received, of any kind
     ids: set[str] = field(default_factory=set)       # the tool spans kept: an exporter's retry sends them again
+    calls: int = 0                                   # tool calls read (reads of read-only tools too)
+    conventions: set[str] = field(default_factory=set)   # the conventions its spans were written in
+    above: set[str] = field(default_factory=set)     # ...of those, the ones of an agent's, chain's or tool's span
+    unread: set[str] = field(default_factory=set)    # what its spans of no convention simrun reads looked like
 
 
 @dataclass
@@ -90,14 +106,20 @@ class Counts:
     dropped: int = 0        # tool spans past a turn's limit
     repeats: int = 0        # tool spans received again (an exporter's retry), kept once
     unnamed: int = 0        # write tool events whose record is unknown (no arguments on the span)
+    # convention -> {"spans": spans of it received, "tool_calls": tool calls read from them}
+    conventions: dict[str, dict[str, int]] = field(default_factory=dict)
+    unread: int = 0         # spans of no convention simrun reads
+    unread_as: list[str] = field(default_factory=list)   # what they looked like (a convention, or "attributes x.*")
 
 
 class TraceBook:
     """The trace context of every open turn, and the events their spans became."""
 
-    def __init__(self, tools: dict[str, Tool] | None = None, *, max_spans_per_turn: int = MAX_SPANS_PER_TURN) -> None:
+    def __init__(self, tools: dict[str, Tool] | None = None, *, max_spans_per_turn: int = MAX_SPANS_PER_TURN,
+                 readers: tuple[Reader, ...] = READERS) -> None:
         self.tools = dict(tools or {})
         self.max_spans_per_turn = max_spans_per_turn
+        self.readers = readers
         self.counts = Counts()
         self._turns: dict[str, _Turn] = {}             # trace id -> turn
         self._sessions: dict[str, list[str]] = {}      # session -> its turns' trace ids, in order
@@ -126,11 +148,27 @@ class TraceBook:
         if span.span_id in turn.ids:     # sent again (an exporter retries a batch it saw no answer to)
             self.counts.repeats += 1
             return
-        try:
-            event = self._event(span, turn)
-        except Exception:    # any shape the span came in: this span only
-            self.counts.bad += 1
-            return
+        reader = reader_for(span.name, span.attributes, self.readers)
+        if reader is None:
+            self.counts.unread += 1
+            seen = seen_as(span.name, span.attributes)      # (an attribute's name is the span's: untrusted)
+            seen = _text(seen[:120]) if seen is not None else None
+            if seen is not None and len(turn.unread) < 5:
+                turn.unread.add(seen)
+            if seen is not None and seen not in self.counts.unread_as and len(self.counts.unread_as) < 5:
+                self.counts.unread_as.append(seen)
+            event = None
+        else:
+            turn.conventions.add(reader.name)
+            if reader.name not in turn.above and reader.above_the_model(span.name, span.attributes):
+                turn.above.add(reader.name)
+            tally = self.counts.conventions.setdefault(reader.name, {"spans": 0, "tool_calls": 0})
+            tally["spans"] += 1
+            try:
+                event = self._event(span, turn, reader, tally)
+            except Exception:    # any shape the span came in: this span only
+                self.counts.bad += 1
+                return
         if event is not None:
             if len(turn.events) >= self.max_spans_per_turn:
                 self.counts.dropped += 1
@@ -160,6 +198,37 @@ class TraceBook:
         calls no tool."""
         return any(self._turns[t].spans for t in self._sessions.get(session, ()))
 
+    def known(self, session: str) -> bool:
+        """Whether the session's tool events are known (an empty list of them is none): a tool
+        call was read from its spans, or a span of it is an agent's, a chain's or a tool's in a
+        convention simrun reads, whose tool calls would have been read. Spans of no convention
+        simrun reads, or of model calls alone, leave them unknown."""
+        turns = [self._turns[t] for t in self._sessions.get(session, ())]
+        return any(t.calls or t.above for t in turns)
+
+    def unknown_reason(self, session: str) -> str | None:
+        """Why the session's events are unknown, naming the conventions its spans were written in;
+        None when they are known."""
+        if self.known(session):
+            return None
+        turns = [self._turns[t] for t in self._sessions.get(session, ())]
+        spans = sum(t.spans for t in turns)
+        if not spans:
+            return ("no span of this conversation arrived: point the assistant's OpenTelemetry exporter at "
+                    "simrun's receiver (OTEL_EXPORTER_OTLP_ENDPOINT)")
+        unread = sorted(set().union(*(t.unread for t in turns)))
+        models = sorted(set().union(*(t.conventions for t in turns)))
+        looked = f" ({', '.join(unread)})" if unread else ""
+        reads = ", ".join(r.name for r in self.readers)
+        named = f", while [runtime.tools] names {', '.join(sorted(self.tools))}" if self.tools else ""
+        if models:
+            return (f"{spans} spans arrived, of model calls alone ({', '.join(models)}: no agent, chain or tool "
+                    f"span){' and of no convention simrun reads' + looked if unread else ''}{named}: the "
+                    "instrumentation traces the model, not the tools it runs; its tool calls are untraced, "
+                    "not none")
+        return (f"{spans} spans arrived, of no convention simrun reads{looked}{named}: its tool calls are "
+                f"unread, not none (simrun reads tool spans of {reads})")
+
     def events(self, session: str) -> list[dict[str, Any]]:
         """The session's tool events, by turn, and within a turn in the order the calls started."""
         found = []
@@ -171,23 +240,29 @@ class TraceBook:
         for trace in self._sessions.pop(session, ()):
             self._turns.pop(trace, None)
 
-    def _event(self, span: Span, turn: _Turn) -> dict[str, Any] | None:
+    def _event(self, span: Span, turn: _Turn, reader: Reader, tally: dict[str, int]) -> dict[str, Any] | None:
         attrs = span.attributes
-        operation = attrs.get("gen_ai.operation.name")
-        if operation != "execute_tool" and not (operation is None and span.name.startswith("execute_tool")):
+        call = reader.tool_call(span.name, attrs)
+        if call is None:
             return None
-        name = attrs.get("gen_ai.tool.name") or span.name.removeprefix("execute_tool").strip()
-        if not isinstance(name, str) or not name:
-            raise ValueError("a tool span without a tool name")
+        name = call.name
+        turn.calls += 1
+        tally["tool_calls"] += 1
         tool = self.tools.get(name, Tool())
         if tool.read_only:
             self.counts.reads += 1
             return None
-        arguments = _arguments(attrs.get("gen_ai.tool.call.arguments"))
+        bare = call.bare
+        arguments = _arguments(call.arguments)
         refused = span.status_code == STATUS_ERROR
-        reason = (span.status_message or str(attrs.get("error.type") or "") or "error status") if refused else None
-        call_id = attrs.get("gen_ai.tool.call.id")
+        reason = (span.status_message or str(attrs.get(ERROR_TYPE) or "") or "error status") if refused else None
+        call_id = call.call_id
         record = _record(tool.record, arguments)
+        if record is None and bare is not None and tool.record is not None and "{" not in tool.record:
+            # A one-argument tool whose input the instrumentation wrote as the bare value (OpenInference's
+            # LangChain instrumentor does): that value is the argument the record is named by.
+            record = _text(bare)
+            arguments = {tool.record: record}
         if record is None and tool.record is not None:
             self.counts.unnamed += 1
         return {"id": _text(call_id if isinstance(call_id, str) and call_id else f"span-{span.span_id}"),

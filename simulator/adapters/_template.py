@@ -9,6 +9,9 @@ chat: an OpenAI-compatible chat-completions endpoint as the assistant: the templ
 `{"model": runtime.model, "messages": "{messages}"}` sent to `{url}/chat/completions`, the
 reply at `/choices/0/message/content`.
 
+Receipts (phantom_receipt): a field `receipts` beside the reply's text (the assistant message's
+`receipts`, for chat), the tool call ids of the writes the reply claims.
+
 Every request carries the turn's `traceparent` and an `X-Simrun-Session` header. With
 `runtime.command`, simrun starts the endpoint itself (`{port}` filled in, in the command, the
 URL and a state hook's URL), with `OTEL_EXPORTER_OTLP_ENDPOINT` set to its trace receiver, waits until the port takes
@@ -166,7 +169,20 @@ class TemplateRuntime(ForeignRuntime):
             why = (f"the answer asks its caller to run tools ({calls}) instead of replying: an assistant under "
                    "test runs its own tools" if calls else f"the answer's {self.reply_at} is not text (runtime.reply)")
             raise RuntimeFault("missing_reply", why, body=excerpt(str(answer)))
-        return found
+        return self._with_receipts(answer, found)
+
+    def _with_receipts(self, answer: Any, reply: str) -> Any:
+        """The reply, with the receipts its message carries: a field `receipts` beside the reply's
+        text (for chat, `choices[0].message.receipts`), the tool call ids of the writes the reply
+        claims. The protocol's own check of the turn result holds them to a list of strings."""
+        parent = self.reply_at.rsplit("/", 1)[0]
+        try:
+            holder = pointer(answer, parent)
+        except KeyError:
+            return reply
+        if isinstance(holder, dict) and "receipts" in holder:
+            return {"reply": reply, "receipts": holder["receipts"]}
+        return reply
 
     async def _get_json(self, url: str, what: str) -> Any:
         return await self._request(what, "GET", url, None, {})

@@ -10,6 +10,14 @@ need), and names the argument. A name is read as its words (`new_date` is "new" 
 a date is a day). A head that is an identifier names nothing on its own ("What's your phone
 number?" does not ask for `booking_id`): the reply must name another word of the argument too.
 Only the step's arguments that have `answers` are answered.
+
+It hears questions, not words, sentence by sentence. The argument must be named in a sentence
+that makes the request (its other words, which say whose it is, may be anywhere in the reply:
+"Which booking is it? Its ref, please?"). A sentence that offers what the assistant can do
+("I can request a refill, move a pickup date, or cancel a refill.", "Would you like to move the
+date or cancel?", "Anything else I can help with?") asks for nothing, unless it puts a direct
+question for the argument ("Which date would you like to move it to?": which or what right
+before it). "No" is no identifier ("no refills left"); "no." before a word is ("booking no. 4?").
 """
 
 from __future__ import annotations
@@ -17,11 +25,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-FAMILIES = (frozenset({"id", "ids", "ref", "reference", "number", "no", "code", "identifier"}),
+FAMILIES = (frozenset({"id", "ids", "ref", "reference", "number", "code", "identifier"}),
             frozenset({"date", "day"}))
 IDENTIFIER = FAMILIES[0]
 _REQUEST = re.compile(r"\?|\b(?:please|kindly)\s+(?:give|tell|provide|share|send|confirm|enter|type)\b"
                       r"|\blet me know\b|\bi(?:'ll| will)? need\b", re.IGNORECASE)
+# The families of an offer: what the assistant can do, a choice between actions, anything else.
+_OFFER = re.compile(r"\b(?:i|we|you)\s+(?:can|could|may)\b|\b(?:i|we)\s+(?:am|are|'m|'re)\s+able\s+to\b"
+                    r"|\b(?:would|do)\s+you\s+(?:like|want|prefer)\s+(?:me\s+)?to\b|\banything\s+else\b"
+                    r"|\b(?:options?|choices?)\b", re.IGNORECASE)
+# A direct question for a thing: "which date", "what new date", "what is the date".
+_DIRECT = r"\b(?:which|what)(?:'s|\s+is|\s+are)?\s+(?:(?:the|your|a|new|other)\s+){{0,2}}{word}\b"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_ABBREVIATED = re.compile(r"\bno\.(?=\s*\w)|#", re.IGNORECASE)     # "booking no. 4", "booking #"
 
 
 def words_of(name: str) -> list[str]:
@@ -30,21 +46,36 @@ def words_of(name: str) -> list[str]:
     return [w.lower() for w in re.split(r"[\s_\-.]+", spaced) if w]
 
 
-def _names(word: str, said: set[str]) -> bool:
-    """Whether `said` (a reply's words) holds `word`, its plural, or a word of its family."""
-    if {word, word + "s", word + "es"} & said:
+def _forms(word: str) -> set[str]:
+    """`word`, its plural, and the words of its family."""
+    forms = {word, word + "s", word + "es"}
+    for family in FAMILIES:
+        if word in family:
+            forms |= family
+    return forms
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9']+", text.replace("_", " ").lower()))
+
+
+def _asks_in(sentence: str, head: str) -> bool:
+    """Whether this sentence requests the thing `head` names."""
+    if not _REQUEST.search(sentence) or not _forms(head) & _words(sentence):
+        return False
+    if not _OFFER.search(sentence):
         return True
-    return any(word in family and family & said for family in FAMILIES)
+    # An offer asks for nothing, unless it puts a direct question for the thing.
+    return any(re.search(_DIRECT.format(word=re.escape(form)), sentence, re.IGNORECASE) for form in _forms(head))
 
 
 def asks_for(reply: str, name: str) -> bool:
-    if not _REQUEST.search(reply):
-        return False
-    said = set(re.findall(r"[a-z0-9']+", reply.replace("_", " ").lower()))
+    reply = _ABBREVIATED.sub(" number ", reply)
     *qualifiers, head = words_of(name) or [name.lower()]
-    if not _names(head, said):
+    if not any(_asks_in(sentence, head) for sentence in _SENTENCE.split(reply)):
         return False
-    return head not in IDENTIFIER or not qualifiers or any(_names(q, said) for q in qualifiers)
+    said = _words(reply)
+    return head not in IDENTIFIER or not qualifiers or any(_forms(q) & said for q in qualifiers)
 
 
 def asked_by_name(reply: str, step) -> list[str]:

@@ -135,7 +135,9 @@ class ScriptedSession:
         self.step_turns += 1
         if self.step_turns > self.persona.patience:
             return UserTurn("stop", stop_reason="gave_up",
-                            meta={"why": f"stuck on step {self.step_index} for {self.persona.patience} turns"})
+                            meta={"why": f"stuck on step {self.goal.step_id(self.step_index)} (step "
+                                         f"{self.step_index + 1} of {len(self.goal.steps)}) for "
+                                         f"{self.persona.patience} turns"})
         turn = self._next(last, len(turns) + 1)
         if turn.kind == "message":
             turn = self._simulator_fault(turn)

@@ -71,8 +71,8 @@ def test_a_function_gets_the_conversation_so_far_and_runs_in_the_turns_trace(fun
     # Each turn its own trace, and the function ran inside it.
     assert trace1 == s1["traceparent"].split("-")[1] and trace2 == s2["traceparent"].split("-")[1] != trace1
     # These functions make no span: with no span of the conversation heard, its tool events are
-    # unknown (UNVERIFIABLE), not none.
-    assert state == {}
+    # unknown (UNVERIFIABLE), not none, and the store says why.
+    assert list(state) == ["events_unknown"] and "no span of this conversation arrived" in state["events_unknown"]
     if function == "async_agent":
         assert results[0]["ask"]["arguments"] == ["date"]    # protocol fields, as the function gave them
 
@@ -317,3 +317,27 @@ def test_a_connection_that_carried_an_error_answer_is_never_used_again():
     fault, reply = asyncio.run(against_raw_server(handle, go))
     assert fault.kind == "http_status" and fault.evidence["status"] == 500
     assert reply["reply"] == "got fine" and not dropped, dropped
+
+
+def test_a_chat_assistant_message_carries_its_receipts_beside_its_text():
+    # The tool call ids of the writes the reply claims, as a field of the assistant message.
+    answer = lambda body: web.json_response({"choices": [{"index": 0, "message": {  # noqa: E731
+        "role": "assistant", "content": "Refill ordered.", "receipts": ["call_1_0"]}}]})
+    results, _ = with_endpoint(answer, lambda url: ChatRuntime(url=url + "/v1", model="m"), "refill RX-1")
+    assert results[0]["reply"] == "Refill ordered." and results[0]["receipts"] == ["call_1_0"]
+    # Held to the protocol's shape: receipts that are not a list of ids are the runtime's fault.
+    bad = lambda body: web.json_response({"choices": [{"index": 0, "message": {  # noqa: E731
+        "role": "assistant", "content": "Done.", "receipts": "call_1_0"}}]})
+    results, _ = with_endpoint(bad, lambda url: ChatRuntime(url=url + "/v1", model="m"), "refill RX-1")
+    assert isinstance(results[0], RuntimeFault) and "receipts" in str(results[0]), results
+
+
+def test_a_template_endpoints_receipts_are_read_beside_its_reply():
+    answer = lambda body: web.json_response({"out": {"text": "Moved.", "receipts": ["c-9"]}})  # noqa: E731
+    results, _ = with_endpoint(answer, lambda url: TemplateRuntime(url=url + "/chat", body={"q": "{message}"},
+                                                                   reply="/out/text"), "move it")
+    assert results[0] == {"reply": "Moved.", "receipts": ["c-9"]}
+    plain = lambda body: web.json_response({"out": {"text": "Moved."}})  # noqa: E731
+    results, _ = with_endpoint(plain, lambda url: TemplateRuntime(url=url + "/chat", body={"q": "{message}"},
+                                                                  reply="/out/text"), "move it")
+    assert results[0] == {"reply": "Moved."}

@@ -130,3 +130,24 @@ def test_in_a_terminal_init_asks_for_the_transport_and_the_command(tmp_path, mon
     assert "transport (http, stdio, python, chat, callable) [http]:" in result.output
     assert f'command = "{RUNTIME}"' in (tmp_path / "simrun.toml").read_text()
     assert (tmp_path / "goals" / "open-trip.yaml").is_file()      # the runtime it named was asked
+
+
+@pytest.mark.parametrize("transport", ["callable", "chat"])
+def test_init_writes_a_commented_tools_stanza_for_an_assistant_read_through_its_traces(tmp_path, transport):
+    import tomllib
+
+    from simrun.scoring import RuntimeSection
+    from simrun.simulator._scaffold import toml_text
+
+    given = {"transport": transport, "target": "desk:reply"} if transport == "callable" else \
+        {"transport": transport, "url": "http://127.0.0.1:8000/v1", "model": "m"}
+    text = toml_text(RuntimeSection.model_validate(given))
+    assert "# [runtime.tools.move_pickup]" in text and '# record = "rx_id"' in text and "# read_only = true" in text
+    assert "# state = " in text
+    # Commented out: the file reads as before, and the stanza uncommented is a valid one.
+    assert "tools" not in tomllib.loads(text)["runtime"]
+    uncommented = text.replace("# [runtime.tools", "[runtime.tools").replace('# record = "rx_id"', 'record = "rx_id"')
+    assert tomllib.loads(uncommented.replace("# read_only = true", "read_only = true"))["runtime"]["tools"] == {
+        "move_pickup": {"record": "rx_id"}, "lookup_prescription": {"read_only": True}}
+    python = toml_text(RuntimeSection.model_validate({"transport": "python", "target": "desk:Desk"}))
+    assert "runtime.tools" not in python            # a protocol runtime gives its events as data

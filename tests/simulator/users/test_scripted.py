@@ -110,3 +110,18 @@ def test_an_ask_is_answered_only_for_the_steps_record(record, answers):
 def test_which_button_confirms_a_card(labels, confirm):
     card = {"id": "c-1", "actions": [{"id": f"o-{i}", "label": label} for i, label in enumerate(labels)]}
     assert _confirm_action(card) == (None if confirm is None else f"o-{confirm}")
+
+
+def test_a_stop_reason_names_the_step_it_was_stuck_on_by_its_id():
+    g = goal(steps=[{"id": "find", "record": "B-1", "operation": "find", "say": ["Find B-1."]},
+                    {"record": "B-1", "operation": "cancel", "say": ["Cancel B-1."]}])
+    session = ScriptedUser().session(Persona(id="p", name="P", patience=2), g, 3, 0)
+    found = {"id": "e-1", "turn": 1, "operation": "find", "record": "B-1", "status": "committed"}
+    turns: list[TurnRecord] = []
+    while True:
+        user = asyncio.run(session.next_turn(tuple(turns)))
+        if user.kind == "stop":
+            break
+        turns.append(TurnRecord(len(turns) + 1, user, {"reply": "Hmm."}, {"records": {}, "events": [found]}))
+    assert user.stop_reason == "gave_up"
+    assert user.meta["why"] == "stuck on step step-2 (step 2 of 2) for 2 turns"
