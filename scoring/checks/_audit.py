@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from simrun.scoring._transcript import CheckResult, Transcript
+from simrun.scoring.checks._evidence import runtime_gone
 from simrun.scoring.checks._progress import Tally, answered_turns
 from simrun.scoring.dataset import Goal, Persona
 
@@ -45,8 +46,11 @@ def audit_gap(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResu
     tally = Tally("audit_gap")
     turns = answered_turns(transcript)
     if transcript.audit is None:
+        # A runtime gone before its audit was read (its server died) may keep one: say which.
+        gone = runtime_gone(transcript)
+        why = f"no audit stream was read: {gone}" if gone else "the runtime keeps no audit stream"
         for _ in turns:
-            tally.unknown("the runtime keeps no audit stream")
+            tally.unknown(why)
         return tally.result()
     filed = _filed(transcript.audit)
     replies = {t.index: _said(t.result.get("reply")) for t in turns}

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from simrun.scoring import _secrets as secrets
 from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
 
 
@@ -160,3 +161,26 @@ def lookup(record: dict[str, Any], path: str) -> Any:
             return MISSING
         value = value[part]
     return value
+
+
+# The kinds of runtime_error after which the runtime could not be asked for anything more (the
+# conversation loop's GONE): what it did not give then says nothing of what it keeps.
+_GONE = ("timeout", "connection", "exited", "closed")
+
+
+def runtime_gone(transcript: Transcript) -> str | None:
+    """Why nothing more could be read from the runtime, when the conversation ended with the
+    runtime gone (its server exited, it hung, it closed its stream): a check that finds no audit
+    stream, no store or an unasked question says that, not that the runtime lacks the feature.
+    None when the runtime was there to be asked."""
+    error = transcript.error if isinstance(transcript.error, dict) else None
+    if transcript.end != "runtime_error" or error is None:
+        return None
+    if not (error.get("kind") in _GONE or error.get("server_died") or error.get("collateral")):
+        return None
+    if not str(error.get("read_after", "nothing")).startswith("nothing"):
+        return None         # it answered for its store and audit after the failure
+    turn = error.get("turn")
+    message = str(error.get("message", "")).split("; its stderr says", 1)[0]
+    when = f"at turn {turn}" if isinstance(turn, int) and not isinstance(turn, bool) else "before its end"
+    return f"the runtime was gone {when} ({secrets.cut(message, 300)}): nothing more could be asked of it"

@@ -23,7 +23,7 @@ from typing import Any
 from simrun.scoring._secrets import cut
 from simrun.scoring._transcript import Transcript
 from simrun.scoring.checks._answers import carries
-from simrun.scoring.checks._evidence import MISSING, lookup
+from simrun.scoring.checks._evidence import MISSING, lookup, runtime_gone
 from simrun.scoring.checks._progress import asked_questions, resolve_question_record, same_value
 from simrun.scoring.dataset import Goal, NotAnswered, QueryFailed, RecordCheck, per_goal, sql_holds
 
@@ -64,7 +64,8 @@ def _answered(goal: Goal, qid: str, transcript: Transcript) -> str | None:
         if carries(str(turn.result.get("reply", "")), value, goal.date_order):
             return None
         why = f"no reply carried the store's value {value!r}"
-    return why
+    gone = runtime_gone(transcript) if why == "it was never asked" else None
+    return f"{why}: {gone}" if gone else why     # not asked: the runtime was gone before it could be
 
 
 def _blind(query: str, state: dict[str, Any]) -> list[str]:

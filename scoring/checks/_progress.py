@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from simrun.scoring._transcript import CheckResult, Finding, Transcript, UserTurn
 from simrun.scoring.checks._answers import carries
-from simrun.scoring.checks._evidence import MISSING, Answered, events_from, get, lookup, previous
+from simrun.scoring.checks._evidence import MISSING, Answered, events_from, get, lookup, previous, runtime_gone
 from simrun.scoring.checks._offers import Take, follow, tagged_step
 from simrun.scoring.dataset import Goal, Persona, Question, patterns
 
@@ -200,7 +200,9 @@ def unanswered(transcript: Transcript, goal: Goal, persona: Persona) -> CheckRes
             tally.ok()
             continue
         if turn.state is None:
-            tally.unknown("the runtime exposes no store to look the answer up in")
+            gone = runtime_gone(transcript)
+            tally.unknown(f"no store was read: {gone}" if gone else
+                          "the runtime exposes no store to look the answer up in")
             continue
         reply = str(turn.result.get("reply", ""))
         held = []

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from simrun.scoring import _secrets as secrets
 from simrun.scoring._transcript import CheckResult, Transcript, TurnRecord, UserTurn
 from simrun.scoring.checks._answers import carries_date, dates_in, kept_for_short_texts
-from simrun.scoring.checks._evidence import get
+from simrun.scoring.checks._evidence import get, runtime_gone
 from simrun.scoring.checks._guarantees import card_not_actionable
 from simrun.scoring.checks._progress import Tally, ask_key, dead_end, loop, not_understood, unanswered, way_forward
 from simrun.scoring.dataset import Goal, Persona, canonical_json, per_goal
@@ -113,7 +114,7 @@ def user_turn_fault(turn: UserTurn, goal: Goal, persona: Persona,
     if any(run in said for run in _brief_runs(goal)):
         return UserFault("leaked_instructions", "leaked instructions: repeats the goal's brief word for word")
     if _repeats(turn, earlier, goal, persona):
-        return UserFault("repeated", f"the same message {REPEATS} times in a row: {text[:120]!r}")
+        return UserFault("repeated", f"the same message {REPEATS} times in a row: {secrets.cut(text, 120)!r}")
     return None
 
 
@@ -271,5 +272,8 @@ def simulator_error(transcript: Transcript, goal: Goal, persona: Persona, goal_r
             tally.found(None, "claimed the goal was done while the store says it is not", kind="false_success",
                         stop_reason=stop.stop_reason)
         elif stop.stop_reason == "done" and goal_reached is None:
-            tally.unknown("the user claimed success, and the runtime exposes no store to check the claim against")
+            gone = runtime_gone(transcript)
+            tally.unknown(f"the user claimed success, and no store was read to check the claim against: {gone}"
+                          if gone else "the user claimed success, and the runtime exposes no store to check the "
+                          "claim against")
     return tally.result()

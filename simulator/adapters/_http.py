@@ -24,7 +24,6 @@ from simrun.simulator.adapters._base import (
     excerpt,
     exit_text,
     read_answer,
-    stderr_said,
     too_large,
 )
 from simrun.simulator.adapters._process import ManagedProcess, SessionId, free_port
@@ -91,16 +90,26 @@ class HttpRuntime(Transport):
                 raise RuntimeUnavailable(f"runtime.url or runtime.headers: {exc}") from None
         return self._pool
 
-    def _evidence(self, mark: int | None = None, **more: Any) -> dict[str, Any]:
-        """The server's stderr: what it wrote during this request (since `mark`), else its tail."""
+    def _evidence(self, mark: int | None = None, session: str | None = None, **more: Any) -> dict[str, Any]:
+        """The server's stderr: what it wrote during this request (since `mark`), else its tail;
+        of a session's request, less the lines the server marked with another session's id."""
         if self.process is not None:
             since = self.process.stderr_since(mark) if mark is not None else ""
-            more["stderr"] = since or self.process.stderr_tail()
+            more["stderr"] = self.process.stderr_of(session, since or self.process.stderr_tail())
         return more
 
     async def _request(self, op: str, method: str, path: str, body: Any = None,
                        optional: bool = False, session: str | None = None,
                        check: Callable[[Any], Any] | None = None) -> Any:
+        if self.process is None:
+            return await self._send(op, method, path, body, optional, session, check, None)
+        # Under way until its answer or its fault is made: a fault of a server that died counts
+        # the conversations in flight with it, this one included.
+        with self.process.request(session) as token:
+            return await self._send(op, method, path, body, optional, session, check, token)
+
+    async def _send(self, op: str, method: str, path: str, body: Any, optional: bool, session: str | None,
+                    check: Callable[[Any], Any] | None, token: int | None) -> Any:
         started = time.perf_counter()
         elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
         # (A session this transport did not hand out, a caller's own id, belongs to no start.)
@@ -125,9 +134,10 @@ class HttpRuntime(Transport):
             raise fault from None
         except HttpError as exc:
             died = await self._died(started, generation)
-            kind, message = self._lost(op, exc, died, mark)
+            kind, message = self._lost(op, exc, died, mark, session, token)
             raise RuntimeFault(kind, message, **died,
-                               **self._evidence(mark, request=f"{method} {path}", elapsed_ms=elapsed())) from None
+                               **self._evidence(mark, session=session, request=f"{method} {path}",
+                                                elapsed_ms=elapsed())) from None
         if optional and status == 404:
             raise _NotSupported
         if not 200 <= status < 300:
@@ -137,11 +147,15 @@ class HttpRuntime(Transport):
         return await read_answer(raw, op, check, **self._evidence(mark, request=f"{method} {path}", status=status,
                                                                   elapsed_ms=elapsed()))
 
-    def _said(self, mark: int) -> str:
-        """The last line the server simrun started wrote to stderr during this request, if any."""
-        return stderr_said(self.process.stderr_since(mark)) if self.process is not None else ""
+    def _said(self, mark: int, session: str | None = None) -> str:
+        """The last line the server simrun started wrote to stderr during this request, if any:
+        of a session's request, its own (the lines the server marked with its id) first."""
+        if self.process is None:
+            return ""
+        return self.process.said_for(session, self.process.stderr_since(mark))
 
-    def _lost(self, op: str, exc: HttpError, died: dict[str, Any], mark: int) -> tuple[str, str]:
+    def _lost(self, op: str, exc: HttpError, died: dict[str, Any], mark: int, session: str | None = None,
+              token: int | None = None) -> tuple[str, str]:
         """(kind, message) of a request that got no answer, saying what happened: a server that
         cannot be reached, one that exited, and one that closed the connection but stayed up
         (the request failed inside it: it may still answer for the store and audit) differ."""
@@ -150,16 +164,21 @@ class HttpRuntime(Transport):
         exited = exit_text(self.process.returncode if self.process is not None else None)
         if died.get("collateral"):
             return "connection", f"{op}: the server had exited ({exited}) during " \
-                                 f"another conversation{self._said(mark)}"
+                                 f"another conversation{self._said(mark, session)}"
         if died and isinstance(exc, ConnectFailed):
             # Refused: the request never reached the server, which had ended before it.
             return "connection", f"{op}: the server had exited ({exited}) before " \
-                                 f"this request{self._said(mark)}"
+                                 f"this request{self._said(mark, session)}"
         if isinstance(exc, ConnectFailed):
             return "connection", f"{op}: cannot connect to {self.url} ({what}): the runtime no longer answers"
         if died:
+            flying = self.process.in_flight_at_death(token) if self.process is not None and token else 1
+            # Each conversation in flight reads how many shared its end: the one whose request
+            # took the server down cannot be told from the others by what the server sent.
+            during = ("answering" if flying == 1 else
+                      f"{flying} conversations were in flight; this was one of them")
             return "connection", f"{op}: the server exited ({exited}) while " \
-                                 f"answering{self._said(mark)}"
+                                 f"{during}{self._said(mark, session)}"
         if self.process is not None:
             return "disconnected", (f"{op}: the server closed the connection without answering, and is still "
                                     f"running: the request failed inside it{self._said(mark)} ({what})")
@@ -242,7 +261,10 @@ class HttpRuntime(Transport):
                 generation = process.generation
             reply = await self._request("start", "POST", "/v1/sessions", request)
         # The session belongs to the server that was asked, even if it died while answering.
-        return SessionId(self._started(reply), generation)
+        sid = self._started(reply)
+        if process.generation == generation:
+            process.session(sid)          # (known to the server's stderr: its lines are this session's)
+        return SessionId(sid, generation)
 
     def _restart_lock(self) -> asyncio.Lock:
         """The lock of this event loop (a runtime may serve several loops, one after another)."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
+import contextlib
+import itertools
 import os
 import re
 import shutil
@@ -21,9 +23,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from simrun.scoring import RuntimeUnavailable, secrets
+from simrun.simulator.adapters._base import stderr_said
 
 # Credentials simrun may hold for itself (the user model's API keys, CI tokens) that a runtime it
 # starts is not given unless runtime.env names them: the variables whose names say they are.
@@ -42,6 +46,13 @@ def _kill_leftovers() -> None:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+# The words of a stderr line that may be a session id: runs of letters, digits and dashes, and
+# the same with dots and colons (ids such as "run.7:s-1").
+_WORDS = re.compile(r"[\w-]+")
+_DOTTED_WORDS = re.compile(r"[\w.:-]+")
+_SAYS_EXCEPTION = re.compile(r"; its stderr says: [A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Fault|Panic)\b")
 
 
 def _runnable(program: str, cwd: str | None) -> bool:
@@ -96,6 +107,12 @@ class ManagedProcess:
         self._watch: int | None = None       # the write end of the supervisor's pipe
         self.generation = 0                 # how many times it was started: sessions belong to one
         self.down_since: float | None = None   # when this generation was first known to be dead
+        # Requests under way (token -> session, or None for a start), and those that were when
+        # this generation died: each conversation in flight then says how many shared its fate.
+        self._flying: dict[int, str | None] = {}
+        self._tokens = itertools.count(1)
+        self.flying_at_death: dict[int, str | None] | None = None
+        self._sessions: set[str] = set()    # the session ids this generation handed out
 
     @property
     def alive(self) -> bool:
@@ -139,6 +156,7 @@ class ManagedProcess:
         self._stderr.clear()
         self.generation += 1
         self.down_since = None
+        self._flying, self.flying_at_death, self._sessions = {}, None, set()
         self._drain = asyncio.create_task(self._read_stderr(self.proc))
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
@@ -172,12 +190,70 @@ class ManagedProcess:
             self._watch = None
 
     def mark_down(self, at: float | None = None) -> None:
-        """Note that this generation is dead, no later than `at` (perf_counter; default now)."""
+        """Note that this generation is dead, no later than `at` (perf_counter; default now). The
+        first time, the requests still under way are noted: they were in flight when it died
+        (a request that failed for the death stays under way until its fault is written)."""
         at = time.perf_counter() if at is None else at
         self.down_since = at if self.down_since is None else min(self.down_since, at)
+        if self.flying_at_death is None:
+            self.flying_at_death = dict(self._flying)
 
     def session(self, sid: str) -> SessionId:
+        self._sessions.add(sid)
         return SessionId(sid, self.generation)
+
+    @contextlib.contextmanager
+    def request(self, session: str | None) -> Iterator[int]:
+        """A request under way, for the conversation of `session` (None: one being started)."""
+        token = next(self._tokens)
+        self._flying[token] = None if session is None else str(session)
+        try:
+            yield token
+        finally:
+            self._flying.pop(token, None)
+
+    def in_flight_at_death(self, token: int) -> int:
+        """How many conversations had a request under way when this generation died, this
+        request's among them (1 when it is the only one, or the death was not seen yet)."""
+        flying = self.flying_at_death if self.flying_at_death is not None else self._flying
+        conversations = {session if session is not None else f"#{t}" for t, session in flying.items()}
+        conversations.add(self._flying.get(token) or f"#{token}")
+        return len(conversations)
+
+    def was_in_flight(self, token: int) -> bool:
+        """Whether this request was under way when this generation died."""
+        return self.flying_at_death is not None and token in self.flying_at_death
+
+    def _marked(self, line: str) -> set[str]:
+        """The session ids of this generation a stderr line names, each as a whole word (s-1 is
+        not named by s-10). Looked up word by word: as cheap with 10,000 sessions as with one."""
+        words = set(_WORDS.findall(line)) | set(_DOTTED_WORDS.findall(line))
+        return words & self._sessions
+
+    def stderr_of(self, session: str | None, text: str) -> str:
+        """`text` (stderr lines) less the lines the runtime marked with another session's id: a
+        conversation's evidence is its own lines, and those marked for none (the server's own)."""
+        if session is None or not self._sessions:
+            return text
+        own = str(session)
+        return "".join(line for line in text.splitlines(keepends=True)
+                       if not (marked := self._marked(line)) or own in marked)
+
+    def said_for(self, session: str | None, text: str) -> str:
+        """'; its stderr says: ...' for a conversation: the last line naming an exception among
+        the lines marked with its session id, else among the server's own (unmarked) lines, else
+        the last line kept, as `stderr_said` picks one."""
+        kept = self.stderr_of(session, text).splitlines()
+        if session is None:
+            return stderr_said("\n".join(kept))
+        own = str(session)
+        mine = [line.split(own, 1)[1].lstrip("]):;,= \t") for line in kept if own in self._marked(line)]
+        unmarked = [line for line in kept if not self._marked(line)]
+        for lines in (mine, unmarked):
+            said = stderr_said("\n".join(lines))
+            if said and _SAYS_EXCEPTION.match(said):
+                return said
+        return stderr_said("\n".join(kept))
 
     def collateral(self, sent_at: float, generation: int | None = None) -> bool:
         """Whether a request sent at `sent_at` (perf_counter), for a session of `generation`,

@@ -59,11 +59,27 @@ class StdioRuntime(Transport):
         self._ids = itertools.count(1)
         self.restarts = 0
 
-    def _fault(self, kind: str, message: str, **evidence: Any) -> RuntimeFault:
-        return RuntimeFault(kind, message, stderr=self.process.stderr_tail(), **evidence)
+    def _fault(self, kind: str, message: str, session: str | None = None, **evidence: Any) -> RuntimeFault:
+        # A conversation's evidence: the child's stderr less the lines it marked with another session's id.
+        return RuntimeFault(kind, message, stderr=self.process.stderr_of(session, self.process.stderr_tail()),
+                            **evidence)
+
+    def _during(self, token: int) -> str:
+        """'while answering', or how many conversations were in flight when the child died (those
+        waiting their turn on its one stream among them)."""
+        flying = self.process.in_flight_at_death(token)
+        return ("while answering" if flying == 1 else
+                f"while {flying} conversations were in flight; this was one of them")
 
     async def _call(self, op: str, session: str | None = None, body: Any = None, *,
                     fresh: bool = False, optional: bool = False, check: Callable[[Any], Any] | None = None) -> Any:
+        # Under way from the moment it is asked for, waiting its turn on the one stream included.
+        with self.process.request(session) as token:
+            return await self._call_once(op, session, body, fresh=fresh, optional=optional, check=check,
+                                         token=token)
+
+    async def _call_once(self, op: str, session: str | None, body: Any, *, fresh: bool, optional: bool,
+                         check: Callable[[Any], Any] | None, token: int) -> Any:
         async with self._lock:
             if fresh and (not self.process.alive or self.process.down_since is not None):
                 # A new conversation gets a new child if the last one died, or was seen to die (its
@@ -80,9 +96,14 @@ class StdioRuntime(Transport):
                 raise self._fault("exited", f"{op}: the runtime process that held this session exited during "
                                   "another conversation and was started again", collateral=True)
             if not self.process.alive:
+                collateral = self.process.collateral(sent_at)
+                self.process.mark_down()
+                # Waiting its turn on the one stream when the child died, it was in flight with it.
+                during = (f" {self._during(token)}, waiting for the request on the stream"
+                          if self.process.was_in_flight(token) else "")
                 raise self._fault("exited", f"{op}: the runtime process has exited "
-                                  f"(status {self.process.returncode})",
-                                  collateral=self.process.collateral(sent_at))
+                                  f"({exit_text(self.process.returncode)}){during}", session,
+                                  collateral=collateral)
             rid = next(self._ids)
             mark = self.process.stderr_lines
             message = {"id": rid, "op": op, **({"session": session} if session else {}),
@@ -116,13 +137,13 @@ class StdioRuntime(Transport):
                 collateral = self.process.collateral(sent_at)
                 self.process.mark_down()
                 await self.process.exited(0.5)   # let the exit status and last stderr lines arrive
-                said = stderr_said(self.process.stderr_since(mark))
+                said = self.process.said_for(session, self.process.stderr_since(mark))
                 if self.process.alive:
                     # It closed its stdout but runs on: it can answer nothing more, but it did not crash.
                     raise self._fault("closed", f"{op}: the runtime closed its standard output without answering, "
                                       f"and is still running{said}", elapsed_ms=elapsed())
                 raise self._fault("exited", f"{op}: the runtime process exited "
-                                  f"({exit_text(self.process.returncode)}) while answering{said}",
+                                  f"({exit_text(self.process.returncode)}) {self._during(token)}{said}", session,
                                   elapsed_ms=elapsed(), **({"collateral": True} if collateral else {}))
             self._answered = True
         try:

@@ -58,3 +58,26 @@ def test_what_did_fire_stays_fired():
     assert card.checks["simulator_error"].findings[0].evidence["kind"] == "empty_message"
     assert card.checks["wrong_record"].status == card.checks["dead_end"].status == "unverifiable"
     assert card.end == "simulator_error" and card.goal_reached is None
+
+
+def test_a_check_that_could_not_run_because_the_runtime_was_gone_says_so():
+    """Issue 38, rule 8: a question answered as the server died (no store read after) is not
+    'the runtime exposes no store'; nor is the user's claim of success."""
+    from simrun.scoring.checks._progress import unanswered
+    from simrun.scoring.checks._simulated_user import simulator_error
+    from simrun.scoring.dataset._models import Goal
+    from tests.scoring.checks.builders import goal
+
+    asking = Goal.model_validate({**goal().model_dump(exclude_none=True), "questions": [
+        {"id": "bags", "ask": "How many bags?", "match": "how many bags", "record": "trip:T-1", "field": "bags"}]})
+    t = transcript((msg("How many bags are on the trip?"), result("Let me check.", answer="unavailable"), None),
+                   end="runtime_error")
+    died = {"kind": "exited", "turn": 1, "read_after": "nothing",
+            "message": "turn: the server exited (status 3) while 2 conversations were in flight; this was one of them"}
+    gone = dataclasses.replace(t, error=died)
+    assert unanswered(t, asking, P).reason == "the runtime exposes no store to look the answer up in"
+    said = unanswered(gone, asking, P).reason
+    assert said.startswith("no store was read: the runtime was gone at turn 1 (turn: the server exited"), said
+    stopped = dataclasses.replace(gone, stop=dataclasses.replace(msg(""), kind="stop", stop_reason="done"))
+    claim = simulator_error(stopped, asking, P, None).reason
+    assert "no store was read to check the claim against: the runtime was gone at turn 1" in claim, claim
