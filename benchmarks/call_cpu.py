@@ -1,7 +1,8 @@
 """Where a model call's CPU goes: the harness's CPU per model call, by part, at a fast model.
 
-A model-played user (the real openai SDK, or simrun's own light client for OpenAI-compatible
-servers) talks to the fake API in a process of its own, answering every call after `--latency`
+A model-played user (simrun's light path for OpenAI-compatible servers, the product's one, or
+with `--client sdk` the openai SDK's own client, kept in benchmarks/sdk_client.py for this
+comparison) talks to the fake API in a process of its own, answering every call after `--latency`
 (50 ms), with `--in-flight` conversations at once against the reference runtime over HTTP (a
 process of its own, started by simrun). Each process's CPU is read apart, so the harness's
 figure is the harness's only: this process's main thread (the event loop) and its writer thread
@@ -14,14 +15,14 @@ of the plain run's main-thread CPU):
 
 - prompt: building the request from the conversation (rendering the runtime's reply, the
   request body, its key), and reading the model's answer as a user turn;
-- model client: the HTTP call to the model API and reading its answer (the SDK or the light client);
+- model client: the HTTP call to the model API and reading its answer (the light path or the SDK);
 - ledger, limiter, retry: holding the worst case, booking the rate window, the retry policy, settling;
 - runtime client: the requests to the runtime (start, turn, state, audit, close) and checking them;
 - checks: the per-turn checks (the user's turn, whether the goal is reached) and the scoring at the end;
 - the rest: the event loop, the runner, the conversation loop.
 The store's encoding and writes run on the writer thread, reported apart.
 
-    .venv/bin/python benchmarks/call_cpu.py [--latency 0.05] [--in-flight 64] [--waves 5] [--client sdk|light]
+    .venv/bin/python benchmarks/call_cpu.py [--latency 0.05] [--in-flight 64] [--waves 5] [--client light|sdk]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
+from benchmarks.sdk_client import SdkOpenAIProvider  # noqa: E402
 from benchmarks.throughput import MeteredRuntime, cpu_seconds, start_fake_api  # noqa: E402
 from simrun.scoring._settings import load_budgets  # noqa: E402
 from simrun.scoring.store._database import Store  # noqa: E402
@@ -53,9 +55,9 @@ SPEC = "openai:gpt-4.1-mini"
 # Each part: functions whose cumulative time counts for it, less those of the parts it contains.
 PARTS = {
     "prompt": (["simulator/users/_model.py:next_turn"], ["simulator/users/_model.py:paid_call"]),
-    "model client": (["simulator/users/_providers.py:complete", "simulator/users/_wire.py:complete"], []),
+    "model client": (["simulator/users/_providers.py:complete", "benchmarks/sdk_client.py:complete"], []),
     "ledger, limiter, retry": (["simulator/users/_model.py:paid_call"],
-                               ["simulator/users/_providers.py:complete", "simulator/users/_wire.py:complete"]),
+                               ["simulator/users/_providers.py:complete", "benchmarks/sdk_client.py:complete"]),
     "runtime client": ([f"simulator/adapters/_http.py:{op}" for op in ("start", "turn", "state", "audit", "close")],
                        []),
     "checks": (["scoring/checks/_simulated_user.py:user_turn_fault", "simulator/_conversation.py:_reached",
@@ -76,8 +78,8 @@ async def one_run(base_url: str, in_flight: int, repetitions: int, api_pid: int,
     dataset = load_dataset(ROOT / "personas", ROOT / "goals")
     ledger = Ledger(Decimal(1000))
     price = load_budgets(ROOT / "budgets.toml").prices[SPEC]
-    provider = OpenAIProvider("gpt-4.1-mini", base_url=base_url, timeout_s=60,
-                              **({"client": client} if client != "default" else {}))
+    provider = (SdkOpenAIProvider if client == "sdk" else OpenAIProvider)("gpt-4.1-mini", base_url=base_url,
+                                                                          timeout_s=60)
     user = ModelUser(SPEC, provider, price, ledger)
     runtime = MeteredRuntime(command=[sys.executable, "-m", "simrun.examples.tripdesk.server", "--port", "{port}"],
                              concurrency=in_flight)
@@ -103,9 +105,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--waves", type=int, default=5, help="conversations per slot")
-    parser.add_argument("--client", choices=("default", "light", "sdk"), default="default",
-                        help="the model client: the provider's default (simrun's light one since issue 28), "
-                             "its light one, or the openai SDK's")
+    parser.add_argument("--client", choices=("light", "sdk"), default="light",
+                        help="the model client: simrun's light path (the product's one), or the openai SDK's "
+                             "(benchmarks/sdk_client.py, for comparison)")
     args = parser.parse_args()
     repetitions = max(1, -(-args.in_flight * args.waves // 70))
     import pandas  # noqa: F401  (the store's first write imports it: half a second once per run, not per call)

@@ -18,8 +18,10 @@ hostile:
 - one deadline for the whole request (waiting for a connection, connecting, sending, reading);
 - errors that say what happened: the server could not be reached (`ConnectFailed`: the request
   never left), it closed the connection without a whole answer (`Disconnected`), or what it said
-  is not HTTP (`NotHttp`). No redirects are followed, no cookies kept, no proxy taken from the
-  environment, as simrun's aiohttp sessions did before.
+  is not HTTP (`NotHttp`). No redirects are followed, no cookies kept;
+- a proxy only when one is given (`proxy=`: the model path resolves the environment's, see
+  `simrun.simulator.users._wire.environment_proxy`): an http:// server is asked through it in
+  absolute form, an https:// one through a CONNECT tunnel, TLS spoken end to end inside it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import asyncio
 import base64
 import contextlib
 import re
+import socket
 import ssl
 import zlib
 from dataclasses import dataclass
@@ -36,6 +39,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import httptools
 
+_INFLATE_BLOCK = 256 * 1024
 MAX_HEADER_BYTES = 64 * 1024       # aiohttp allows 8,190 per line and 32,768 for all: a little more room
 # What a path may hold as it is; anything else is percent-encoded (a session id is the runtime's text).
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9/:@!$&'()*+,;=._~%?-]*")
@@ -140,18 +144,32 @@ class _Connection(asyncio.Protocol):
             self.headers.get("transfer-encoding", "").lower()
 
     def on_body(self, body: bytes) -> None:
-        if self.decoder is not None:
+        if self.decoder is None:
+            self._take(body)
+            return
+        while body:
             try:
-                # At most one byte past the limit is ever inflated: a bomb costs the limit, no more.
-                body = self.decoder.decompress(body, self.limit + 1 - self.size)
+                # Inflated a block at a time (zlib's output for one call is held twice while it is
+                # made), and at most one byte past the limit: a bomb costs the limit, no more.
+                piece = self.decoder.decompress(body, min(_INFLATE_BLOCK, self.limit + 1 - self.size))
             except zlib.error as exc:
                 self._fail(NotHttp(f"the body does not decode as {self.headers['content-encoding']} ({exc})"))
                 raise _Stop from None
+            self._take(piece)
+            body = self.decoder.unconsumed_tail
+
+    def _take(self, body: bytes) -> None:
         self.chunks.append(body)
         self.size += len(body)
         if self.size > self.limit:
             declared = 0 if self.decoder is not None else _int(self.headers.get("content-length"))
-            self._fail(TooLarge(max(self.size, declared), b"".join(self.chunks)[:4096]))
+            head = b""          # the first bytes, without joining what is past the limit (twice its memory)
+            for chunk in self.chunks:
+                head += chunk[:4096 - len(head)]
+                if len(head) >= 4096:
+                    break
+            self.chunks.clear()
+            self._fail(TooLarge(max(self.size, declared), head))
             raise _Stop
 
     def on_message_complete(self) -> None:
@@ -200,13 +218,29 @@ class Pool:
     `connections` connections (0: no limit), each request within `timeout_s`."""
 
     def __init__(self, base_url: str, *, timeout_s: float, keepalive_s: float, connections: int = 0,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, proxy: str | None = None) -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"{base_url!r} is not an http:// or https:// address")
         self.host, self.tls = url.hostname, url.scheme == "https"
         self.port = url.port or (443 if self.tls else 80)
         self.prefix = url.path.rstrip("/")
+        self.proxy: tuple[str, int] | None = None
+        proxy_head = ""
+        if proxy:
+            via = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+            if via.scheme != "http" or not via.hostname:
+                raise ValueError(f"the proxy {proxy!r} is not an http:// address (the only kind simrun speaks to)")
+            self.proxy = (via.hostname, via.port or 80)
+            if via.username is not None:
+                pair = f"{unquote(via.username)}:{unquote(via.password or '')}".encode()
+                proxy_head = _plain("Proxy-Authorization", "Basic " + base64.b64encode(pair).decode())
+            if not self.tls:     # a plain request names its whole address to the proxy
+                self.prefix = f"http://{self.host}:{self.port}{self.prefix}"
+        # What a CONNECT tunnel is asked with (https through a proxy); a plain request carries
+        # the proxy's credentials itself.
+        self._connect = (f"CONNECT {self.host}:{self.port} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                         f"{proxy_head}\r\n").encode() if self.proxy and self.tls else b""
         self.timeout_s, self.keepalive_s, self.connections = timeout_s, keepalive_s, connections
         given = {"Host": url.netloc.rsplit("@", 1)[-1]}
         if url.username is not None:     # user:password@ in the address is Basic auth, as aiohttp sent it
@@ -216,6 +250,8 @@ class Pool:
         named = {name.lower() for name in headers}
         given = {name: value for name, value in given.items() if name.lower() not in named}   # theirs win
         self._head = "".join(_plain(name, value) for name, value in {**given, **headers}.items())
+        if self.proxy and not self.tls:
+            self._head += proxy_head
         self._idle: list[_Connection] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -270,13 +306,43 @@ class Pool:
             connection.abort()
         if self.tls and self._ssl is None:
             self._ssl = ssl.create_default_context()
+        context, name = (self._ssl, self.host) if self.tls else (None, None)
         try:
-            _, connection = await loop.create_connection(
-                _Connection, self.host, self.port, ssl=self._ssl if self.tls else None,
-                server_hostname=self.host if self.tls else None)
+            if self._connect:
+                sock = await self._tunnel(loop)
+                _, connection = await loop.create_connection(_Connection, sock=sock, ssl=context, server_hostname=name)
+            else:
+                host, port = self.proxy or (self.host, self.port)
+                _, connection = await loop.create_connection(_Connection, host, port, ssl=context,
+                                                             server_hostname=name)
         except OSError as exc:      # refused, unreachable, unknown host, a certificate refused
-            raise ConnectFailed(f"cannot connect to {self.host}:{self.port} ({type(exc).__name__}: {exc})") from None
+            where = f"{self.host}:{self.port}" + (f" through the proxy {self.proxy[0]}:{self.proxy[1]}"
+                                                  if self.proxy else "")
+            raise ConnectFailed(f"cannot connect to {where} ({type(exc).__name__}: {exc})") from None
         return connection
+
+    async def _tunnel(self, loop: asyncio.AbstractEventLoop) -> socket.socket:
+        """A socket to the proxy, through which CONNECT has opened a tunnel to the server."""
+        assert self.proxy is not None
+        (family, kind, proto, _, address), *_ = await loop.getaddrinfo(*self.proxy, type=socket.SOCK_STREAM)
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, address)
+            await loop.sock_sendall(sock, self._connect)
+            said = b""
+            while b"\r\n\r\n" not in said:     # the proxy's answer; the tunnel's bytes follow it, none before
+                chunk = await loop.sock_recv(sock, 1)
+                if not chunk or len(said) > MAX_HEADER_BYTES:
+                    raise OSError("the proxy closed the connection (or went past the bound) before answering CONNECT")
+                said += chunk
+            status = said.split(b"\r\n", 1)[0].decode("latin-1")
+            if status.split(" ")[1:2] != ["200"]:
+                raise OSError(f"the proxy refused the tunnel: {status!r}")
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
     async def close(self) -> None:
         self.closed = True

@@ -191,12 +191,8 @@ def parse_json(raw: bytes, what: str, **evidence: Any) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_not_a_constant, parse_int=_bounded_int, parse_float=_finite_float)
 
 
-# The decoders' scanners, called directly (`_read_own`). typeshed does not declare `scan_once`,
-# which JSONDecoder's __init__ sets: the ignores are for that gap in the stubs.
-_Scan = Callable[[str, int], tuple[Any, int]]
-_HOOKED_SCAN: _Scan = _DECODER.scan_once  # type: ignore[attr-defined]
 # For a text this module's encoder wrote: no hooks, so numbers are read in C, not by a Python call each.
-_PLAIN_SCAN: _Scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_PLAIN_DECODER = json.JSONDecoder()
 _A_DIGIT = re.compile("[0-9]")
 _LONG_DIGIT_RUN = re.compile(f"[0-9]{{{MAX_INT_DIGITS + 1}}}")
 
@@ -213,14 +209,13 @@ def _long_digit_run(text: str) -> bool:
 
 
 def _read_own(text: str) -> Any:
-    """`_DECODER.decode` of a text this module's encoder wrote (`as_json`): one JSON value with no
-    white space around it, which the scanner alone reads whole, without decode's checks of the
-    edges (two regular expressions and two calls, on every answer). Its encoder writes no NaN or
-    infinity (allow_nan=False), so the one hook such a text can need is the integer bound, and a
-    text with no run of more than MAX_INT_DIGITS digits cannot break it: read without hooks (half
-    the time). A text with such a run (an integer past the bound, or only a string of digits) is
-    read with them, which tell the two apart."""
-    return (_HOOKED_SCAN if _long_digit_run(text) else _PLAIN_SCAN)(text, 0)[0]
+    """`_DECODER.decode` of a text this module's encoder wrote (`as_json`). Its encoder writes no
+    NaN or infinity (allow_nan=False), so the one hook such a text can need is the integer bound,
+    and a text with no run of more than MAX_INT_DIGITS digits cannot break it: read by a decoder
+    without hooks (half the time; the documented `decode`, no scanner internals). A text with such
+    a run (an integer past the bound, or only a string of digits) is read with them, which tell
+    the two apart."""
+    return (_DECODER if _long_digit_run(text) else _PLAIN_DECODER).decode(text)
 
 
 def _loads(text: str, raw: bytes | str, what: str, read: Callable[[str], Any] = _DECODER.decode, /,

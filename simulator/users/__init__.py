@@ -8,8 +8,11 @@
     asked      which arguments a reply asks for in words (a runtime with no asks as data)
     model      a user played by a model, paid for under a hard budget, with a replay cache
     prompt     what a model-played user is told, and how its answer is read
-    providers  the model APIs through their official SDKs (OpenAI and compatible, Anthropic),
-               and what a model user asks of one (`Provider`)
+    providers  the model APIs (OpenAI and compatible, Anthropic), and what a model user asks
+               of one (`Provider`)
+    wire       the light path for OpenAI-compatible servers: plain HTTP, simrun's own errors
+               (`ModelAPIError`, `ModelStatusError`), the environment's proxy
+    bounded    the HTTP client the Anthropic SDK is given: answers bounded, the same proxy
 
 Imports: `scoring` (personas, goals, transcripts, the judge's reading of a turn) and the rest of
 `simulator` (ledger, limits, pricing, retry); the model SDKs only when such a backend is made.
@@ -27,10 +30,13 @@ if TYPE_CHECKING:
     from simrun.simulator.users._prompt import OPENING, action_json, action_schema, render_result, stable_prefix
     from simrun.simulator.users._providers import KEY_VARIABLES, MalformedResponse
     from simrun.simulator.users._scripted import ScriptedUser
+    from simrun.simulator.users._wire import ModelAPIError, ModelStatusError
 
 __all__ = [
     "KEY_VARIABLES",
     "MalformedResponse",
+    "ModelAPIError",
+    "ModelStatusError",
     "OPENING",
     "ReplayCache",
     "ScriptedUser",
@@ -44,6 +50,8 @@ __all__ = [
 _EXPORTS: dict[str, tuple[str, str | None]] = {
     "KEY_VARIABLES": ("simrun.simulator.users._providers", "KEY_VARIABLES"),
     "MalformedResponse": ("simrun.simulator.users._providers", "MalformedResponse"),
+    "ModelAPIError": ("simrun.simulator.users._wire", "ModelAPIError"),
+    "ModelStatusError": ("simrun.simulator.users._wire", "ModelStatusError"),
     "OPENING": ("simrun.simulator.users._prompt", "OPENING"),
     "ReplayCache": ("simrun.simulator.users._model", "ReplayCache"),
     "ScriptedUser": ("simrun.simulator.users._scripted", "ScriptedUser"),

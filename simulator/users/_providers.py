@@ -11,11 +11,14 @@ each form (`OUTPUT_FORMS`, in the order `run.user_output = "auto"` tries them):
 - `guided_json`: vLLM's extra request field;
 - `tools`: a forced function call, whose arguments are the answer;
 - `prompt`: nothing but the prompt; the answer's JSON is read out of whatever text comes back.
-Anthropic has one form, a forced tool. SDK retries are off (`max_retries=0`): `simrun.simulator._retry` owns retries.
-OpenAI-compatible calls go through simrun's light client (`simrun.simulator.users._wire`), which raises
-the openai SDK's own exceptions; the SDK's client stays available (`client="sdk"`). The API key
-is read from the environment only here; it is never part of a request record, an error message
-or anything stored.
+Anthropic has one form, a forced tool, and is called through the official SDK, given an HTTP
+client built from its public parameters (`simrun.simulator.users._bounded`: answers bounded, the
+environment's proxy); SDK retries are off (`max_retries=0`): `simrun.simulator._retry` owns retries.
+OpenAI-compatible calls go through simrun's one light path (`simrun.simulator.users._wire`: plain
+HTTP, simrun's own errors), kept because the openai SDK's request path costs ten times its CPU per
+call at a fast model (benchmarks/call_cpu.py --client sdk, which keeps the SDK's path for that
+comparison). Both honour the environment's proxy alike. The API key is read from the environment
+only here; it is never part of a request record, an error message or anything stored.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import httpx
 
@@ -31,9 +34,6 @@ from simrun.scoring import ConfigError, secrets
 from simrun.scoring.dataset import canonical_json
 from simrun.simulator._pricing import Usage
 from simrun.simulator.users._wire import LightClient
-
-if TYPE_CHECKING:
-    import openai
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OUTPUT_FORMS = ("json_schema", "json_object", "guided_json", "tools", "prompt")
@@ -98,12 +98,6 @@ def api_key(provider: str, offline: bool = False) -> str:
     return key
 
 
-def _aiohttp(sdk, timeout_s: float):
-    """The SDK's own aiohttp-backed client. At hundreds of calls in flight, httpx's connection
-    pool costs more CPU than the calls themselves (benchmarks/README.md); aiohttp's does not."""
-    return sdk.DefaultAioHttpClient(timeout=timeout_s)
-
-
 def redact(text: str, secret: str | None) -> str:
     # A placeholder key for a local server ("x", "none") is no secret, and replacing it would
     # mangle every word it occurs in; real keys are far longer.
@@ -115,27 +109,15 @@ class OpenAIProvider:
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 60.0,
                  temperature: float = 1.0, output: str = "json_schema",
-                 http_client: httpx.AsyncClient | None = None, offline: bool = False, client: str = "light") -> None:
-        """`client`: "light" (simrun's own, `simrun.simulator.users._wire`: a finished body POSTed, the
-        answer read as bytes) or "sdk" (the openai SDK's `post`, kept for comparison: see
-        benchmarks/call_cpu.py). Both raise the SDK's exceptions, so retries are the same."""
+                 http_client: httpx.AsyncClient | None = None, offline: bool = False) -> None:
+        """`http_client`: an httpx client to post through instead of simrun's pool (tests answer
+        through `httpx.MockTransport`): the same path, the same errors."""
         self.model, self.temperature, self.output = model, temperature, output
         self.key = api_key("openai", offline)
         # A server's address may carry user:password@, sent as Basic auth: an error body that
         # echoes the header must not carry it into the store.
         secrets.register_url(base_url or os.environ.get("OPENAI_BASE_URL"))
-        self.client: LightClient | openai.AsyncOpenAI
-        if client == "light":
-            self.client = LightClient(base_url, self.key, timeout_s, http_client=http_client)
-        elif client == "sdk":
-            import openai
-
-            self.client = openai.AsyncOpenAI(
-                api_key=self.key, base_url=base_url or os.environ.get("OPENAI_BASE_URL"), max_retries=0,
-                # (The SDK types its client as httpx2's, its fork of httpx with the same interface.)
-                timeout=timeout_s, http_client=http_client or _aiohttp(openai, timeout_s))  # type: ignore[arg-type]
-        else:
-            raise ValueError(f"unknown client {client!r}: light or sdk")
+        self.client = LightClient(base_url, self.key, timeout_s, http_client=http_client)
 
     @property
     def forms(self) -> tuple[str, ...]:
@@ -167,13 +149,12 @@ class OpenAIProvider:
 
     async def complete(self, request: dict[str, Any], body: str | None = None) -> Completion:
         """The call; `body` is the request as JSON text, when the caller has it already."""
-        if isinstance(self.client, LightClient):
-            raw = await self.client.post("/chat/completions", body if body is not None else canonical_json(request))
-        else:
-            # The SDK's `post` with the finished body, answered as bytes: without `create`'s walk
-            # over the parameters' type hints, or response models built only to be dumped again.
-            raw = await self.client.post("/chat/completions", cast_to=bytes, body=request)
-        response = _json_object(raw)
+        raw = await self.client.post("/chat/completions", body if body is not None else canonical_json(request))
+        return self.completion(_json_object(raw))
+
+    @staticmethod
+    def completion(response: dict[str, Any]) -> Completion:
+        """What a chat completion's JSON says: the answer, the usage, whether it was cut off."""
         usage = _field(response, "usage", required=False)
         prompt = usage.get("prompt_tokens") or 0
         cached = _field(usage, "prompt_tokens_details", required=False).get("cached_tokens") or 0
@@ -199,7 +180,7 @@ class AnthropicProvider:
                  temperature: float = 1.0, output: str = "tools", http_client=None, offline: bool = False) -> None:
         import anthropic
 
-        from simrun.simulator.users._bounded import bounded
+        from simrun.simulator.users._bounded import bounded_client
 
         if output not in ("auto", "tools"):
             raise ConfigError(f"the anthropic backend answers through a tool only; {output!r} is an OpenAI-"
@@ -209,7 +190,8 @@ class AnthropicProvider:
         secrets.register_url(base_url or os.environ.get("ANTHROPIC_BASE_URL"))
         self.client = anthropic.AsyncAnthropic(
             api_key=self.key, base_url=base_url, max_retries=0, timeout=timeout_s,
-            http_client=http_client or bounded(_aiohttp(anthropic, timeout_s)))
+            # (A client given is used as it is: tests answer through httpx2's MockTransport.)
+            http_client=http_client or bounded_client(anthropic, base_url, timeout_s))
 
     def request(self, prefix: str, messages: list[dict], max_tokens: int, schema: dict[str, Any],
                 form: str | None = None) -> dict[str, Any]:

@@ -1,36 +1,38 @@
-"""A light client for OpenAI-compatible chat completions: one POST of a finished body, its answer as bytes.
+"""The light path for OpenAI-compatible chat completions: one POST of a finished body, its answer as bytes.
 
-At a fast model (a local vLLM or llama.cpp server answering in 50 ms) the openai SDK's own
-request path was most of simrun's CPU per call (benchmarks/README.md, "A fast model"): it
+Kept for a measured reason: at a fast model (a local vLLM or llama.cpp server answering in 50 ms)
+the openai SDK's request path costs about ten times this module's CPU per call (1.7 ms against
+0.12 ms on the reference machine; `benchmarks/call_cpu.py --client sdk` against the default), and
+would take simrun past its 1.2 ms per call. The SDK does what simrun does not need here: it
 validates options through pydantic, builds httpx requests and headers, draws an idempotency key,
-and hands the request to aiohttp through an httpx shim and the answer back. simrun sends a body it
-has already serialised (for its worst case and its cache key) and reads the answer as JSON, so
-none of that is needed: this client posts the bytes on simrun's lean HTTP/1.1 client
-(simulator/_http1.py), one pool sized to the calls in flight, and reads an answer of at most
-`MAX_ANSWER_BYTES` (a chat completion is kilobytes; a server that sends more is broken or hostile).
+and reads answers into models. simrun sends a body it has already serialised (for its worst case
+and its cache key) and reads the answer as JSON.
 
-Failures are raised as the openai SDK's own exceptions (`openai.RateLimitError`,
-`openai.InternalServerError`, `openai.APITimeoutError`, ...), with the response, its headers and
-its body, so that `simrun.simulator._retry` treats them exactly as the SDK's: Retry-After honoured, 5xx
-retried unless the message blames the request, other 4xx never retried. The API key goes in the
-Authorization header only. An `httpx.AsyncClient` can be given instead of the pool (tests answer
-through `httpx.MockTransport`): the same path, the same errors.
+This module speaks plain HTTP only, on simrun's lean HTTP/1.1 pool (simulator/_http1.py), and
+raises simrun's own errors, never another library's: `ModelStatusError` (an answer with a non-2xx
+status, with its headers and body), `ModelTimeout`, `ModelUnreachable`, and `AnswerTooLarge` for
+an answer past `MAX_ANSWER_BYTES` (a chat completion is kilobytes; a server that sends more is
+broken or hostile; a compressed one is inflated no further than the bound). `simrun.simulator._retry`
+classifies them alongside the SDKs' documented types. A proxy named by the environment
+(HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) is used as the Anthropic backend uses it
+(`environment_proxy`). The API key goes in the Authorization header only. An httpx client can be
+given instead of the pool (tests answer through `httpx.MockTransport`): the same path, the same errors.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import urllib.request
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from simrun.scoring import UserModelUnavailable
-from simrun.simulator._http1 import HttpError, Pool
-
-if TYPE_CHECKING:
-    import openai
+from simrun.scoring import UserModelUnavailable, secrets
+from simrun.simulator._http1 import HttpError, Pool, TooLarge
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # The variables the SDK reads for these headers, read the same way: a team that scopes its key
@@ -44,6 +46,68 @@ MAX_ANSWER_BYTES = 16 * 1024 * 1024
 KEEPALIVE_S = 4.0
 
 
+class ModelAPIError(Exception):
+    """A model call that got no usable answer over plain HTTP (simrun's own, never a library's)."""
+
+
+class ModelStatusError(ModelAPIError):
+    """The server answered with a status other than 2xx: `status_code`, `headers` (lower-case
+    names), `body` (the error object when the body is JSON that has one, else the body)."""
+
+    def __init__(self, message: str, *, status_code: int, headers: Mapping[str, str], body: Any) -> None:
+        super().__init__(message)
+        self.status_code, self.headers, self.body = status_code, headers, body
+
+
+class ModelTimeout(ModelAPIError):
+    """No whole answer within the timeout."""
+
+
+class ModelUnreachable(ModelAPIError):
+    """The server (or the proxy) could not be reached, or broke the connection mid-answer."""
+
+
+class AnswerTooLarge(ModelAPIError):
+    """The answer went past MAX_ANSWER_BYTES (inflated, if it came compressed)."""
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for `url` (urllib.request.getproxies: HTTP_PROXY,
+    HTTPS_PROXY, ALL_PROXY in either case), or None when NO_PROXY lists its host (a name and
+    its subdomains, an address, a network, or `*`). Both model backends use it alike."""
+    proxies = urllib.request.getproxies()
+    target = urlsplit(url)
+    proxy = proxies.get(target.scheme) or proxies.get("all")
+    if not proxy or _bypassed(target.hostname or "", target.port, proxies.get("no", "")):
+        return None
+    # The proxy's own user:password@ is sent as Proxy-Authorization: an error that quotes it
+    # must not carry it into the store.
+    secrets.register_url(proxy if "://" in proxy else f"http://{proxy}")
+    return proxy
+
+
+def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
+    host = host.lower().strip("[]")
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        name, _, only_port = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
+        if only_port and (not only_port.isdigit() or int(only_port) != port):
+            continue
+        name = name.lstrip(".").strip("[]")
+        try:
+            if ipaddress.ip_address(host) in ipaddress.ip_network(name, strict=False):
+                return True
+            continue
+        except ValueError:
+            pass
+        if host == name or host.endswith("." + name):
+            return True
+    return False
+
+
 class LightClient:
     def __init__(self, base_url: str | None, key: str, timeout_s: float, *, connections: int = 0,
                  http_client: httpx.AsyncClient | None = None) -> None:
@@ -53,18 +117,20 @@ class LightClient:
         self.headers = {"Authorization": f"Bearer {key}", "Accept": "application/json",
                         **{header: os.environ[name] for name, header in SCOPE_HEADERS.items() if os.environ.get(name)}}
         self.http_client = http_client
-        self._pool: Pool | None = None
-        self._closed = False
+        self.pool: Pool | None = None
+        self.closed = False
         if http_client is None:
+            self.proxy = environment_proxy(self.base_url)
             try:        # an address that is not http(s), or a header that cannot be sent, is said now
-                self._pool = Pool(self.base_url, timeout_s=self.timeout_s, keepalive_s=KEEPALIVE_S,
-                                  connections=self.connections, headers=self.headers)
+                self.pool = Pool(self.base_url, timeout_s=self.timeout_s, keepalive_s=KEEPALIVE_S,
+                                 connections=self.connections, headers=self.headers, proxy=self.proxy)
             except ValueError as exc:
-                raise UserModelUnavailable(f"the model's base URL (base_url or OPENAI_BASE_URL) or a header "
-                                           f"from OPENAI_ORG_ID / OPENAI_PROJECT_ID: {exc}") from None
+                raise UserModelUnavailable(f"the model's base URL (base_url or OPENAI_BASE_URL), a header "
+                                           f"from OPENAI_ORG_ID / OPENAI_PROJECT_ID or the proxy the environment "
+                                           f"names (HTTP_PROXY, HTTPS_PROXY): {exc}") from None
 
     async def post(self, path: str, body: str) -> bytes:
-        """POST `body` (JSON text) to `path`; the answer's bytes, or the SDK's exception for it."""
+        """POST `body` (JSON text) to `path`; the answer's bytes, or simrun's error for it."""
         url = self.base_url + path
         headers: Mapping[str, str]
         if self.http_client is not None:
@@ -72,61 +138,39 @@ class LightClient:
                 response = await self.http_client.post(url, content=body.encode(), timeout=self.timeout_s,
                                                        headers={**self.headers, "Content-Type": "application/json"})
             except httpx.TimeoutException:
-                raise _timeout(url) from None
+                raise ModelTimeout(f"Request timed out: no whole answer from {url} in {self.timeout_s:g} s") from None
             except httpx.TransportError as exc:
-                raise _connection(url, exc) from None
+                raise ModelUnreachable(f"Connection error: {type(exc).__name__}: {exc}") from None
             status, headers, raw = response.status_code, response.headers, response.content
         else:
-            pool = self._pool
-            assert pool is not None     # (made in __init__ whenever no client is given)
+            assert self.pool is not None     # (made in __init__ whenever no client is given)
             try:
-                answer = await pool.request("POST", path, body.encode(), limit=MAX_ANSWER_BYTES)
+                answer = await self.pool.request("POST", path, body.encode(), limit=MAX_ANSWER_BYTES)
             except TimeoutError:
-                raise _timeout(url) from None
+                raise ModelTimeout(f"Request timed out: no whole answer from {url} in {self.timeout_s:g} s") from None
+            except TooLarge as exc:
+                raise AnswerTooLarge(f"the API's answer is more than {MAX_ANSWER_BYTES:,} bytes; simrun reads "
+                                     f"no more ({exc})") from None
             except HttpError as exc:
-                raise _connection(url, exc) from None
+                raise ModelUnreachable(f"Connection error: {type(exc).__name__}: {exc}") from None
             status, headers, raw = answer.status, answer.headers, answer.body
         if not 200 <= status < 300:
-            raise _status_error(url, status, dict(headers), raw)
+            raise _status_error(status, {k.lower(): v for k, v in headers.items()}, raw)
         return raw
 
     def is_closed(self) -> bool:
-        return self._closed
+        return self.closed
 
     async def close(self) -> None:
-        self._closed = True
-        if self._pool is not None:
-            await self._pool.close()
+        self.closed = True
+        if self.pool is not None:
+            await self.pool.close()
         if self.http_client is not None:
             await self.http_client.aclose()
 
 
-def _request(url: str) -> httpx.Request:
-    return httpx.Request("POST", url)
-
-
-# The openai SDK types its exceptions' request and response as httpx2's (its fork of httpx, with
-# the same interface); this client makes httpx's, which the exceptions hold as they are and
-# `simrun.simulator._retry` reads alike. Hence the ignores below: a gap between the two stubs.
-
-def _timeout(url: str) -> openai.APITimeoutError:
-    import openai
-
-    return openai.APITimeoutError(request=_request(url))  # type: ignore[arg-type]
-
-
-def _connection(url: str, exc: BaseException) -> openai.APIConnectionError:
-    import openai
-
-    return openai.APIConnectionError(message=f"Connection error: {type(exc).__name__}: {exc}",
-                                     request=_request(url))  # type: ignore[arg-type]
-
-
-def _status_error(url: str, status: int, headers: dict[str, str], raw: bytes) -> openai.APIStatusError:
-    """The exception the openai SDK raises for this status, with the same message and body."""
-    import openai
-
-    response = httpx.Response(status, headers=headers, content=raw, request=_request(url))
+def _status_error(status: int, headers: dict[str, str], raw: bytes) -> ModelStatusError:
+    """The error for a non-2xx answer, said as the SDKs say it: "Error code: 429 - <message>"."""
     message = f"Error code: {status}"
     body: Any = raw.decode("utf-8", "replace").strip()
     try:
@@ -137,9 +181,6 @@ def _status_error(url: str, status: int, headers: dict[str, str], raw: bytes) ->
     said = error.get("message") if isinstance(error, dict) else None
     if isinstance(said, str) and said:
         message += f" - {said}"
-    cls = {400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
-           404: openai.NotFoundError, 409: openai.ConflictError, 422: openai.UnprocessableEntityError,
-           429: openai.RateLimitError}.get(status)
-    if cls is None:
-        cls = openai.InternalServerError if status >= 500 else openai.APIStatusError
-    return cls(message, response=response, body=error)  # type: ignore[arg-type]
+    elif isinstance(error, str) and error:
+        message += f" - {error}"
+    return ModelStatusError(message, status_code=status, headers=headers, body=error)

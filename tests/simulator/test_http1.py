@@ -346,3 +346,68 @@ def test_a_user_and_password_in_the_address_are_sent_as_basic_auth_and_a_header_
     assert b"Authorization: Basic bWU6cEBzcw==\r\n" in sent and b"Host: 127.0.0.1:" in sent   # me:p@ss
     given = run(go(lambda s: f"http://me:x@127.0.0.1:{s.port}", headers={"authorization": "Bearer k"}))
     assert b"authorization: Bearer k\r\n" in given and b"Basic" not in given
+
+
+async def _tunnel_proxy(seen: list[bytes], answer: bytes = b"HTTP/1.1 200 Connection established\r\n\r\n"):
+    """A CONNECT proxy on 127.0.0.1: records what it is asked, answers `answer`, and (on 200)
+    pipes the bytes both ways to the address asked for."""
+    async def pipe(reader, writer):
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def serve(reader, writer):
+        head = await reader.readuntil(b"\r\n\r\n")
+        seen.append(head)
+        writer.write(answer)
+        if not answer.startswith(b"HTTP/1.1 200"):
+            writer.close()
+            return
+        host, port = head.split(b" ")[1].decode().rsplit(":", 1)
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    return await asyncio.start_server(serve, "127.0.0.1", 0)
+
+
+def test_https_through_a_proxy_is_a_connect_tunnel_with_tls_end_to_end(tmp_path, monkeypatch):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                           "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                           "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True)
+    assert made.returncode == 0, made.stderr
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    seen: list[bytes] = []
+
+    async def go(answer: bytes | None = None):
+        async with Server(lambda r: ok(b"secure"), ssl_context=context) as server:
+            proxy = await (_tunnel_proxy(seen) if answer is None else _tunnel_proxy(seen, answer))
+            port = proxy.sockets[0].getsockname()[1]
+            client = Pool(server.url("https") + "/v1", timeout_s=5, keepalive_s=5,
+                          proxy=f"http://me:pw@127.0.0.1:{port}")
+            try:
+                first = await client.request("POST", "/x", b"{}", limit=100)
+                second = await client.request("POST", "/x", b"{}", limit=100)
+                return first.body, second.body, server.requests, server.connections
+            finally:
+                await client.close()
+                proxy.close()
+
+    first, second, requests, connections = run(go())
+    assert (first, second) == (b"secure", b"secure") and connections == 1    # one tunnel, kept alive
+    assert seen[0].startswith(b"CONNECT 127.0.0.1:") and b"Proxy-Authorization: Basic bWU6cHc=" in seen[0]
+    assert all(r.startswith(b"POST /v1/x HTTP/1.1") and b"Proxy-Authorization" not in r for r in requests)
+    with pytest.raises(ConnectFailed, match="through the proxy .* refused the tunnel: 'HTTP/1.1 407"):
+        run(go(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n"))
+
+
+def test_a_proxy_that_is_not_http_is_said_at_once():
+    with pytest.raises(ValueError, match="not an http:// address"):
+        Pool("http://model.local/v1", timeout_s=5, keepalive_s=5, proxy="socks5://127.0.0.1:1080")

@@ -154,23 +154,6 @@ def test_the_run_closes_the_users_connections(demo, kind):
 
 
 @pytest.mark.parametrize("kind", PROVIDERS)
-def test_without_a_client_given_the_sdks_use_their_aiohttp_transport(kind):
-    import anthropic
-    import openai
-
-    provider_cls, _ = PROVIDERS[kind]
-    if kind == "openai":
-        # OpenAI-compatible calls go through simrun's light client, on simrun's lean HTTP/1.1
-        # pool (simulator/_http1.py); the SDK's client, kept for comparison, still uses aiohttp.
-        from simrun.simulator._http1 import Pool
-
-        assert isinstance(provider_cls("m").client._pool, Pool)
-        assert isinstance(provider_cls("m", client="sdk").client._client, openai.DefaultAioHttpClient)
-    else:
-        assert isinstance(provider_cls("m").client._client, anthropic.DefaultAioHttpClient)
-
-
-@pytest.mark.parametrize("kind", PROVIDERS)
 def test_exhausted_retries_end_as_provider_error_and_the_run_goes_on(tmp_path, demo, kind):
     api, ledger = FakeModelAPI(["500"] * 5), Ledger(Decimal("1"))
     result, calls, (spent, _), ends, _, _, rates = run(tmp_path / "r.duckdb", small(demo, ("single-add-bag",)),

@@ -1,5 +1,7 @@
-"""simrun's light OpenAI-compatible client against the openai SDK's, on a real server (the fake API
-served over HTTP): the same answers, the same exceptions for the same failures, so that retries,
+"""simrun's light path for OpenAI-compatible servers against the openai SDK's own client (kept in
+benchmarks/ for comparison), on a real server (the fake API served over HTTP): the same answers,
+and for the same failures simrun's own errors, never the SDK's, classified as the SDK's own
+exceptions are (status, retried or not, Retry-After, what the server said), so that retries,
 evidence and redaction cannot tell them apart."""
 
 from __future__ import annotations
@@ -8,9 +10,11 @@ import asyncio
 
 import pytest
 
+from benchmarks.sdk_client import SdkOpenAIProvider
 from simrun.scoring.dataset._files import canonical_json
-from simrun.simulator._retry import retry_after, server_message, should_retry
+from simrun.simulator._retry import RetryPolicy, retry_after, server_message, should_retry
 from simrun.simulator.adapters._process import free_port
+from simrun.simulator.users import ModelAPIError
 from simrun.simulator.users._providers import OpenAIProvider
 from tests.fixtures.model_api import FakeModelAPI, serve
 
@@ -29,7 +33,7 @@ def api():
 
 def outcome(url: str, client: str, fault: str | None, api: FakeModelAPI, monkeypatch) -> tuple:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    provider = OpenAIProvider("m", base_url=url, timeout_s=5, client=client)
+    provider = (OpenAIProvider if client == "light" else SdkOpenAIProvider)("m", base_url=url, timeout_s=5)
     request = provider.request("You are a user. ## Your goal\nAdd a bag\n", [{"role": "user", "content": "go"}], 50,
                                {"type": "object"})
 
@@ -40,8 +44,10 @@ def outcome(url: str, client: str, fault: str | None, api: FakeModelAPI, monkeyp
             completion = await provider.complete(request, canonical_json(request))
             return ("answered", completion.answer, completion.usage, completion.usage_reported, completion.cut_off)
         except Exception as exc:
-            return (type(exc).__name__, getattr(exc, "status_code", None), str(exc), should_retry(exc),
-                    retry_after(exc), server_message(exc))
+            # What the retry logic and the stored evidence read of a failure; the class is the
+            # path's own (simrun's, or the SDK's), so it is returned apart.
+            return (getattr(exc, "status_code", None), str(exc), should_retry(exc),
+                    retry_after(exc), server_message(exc)), exc
         finally:
             await provider.client.close()
 
@@ -49,18 +55,61 @@ def outcome(url: str, client: str, fault: str | None, api: FakeModelAPI, monkeyp
 
 
 @pytest.mark.parametrize("fault", [None, *FAULTS])
-def test_the_light_client_answers_and_fails_as_the_sdk_does(api, fault, monkeypatch):
+def test_the_light_path_fails_with_simrun_s_errors_read_as_the_sdk_s_own(api, fault, monkeypatch):
+    import openai
+
     fake, url = api
     fake.record = True
     light, sdk = (outcome(url, client, fault, fake, monkeypatch) for client in ("light", "sdk"))
+    if len(light) == 2:                      # a failure: (what is read of it, the exception)
+        (light, light_exc), (sdk, sdk_exc) = light, sdk
+        assert isinstance(light_exc, Exception) and not isinstance(light_exc, openai.OpenAIError)
+        if fault != "malformed" and fault != "wrong_shape":
+            assert isinstance(light_exc, ModelAPIError)          # simrun's own
+        assert isinstance(sdk_exc, Exception)
     assert light == sdk
     if fault in ("429", "500", "401", "400"):
-        assert light[1] == int(fault)
+        assert light[0] == int(fault)
     if fault == "429":
-        assert light[3] is True and light[4] == 3.0          # retried, after what Retry-After asks
+        assert light[2] is True and light[3] == 3.0          # retried, after what Retry-After asks
     if fault in ("401", "400"):
-        assert light[3] is False                              # never retried
+        assert light[2] is False                              # never retried
     assert KEY not in repr(light)
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "401"])
+def test_the_sdk_s_own_exceptions_reach_the_retry_logic_and_end_as_the_light_path_s(api, fault, monkeypatch):
+    """The same failure, through either client, ends as the same ProviderFailure after the same
+    attempts: the retry logic classifies the SDK's documented types and simrun's alike."""
+    fake, url = api
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    ended = []
+    for cls in (OpenAIProvider, SdkOpenAIProvider):
+        provider = cls("m", base_url=url, timeout_s=5)
+        request = provider.request("## Your goal\nA\n", [{"role": "user", "content": "go"}], 9, {})
+        calls = []
+
+        async def attempt(provider=provider, request=request, calls=calls):
+            calls.append(1)
+            fake.faults.append(fault)
+            return await provider.complete(request)
+
+        async def no_wait(_):
+            return None
+
+        async def go(provider=provider, attempt=attempt):
+            try:
+                await RetryPolicy(attempts=3, sleep=no_wait).call(attempt)
+            except Exception as exc:
+                return exc
+            finally:
+                await provider.client.close()
+
+        failure = asyncio.run(go())
+        fake.faults.clear()
+        ended.append((failure.kind, failure.evidence["status"], failure.evidence["server_message"], len(calls)))
+    assert ended[0] == ended[1]
+    assert ended[0][3] == (1 if fault == "401" else 3)
 
 
 def test_the_light_client_sends_the_body_it_is_given_with_the_key_in_the_header_only(api, monkeypatch):
@@ -84,14 +133,14 @@ def test_the_light_client_sends_the_body_it_is_given_with_the_key_in_the_header_
     assert KEY not in canonical_json(fake.requests[-1])
 
 
-def test_a_server_that_does_not_answer_in_time_is_a_timeout_and_one_that_is_gone_a_connection_error(monkeypatch):
+def test_a_server_that_does_not_answer_in_time_is_simrun_s_timeout_and_one_that_is_gone_unreachable(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     fake = FakeModelAPI()
     port = free_port()
     server = serve(fake, port, latency_s=1.0)
     try:
-        for url, expected in ((f"http://127.0.0.1:{port}/v1", "APITimeoutError"),
-                              (f"http://127.0.0.1:{free_port()}/v1", "APIConnectionError")):
+        for url, expected in ((f"http://127.0.0.1:{port}/v1", "ModelTimeout"),
+                              (f"http://127.0.0.1:{free_port()}/v1", "ModelUnreachable")):
             provider = OpenAIProvider("m", base_url=url, timeout_s=0.3)
 
             async def call(provider=provider):
