@@ -18,6 +18,9 @@ left out (one violation fails the gate by design, not by chance).
 (d) The advice for other matrices: the smallest rise caught with 80% power, and the repetitions
     a 5-point rise needs, by base rate.
 (e) `--parts sequential [flags]`: the sequential gate, on pools of real conversations (gate_sequential.py).
+(f) `--parts runs [flags]`: A/A and power when runs differ as a whole (a run x cell effect of chosen
+    intra-class correlation, and a run-level effect of a model-played user), against a baseline of
+    one run and of several (gate_runs.py).
 
     .venv/bin/python benchmarks/gate_calibration.py [--pairs 200] [--parts aa,localized,broad]
                                                     [--seed 1] [--workers N]
@@ -265,8 +268,12 @@ class Report:
 def tally_aa(results: list[dict], alpha: float, out: Report) -> None:
     aa = [r["aa"] for r in results]
     n, alarms = len(aa), sum(not r["passed"] for r in aa)
+    # Judged by the interval: an exact 5% test exceeds 5.0% in about half of its samples, so a
+    # point estimate over 5% is not evidence of an excess; an interval wholly above 5% is.
+    low = st.binomtest(alarms, n).proportion_ci(0.95, method="wilson").low
     out.say(f"\n(a) A/A, {n} pairs: the gate failed {alarms}/{n} = {alarms / n:.1%} (95% {wilson(alarms, n)}); "
-            f"required <= {MAX_AA_FAILS:.0%}: {out.require(alarms / n <= MAX_AA_FAILS, 'A/A false alarms')}")
+            f"required: the interval reaches {MAX_AA_FAILS:.0%} or below: "
+            f"{out.require(low <= MAX_AA_FAILS, 'A/A false alarms')}")
     for r in aa:
         for line in r["failures"][:2]:
             out.say(f"    false alarm: {line}")
@@ -359,6 +366,8 @@ def advice_table(settings: GateSection, out: Report) -> None:
 def main() -> int:
     if sys.argv[1:3] == ["--parts", "sequential"]:
         return __import__("gate_sequential").main(sys.argv[3:])
+    if sys.argv[1:3] == ["--parts", "runs"]:
+        return __import__("gate_runs").main(sys.argv[3:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--parts", default=",".join(PARTS), help="any of " + ",".join(PARTS))

@@ -7,6 +7,7 @@
     sharing     the cells a candidate shares with its baseline by content, and those new or removed
     verdict     what a verdict holds: per class, per slice, what moved and what flipped
     summary     per-cell counts of every class: the only thing the gate compares
+    variation   how far a cell's rate moves from run to run, from a baseline of several runs
     baseline    the blessed baseline file: written, read from a file or from git, checked
     stats       the permutation test over cells and slices, and its power
     joint       reassigning whole conversations between the runs, every class at once
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from simrun.scoring.gate._formats import pct, size
     from simrun.scoring.gate._run_verdict import RunVerdict, verdict_of_run
     from simrun.scoring.gate._sequential import Sequential, sequential_gate
-    from simrun.scoring.gate._summary import GATE_CLASSES, RunSummary, summary_from_store
+    from simrun.scoring.gate._summary import GATE_CLASSES, RunSummary, merge_runs, summary_from_store
     from simrun.scoring.gate._verdict import GateResult
     from simrun.scoring.gate._verdict_lines import Kind, Line, Scope, Status
     from simrun.scoring.gate._verdict_text import markdown, verdict_json
@@ -56,6 +57,7 @@ __all__ = [
     "load_baseline",
     "markdown",
     "measure",
+    "merge_runs",
     "open_baseline",
     "pct",
     "sequential_gate",
@@ -84,6 +86,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "load_baseline": ("simrun.scoring.gate._baseline", "load_baseline"),
     "markdown": ("simrun.scoring.gate._verdict_text", "markdown"),
     "measure": ("simrun.scoring.gate._competence", "measure"),
+    "merge_runs": ("simrun.scoring.gate._summary", "merge_runs"),
     "open_baseline": ("simrun.scoring.gate._baseline", "open_baseline"),
     "pct": ("simrun.scoring.gate._formats", "pct"),
     "sequential_gate": ("simrun.scoring.gate._sequential", "sequential_gate"),

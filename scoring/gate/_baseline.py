@@ -5,7 +5,10 @@ FILE` writes it; `--baseline FILE` and `--baseline-ref REF` (a blob git holds) r
 Format 3 keeps each persona's and goal's content hash, so that a pull request that adds or edits
 goals is gated on the cells it shares with the baseline (`simrun.scoring.gate._sharing`). Older files
 still load: format 2 (no content hashes) gates only a candidate of the same dataset, and format 1
-(no repetitions either) cannot list the conversations that flipped.
+(no repetitions either) cannot list the conversations that flipped. Format 5 is a baseline
+blessed from several runs (`simrun baseline bless RUN RUN ...`): their repetitions side by side,
+run j's after run j-1's, and `runs` naming them, so that the gate can measure how far a cell's
+rate moves from run to run (`simrun.scoring.gate._variation`).
 
 A baseline may come from the pull request it judges, so it is untrusted: its size, its JSON,
 its text fields and its counts are checked, and every error names the file and field.
@@ -45,7 +48,8 @@ from simrun.scoring.gate._summary import (
 from simrun.scoring.store import RUN_ID, Store
 
 FORMAT = "simrun-baseline"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 4             # of one run's baseline; several runs blessed together are format 5
+MAX_RUNS = 100                 # runs blessed together
 COUNT_FIELDS = ("fired", "scored", "unverifiable")
 MAX_BYTES = 64 * 2**20          # a baseline of a million cells is far smaller
 GIT_TIMEOUT_S = 30
@@ -79,9 +83,9 @@ class RepetitionsOfCell(_Model):
 
 class BaselineFile(_Model):
     format: Literal["simrun-baseline"] = Field(description="Always 'simrun-baseline'.")
-    format_version: Literal[1, 2, 3, 4] = Field(description="Version of this file's layout (1: without "
-                                                "repetitions; 2: without the persona and goal hashes; 3: without "
-                                                "the user backend).")
+    format_version: Literal[1, 2, 3, 4, 5] = Field(description="Version of this file's layout (1: without "
+                                                   "repetitions; 2: without the persona and goal hashes; 3: without "
+                                                   "the user backend; 5: blessed from several runs).")
     run_id: str = Field(pattern=f"^{RUN_ID.pattern}$", description="The blessed run.")
     dataset_hash: str = Field(pattern=r"^[0-9a-f]{16}$", description="Hash of the personas and goals the run used.")
     scorer_version: str = Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,31}$",
@@ -98,6 +102,10 @@ class BaselineFile(_Model):
         description="'persona/goal' -> class -> [fired, scored, unverifiable].")
     repetitions: dict[str, RepetitionsOfCell] | None = Field(
         None, description="'persona/goal' -> the repetitions behind the counts (format 2).")
+    runs: list[Annotated[str, Field(pattern=f"^{RUN_ID.pattern}$")]] | None = Field(
+        None, min_length=2, max_length=MAX_RUNS,
+        description="The runs blessed together (format 5), in order: run j holds repetitions j*R/K to "
+                    "(j+1)*R/K - 1 of every cell (R matrix.repetitions, K runs).")
     items: dict[Annotated[str, Field(pattern=f"^(persona|goal):{_ID}$")],
                 Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]] | None = Field(
         None, description="'persona:<id>' / 'goal:<id>' -> content hash, of the whole dataset (format 3).")
@@ -129,8 +137,16 @@ class BaselineFile(_Model):
             raise ValueError("repetitions: formats 2 and 3 hold them, format 1 does not")
         if (self.items is None) != (self.format_version < 3):
             raise ValueError("items: formats 3 and 4 hold the persona and goal hashes, formats 1 and 2 do not")
-        if (self.user_backend is None) != (self.format_version < 4):
+        if self.format_version < 5 and (self.user_backend is None) != (self.format_version < 4):
             raise ValueError("user_backend: format 4 names who played the user, formats 1 to 3 do not")
+        if (self.runs is None) != (self.format_version < 5):
+            raise ValueError("runs: format 5 names the runs blessed together, formats 1 to 4 hold one run")
+        if self.runs is not None:
+            if len(set(self.runs)) != len(self.runs):
+                raise ValueError("runs: a run is named twice")
+            if matrix.repetitions % len(self.runs):
+                raise ValueError(f"runs: {len(self.runs)} runs cannot share matrix.repetitions {matrix.repetitions} "
+                                 "equally (each run holds the same repetitions)")
         return self
 
 
@@ -138,15 +154,21 @@ def baseline_json(summary: RunSummary, *, simrun_version: str) -> str:
     """The file's text: metadata indented, then one line per cell (a readable git diff)."""
     if summary.repetitions_held is None:
         raise BaselineError(f"{summary.source}: cannot be blessed: {summary.why_no_repetitions}")
+    if summary.runs and summary.items is None:
+        raise BaselineError(f"{summary.source}: runs that do not keep their persona and goal hashes (made before "
+                            "simrun kept them, or in process) cannot be blessed together; bless one, or run again")
     head = {
         # A run that does not keep its persona and goal hashes (written by hand, or in process)
         # is blessed as format 2: it gates candidates of its own dataset only.
         "format": FORMAT,
-        "format_version": 2 if summary.items is None else FORMAT_VERSION if summary.user_backend else 3,
+        "format_version": 5 if summary.runs else 2 if summary.items is None else
+                          FORMAT_VERSION if summary.user_backend else 3,
         "run_id": summary.run_id,
+        **({"runs": list(summary.runs)} if summary.runs else {}),
         "dataset_hash": summary.dataset_hash, "scorer_version": summary.scorer_version,
         "simrun_version": simrun_version,
-        **({"user_backend": summary.user_backend} if summary.items is not None and summary.user_backend else {}),
+        **({"user_backend": summary.user_backend}
+           if (summary.items is not None or summary.runs) and summary.user_backend else {}),
         "blessed_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "matrix": {"personas": summary.personas, "goals": summary.goals,
                    "repetitions": summary.repetitions, "cells": len(summary.cells),
@@ -229,7 +251,7 @@ def parse_baseline(data: bytes, where: str, fix: str) -> RunSummary:
     why = "" if held is not None else (f"the baseline {where} was blessed before simrun kept repetitions "
                                         "(format 1); bless it again to list them")
     summary = RunSummary(model.run_id, model.dataset_hash, model.scorer_version, model.matrix.repetitions,
-                         cells, where, held, why, model.items, model.user_backend)
+                         cells, where, held, why, model.items, model.user_backend, tuple(model.runs or ()))
     try:
         validate_summary(summary)
     except BaselineError as exc:

@@ -39,6 +39,7 @@ from simrun.scoring.gate._formats import pts, pval, size
 from simrun.scoring.gate._joint import conversations_of
 from simrun.scoring.gate._sharing import Sharing, sharing
 from simrun.scoring.gate._summary import GATE_CLASSES, TESTED, Cell, Counts, RunSummary, validate_summary
+from simrun.scoring.gate._variation import run_variation
 from simrun.scoring.gate._verdict import ClassVerdict, Flip, GateResult, MovedCell, SliceVerdict, class_kind
 
 SAFE_SIDE = 0.90            # the repetitions advised assume each class's rate at this upper bound
@@ -88,8 +89,11 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSect
     conversations = None
     if baseline.repetitions_held is not None and candidate.repetitions_held is not None:
         conversations = conversations_of(baseline.repetitions_held, candidate.repetitions_held, shared, TESTED)
-    family = stats.Family(base_fired, base_scored, counts(candidate, "fired"), counts(candidate, "scored"), mask,
-                          conversations)
+    cand_fired, cand_scored = counts(candidate, "fired"), counts(candidate, "scored")
+    # Runs that differ as a whole: the variation a baseline of several runs measured widens the null.
+    variation = run_variation(baseline, shared, TESTED)
+    extra = None if variation is None else variation.extra_variance(base_fired + cand_fired, base_scored + cand_scored)
+    family = stats.Family(base_fired, base_scored, cand_fired, cand_scored, mask, conversations, extra)
     tested = stats.compare(family, alpha=settings.alpha, correction=settings.correction,
                            permutations=settings.permutations)
     advice = Advice(advice_rates(base_fired, base_scored),
@@ -117,7 +121,7 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSect
     flips, why = _flips(baseline, candidate, shared, verdicts)
     return GateResult(baseline, candidate, settings.alpha, settings.min_effect, settings.min_effect_slice,
                       settings.correction, settings.permutations, tested.tests, len(shared), tuple(verdicts),
-                      tuple(moved), flips, why, shares, advice)
+                      tuple(moved), flips, why, shares, advice, variation)
 
 
 def _rose(base: Counts, cand: Counts) -> bool:
@@ -179,6 +183,10 @@ def _decide(delta: float, p_adj: float | None, upper: float, min_effect: float,
 def _flips(baseline: RunSummary, candidate: RunSummary, shared: list[Cell],
            verdicts: list[ClassVerdict]) -> tuple[tuple[Flip, ...] | None, str]:
     base_held, cand_held = baseline.repetitions_held, candidate.repetitions_held
+    if baseline.runs:
+        # Repetition i of one of several runs has no counterpart in the candidate.
+        return None, (f"flipped conversations are not listed: the baseline is {len(baseline.runs)} runs, so no "
+                      "conversation of it is the candidate's at the same cell and repetition")
     if base_held is None or cand_held is None:
         unsaid = baseline if base_held is None else candidate
         return None, f"flipped conversations cannot be listed: {unsaid.why_no_repetitions}"

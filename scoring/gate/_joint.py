@@ -85,7 +85,8 @@ class Reassignment:
     the candidate (a multivariate hypergeometric draw per cell): the same distribution as
     shuffling the conversations one by one, at a fraction of the cost."""
 
-    def __init__(self, conversations: Conversations, cells: int, membership: np.ndarray) -> None:
+    def __init__(self, conversations: Conversations, cells: int, membership: np.ndarray,
+                 extra: np.ndarray | None = None) -> None:
         self.conv, self.cells = conversations, cells
         self.classes = classes = conversations.fired.shape[1]
         self.n_candidate = np.bincount(conversations.cell, weights=conversations.candidate,
@@ -99,6 +100,8 @@ class Reassignment:
         # left out of every draw (most of a sparse class's cells): the same statistics, for less.
         self.active = np.flatnonzero(((fired_total > 0) & (fired_total < total)).ravel())
         self.total, self.fired_total = total.ravel()[self.active], fired_total.ravel()[self.active]
+        # The variance a run x cell effect adds to each active column (0 when runs are taken alike).
+        self.extra = np.zeros(len(self.active)) if extra is None else np.asarray(extra, float).ravel()[self.active]
         self.membership = membership[self.active]
         column = {int(a): j for j, a in enumerate(self.active)}
         # Every cell's kinds of conversation (alike in what they fired and were scored for), one
@@ -130,10 +133,15 @@ class Reassignment:
         self.scored_of, self.fired_of = sparse.csc_matrix(self.scored_of), sparse.csc_matrix(self.fired_of)
         self.membership = sparse.csc_matrix(self.membership)     # a column is in a few hypotheses
 
-    def statistics(self, na: np.ndarray, fa: np.ndarray) -> np.ndarray:
+    def statistics(self, na: np.ndarray, fa: np.ndarray, effects: np.ndarray | None = None) -> np.ndarray:
         """The candidate's scored and fired counts (reassignments x active columns) ->
-        reassignments x hypotheses."""
-        _, diff, var = cell_terms(fa, na, self.fired_total[None] - fa, self.total[None] - na)
+        reassignments x hypotheses. `effects`: a run x cell effect drawn for each active column
+        (standard normal, scaled here by its variance), added to its rate difference."""
+        both, diff, var = cell_terms(fa, na, self.fired_total[None] - fa, self.total[None] - na)
+        if self.extra.any():
+            var = var + np.where(both, self.extra[None], 0.0)
+            if effects is not None:
+                diff = diff + np.where(both, effects * np.sqrt(self.extra)[None], 0.0)
         sums = np.asarray(diff @ self.membership)
         spread = np.asarray(var @ self.membership)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -151,7 +159,8 @@ class Reassignment:
                 picked[:, at:at + len(counts)] = rng.multivariate_hypergeometric(counts, self.n_candidate[c],
                                                                                  size=size)
             at += len(counts)
-        return self.statistics(np.asarray(picked @ self.scored_of), np.asarray(picked @ self.fired_of))
+        effects = rng.standard_normal((size, len(self.active))) if self.extra.any() else None
+        return self.statistics(np.asarray(picked @ self.scored_of), np.asarray(picked @ self.fired_of), effects)
 
     def observed(self) -> np.ndarray:
         na = np.zeros((self.cells, self.classes))
@@ -176,14 +185,19 @@ def reassignments(family, hyp: np.ndarray, where: np.ndarray, weights: np.ndarra
         membership = np.zeros((cells * classes, len(hyp)))
         for h, (k, g) in enumerate(hyp):
             membership[np.arange(cells) * classes + k, h] = family.slices[g]
-        return Reassignment(family.conversations, cells, membership).draw, most
+        return Reassignment(family.conversations, cells, membership, family.extra).draw, most
     cell_of, class_of = where[:, 0], where[:, 1]
     fired, total = fb + fa, nb + na
     good, bad, drawn = fired[cell_of, class_of], (total - fired)[cell_of, class_of], na[cell_of, class_of]
     scale = 1.0 / na[cell_of, class_of] + 1.0 / nb[cell_of, class_of]
     shift = good / nb[cell_of, class_of]
 
+    spread = None if family.extra is None else np.sqrt(np.asarray(family.extra, float)[cell_of, class_of])
+
     def draw(rng: np.random.Generator, size: int) -> np.ndarray:
-        return (rng.hypergeometric(good, bad, drawn, size=(size, len(where))) * scale - shift) @ weights
+        diffs = rng.hypergeometric(good, bad, drawn, size=(size, len(where))) * scale - shift
+        if spread is not None and spread.any():
+            diffs = diffs + rng.standard_normal((size, len(where))) * spread
+        return diffs @ weights
 
     return draw, most

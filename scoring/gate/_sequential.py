@@ -261,8 +261,12 @@ def sequential_gate(baseline: RunSummary, candidate: RunSummary, settings: GateS
     if decision == "failed":
         reason = "a regression is established: " + "; ".join(last.gate.regressions()[:3] or [last.gate.headline()])
     elif decision == "passed":
-        reason = (f"every class's upper bound rules out a rise of {100 * settings.min_effect:.0f} pts "
-                  f"(highest upper bound {_pts(max((b.high for b in last.bounds if b.high is not None), default=0))})")
+        # Named for what it is: a futility bound per class over all cells, at the design's beta
+        # (a 1 - beta chance of stopping on a real rise of min_effect), blind to goals and personas.
+        reason = (f"every class's futility bound over all cells (at beta {seq.beta:g}: a rise of "
+                  f"{100 * settings.min_effect:.0f} pts would be passed with chance at most {seq.beta:g}; goals and "
+                  f"personas not bounded) came below {100 * settings.min_effect:.0f} pts (highest "
+                  f"{_pts(max((b.high for b in last.bounds if b.high is not None), default=0))})")
     else:
         open_ = [(b.cls, b.high) for b in last.bounds if b.high is not None and b.high >= settings.min_effect]
         reason = ("no regression established, and a rise of the minimum effect not ruled out for "

@@ -33,6 +33,15 @@ slices with each other and with the overall test is accounted for, rather than p
 they were independent. Holm's or Bonferroni's correction of the per-hypothesis permutation
 p-values is offered too: simpler, and more conservative.
 
+**When runs differ as a whole** (a baseline blessed from several runs measured it,
+`simrun.scoring.gate._variation`), the null is wider: a cell's conversations are exchangeable
+across runs once each run's cell rate has moved by a run x cell effect of the measured variance.
+Each cell's variance then adds that effect's (`Family.extra`), in the statistic's denominator and
+in its null distribution: every reassignment adds to each cell's difference a normal draw of that
+variance, so the max-T threshold and the p-values account for it. The test is no longer exact:
+it is as calibrated as the variance estimate and the normal effect are, which
+`benchmarks/gate_calibration.py --parts runs` measures.
+
 **The reassignments are drawn from a seed of the compared data** (`seed_of`): the same two
 runs always get the same verdict, and two different comparisons get draws of their own. A
 Monte Carlo p-value, (1 + count) / (1 + draws), holds its level averaged over the draws; one
@@ -99,9 +108,13 @@ class Family:
     # Both runs' conversations, when the runs say which repetition fired what: reassigned whole,
     # every class at once (simrun.scoring.gate._joint). Without them, each class is drawn on its own.
     conversations: Conversations | None = None
+    # Cells x classes: the variance run-to-run variation adds to each cell's rate difference
+    # (`simrun.scoring.gate._variation`), or None where the runs are taken not to differ as a whole.
+    extra: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        shapes = {a.shape for a in (self.fired_base, self.scored_base, self.fired_cand, self.scored_cand)}
+        shapes = {a.shape for a in (self.fired_base, self.scored_base, self.fired_cand, self.scored_cand,
+                                    *(() if self.extra is None else (self.extra,)))}
         if len(shapes) != 1 or self.slices.shape[1] != self.fired_base.shape[0]:
             raise ValueError("counts must be cells x classes, and slices x cells")
 
@@ -147,6 +160,8 @@ def _hypotheses(family: Family):
     """Which (class, slice) can be tested, and the weight of each cell in each statistic."""
     both, rate_b, rate_a, var = _cell_terms(family.fired_base, family.scored_base,
                                             family.fired_cand, family.scored_cand)
+    if family.extra is not None:
+        var = var + np.where(both, family.extra, 0.0)
     members = family.slices[None, :, :] & both.T[:, None, :]            # classes x slices x cells
     cells = members.sum(2)
     total_var = np.einsum("kgc,ck->kg", members, var)

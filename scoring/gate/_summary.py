@@ -16,11 +16,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from simrun.scoring._errors import BaselineError, StoreError
 from simrun.scoring._input_files import printable
+from simrun.scoring._storable import MAX_REPETITIONS
 from simrun.scoring._transcript import NOT_THE_RUNTIME, Scorecard
 from simrun.scoring.checks import ALL_CLASSES, GUARANTEES, SCORER_VERSION, kind_of
 from simrun.scoring.dataset import canonical_json
@@ -90,6 +91,11 @@ class RunSummary:
     # Who played the user (scripted, or backend:model): the instrument the rates were measured
     # with. None for a baseline file blessed before it was kept (formats 1 to 3).
     user_backend: str | None = None
+    # The runs a baseline was blessed from, when several (`merge_runs`): run j holds repetitions
+    # j*R/K to (j+1)*R/K - 1 of every cell, R `repetitions` and K runs, so that the gate can
+    # measure how far a cell's rate moves from run to run (`simrun.scoring.gate._variation`).
+    # Empty for one run.
+    runs: tuple[str, ...] = ()
 
     def total(self, cls: str) -> Counts:
         out = ZERO
@@ -234,10 +240,86 @@ def first_repetitions(summary: RunSummary, n: int) -> RunSummary:
                                repetitions_held=held)
 
 
+def merge_runs(summaries: Sequence[RunSummary]) -> RunSummary:
+    """Several runs of one dataset, scorer, user and matrix as one baseline: run j's repetition r
+    becomes repetition j*R + r (R the runs' repetitions), and `runs` names them in order. The
+    counts add up; the gate reads each run back from its block of repetitions to measure how far
+    a cell's rate moves from run to run. Raises BaselineError naming the run that differs."""
+    if len(summaries) == 1:
+        return summaries[0]
+    first = summaries[0]
+    ids = [s.run_id for s in summaries]
+    if len(set(ids)) != len(ids):
+        raise BaselineError(f"run {next(i for i in ids if ids.count(i) > 1)} is named twice: bless distinct runs")
+    for s in summaries:
+        if s.repetitions_held is None:
+            raise BaselineError(f"{s.source}: cannot be blessed with others: {s.why_no_repetitions}")
+        for what in ("dataset_hash", "scorer_version", "user_backend", "repetitions"):
+            if getattr(s, what) != getattr(first, what):
+                raise BaselineError(
+                    f"{s.source}: its {what.replace('_', ' ')} {getattr(s, what)} differs from {first.source}'s "
+                    f"{getattr(first, what)}: the runs of one baseline must be runs of one matrix, scored alike "
+                    "(same personas and goals, scorer, user and repetitions)")
+        if set(s.cells) != set(first.cells):
+            raise BaselineError(f"{s.source}: its cells differ from {first.source}'s; bless runs of one matrix")
+    step = first.repetitions
+    if step * len(summaries) > MAX_REPETITIONS:
+        raise BaselineError(f"{len(summaries)} runs of {step} repetitions make more than {MAX_REPETITIONS} per "
+                            "cell; bless fewer runs")
+    cells: dict[Cell, dict[str, Counts]] = {}
+    held: dict[Cell, CellRepetitions] = {}
+    for cell in first.cells:
+        cells[cell] = {cls: sum((s.cells[cell][cls] for s in summaries), ZERO) for cls in first.cells[cell]}
+        parts = [s.repetitions_held[cell] for s in summaries if s.repetitions_held is not None]
+
+        def moved(j: int, reps: frozenset[int]) -> frozenset[int]:
+            return frozenset(j * step + r for r in reps)
+
+        fired: dict[str, frozenset[int]] = {}
+        unscored: dict[str, frozenset[int]] = {}
+        ids_of: dict[int, str] = {}
+        for j, (s, part) in enumerate(zip(summaries, parts)):
+            for cls, reps in part.fired.items():
+                fired[cls] = fired.get(cls, frozenset()) | moved(j, reps)
+            for cls, reps in part.unscored.items():
+                unscored[cls] = unscored.get(cls, frozenset()) | moved(j, reps)
+            for r in part.held:
+                ids_of[j * step + r] = f"{s.run_id}:{s.conversation_id(cell, r)}"
+        held[cell] = CellRepetitions(frozenset().union(*(moved(j, p.held) for j, p in enumerate(parts))),
+                                     fired, unscored, ids_of)
+    merged = dataclasses.replace(first, run_id=summaries[-1].run_id, repetitions=step * len(summaries), cells=cells,
+                                 source=f"{len(summaries)} runs ({', '.join(ids)})", repetitions_held=held,
+                                 runs=tuple(ids))
+    validate_summary(merged)
+    return merged
+
+
+def run_of(summary: RunSummary, j: int) -> RunSummary:
+    """Run j of a baseline blessed from several (`merge_runs`), as its own summary."""
+    if not summary.runs or summary.repetitions_held is None:
+        raise BaselineError(f"{summary.source}: not a baseline of several runs")
+    step = summary.repetitions // len(summary.runs)
+    low, high = j * step, (j + 1) * step
+    cells, held = {}, {}
+    for cell, reps in summary.repetitions_held.items():
+        kept = frozenset(r - low for r in reps.held if low <= r < high)
+        fired = {c: frozenset(r - low for r in v if low <= r < high) for c, v in reps.fired.items()}
+        unscored = {c: frozenset(r - low for r in v if low <= r < high) for c, v in reps.unscored.items()}
+        cells[cell] = {cls: Counts(len(fired.get(cls, ())), len(kept) - len(unscored.get(cls, ())), 0)
+                       for cls in summary.cells[cell]}
+        held[cell] = CellRepetitions(kept, fired, unscored)
+    return dataclasses.replace(summary, run_id=summary.runs[j], repetitions=step, cells=cells,
+                               source=f"run {summary.runs[j]} of {summary.source}", repetitions_held=held, runs=())
+
+
 def validate_summary(summary: RunSummary) -> None:
     """Every count fits in its cell, every cell in the repetitions, and the repetitions agree
     with the counts. A summary that breaks any of these was not written by simrun."""
     where = summary.source
+    if summary.runs and (len(summary.runs) < 2 or summary.repetitions % len(summary.runs)
+                         or summary.repetitions_held is None):
+        raise BaselineError(f"{where}: blessed from {len(summary.runs)} runs, but its {summary.repetitions} "
+                            "repetitions per cell are not the same number from each (or are not listed)")
     if summary.items is not None:
         _validate_items(summary)
     for (persona, goal), counts in summary.cells.items():

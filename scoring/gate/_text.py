@@ -12,10 +12,14 @@ from simrun.scoring.gate._formats import cell_name, pct, pts, pval, size
 from simrun.scoring.gate._sharing import cell_list
 from simrun.scoring.gate._stats import CONFIDENCE, POWER
 from simrun.scoring.gate._summary import GATE_CLASSES
+from simrun.scoring.gate._variation import BOUND
 from simrun.scoring.gate._verdict import ClassVerdict, GateResult
 from simrun.scoring.gate._verdict_lines import Scope, item_scope
 
 MOVED_SHOWN = 10
+# What the "rose most" list is, wherever it is shown: a description, not a test.
+MOVED_NOTE = ("descriptive only: no cell is tested on its own, and some cells rise by chance in any two runs; "
+              "only the tests above (over all cells, and per goal and persona) decide")
 FLIPS_SHOWN = 20
 
 
@@ -48,16 +52,19 @@ def rows(result: GateResult) -> list[dict[str, str]]:
 
 def columns(result: GateResult) -> list[tuple[str, str]]:
     return [("class", "class"), ("kind", "kind"), ("baseline", "baseline"), ("candidate", "candidate"),
-            ("delta", f"delta ({CONFIDENCE:.0%} interval)"), ("p", "p (corr.)"), ("detectable", "detectable"),
+            ("delta", f"delta ({CONFIDENCE:.0%} interval, uncorrected)"), ("p", "p (corr.)"),
+            ("detectable", "detectable"),
             ("repetitions", f"reps +{size(result.min_effect)}"), ("verdict", "verdict")]
 
 
 def moved_lines(result: GateResult, limit: int = MOVED_SHOWN) -> tuple[list[str], str]:
-    """The cells whose rate rose most, and a line on the rest."""
-    lines = [f"{m.cls} · {cell_name(m.cell)}: {m.baseline} → {m.candidate} ({pts(m.rise)})"
+    """The cells whose rate rose most, and a line on the rest. Descriptive: no cell is tested on
+    its own, and over hundreds of (class, cell) pairs some rise by chance, so the lines say so."""
+    lines = [f"{m.cls} · {cell_name(m.cell)}: {m.baseline} → {m.candidate} ({pts(m.rise)}, descriptive)"
              for m in result.moved[:limit]]
     rest = len(result.moved) - len(lines)
-    more = f"… and {rest} more (class, cell) pairs rose" if rest > 0 else ""
+    more = (f"… and {rest} more (class, cell) pairs rose" if rest > 0 else "") + (
+        ("; " if rest > 0 else "") + MOVED_NOTE if lines else "")
     if not result.moved:
         more = "no cell's rate rose for any class"
     return lines, more
@@ -73,7 +80,8 @@ def flip_summary(result: GateResult) -> str:
         by_class[f.cls] = by_class.get(f.cls, 0) + 1
     counts = ", ".join(f"{cls} {n}" for cls, n in by_class.items())
     return (f"{len(result.flips)} flipped (clean in the baseline, fired in the candidate, at the same cell and "
-            f"repetition): {counts}")
+            f"repetition): {counts}; a pair only where both runs share run.seed and the user is deterministic, "
+            "else chance matches")
 
 
 def flip_lines(result: GateResult, limit: int = FLIPS_SHOWN) -> tuple[list[str], str]:
@@ -118,6 +126,20 @@ def removed_lines(result: GateResult) -> list[tuple[Scope, str]]:
     return lines
 
 
+def variation_text(result: GateResult) -> str:
+    """What the gate assumed, or measured, about how runs differ as a whole."""
+    v = result.variation
+    if v is None:
+        return ("the baseline is one run: the test assumes runs do not differ as a whole (a cell's conversations "
+                "exchangeable across runs); bless several to measure how far they do "
+                "(`simrun baseline bless RUN RUN RUN --out FILE`)")
+    moved = [(cls, rho, sd) for cls, rho, sd in zip(v.classes, v.bound, v.spread) if rho > 0]
+    said = ", ".join(f"{cls} {rho:.3f} (a cell ±{100 * sd:.1f} pts)" for cls, rho, sd in moved)
+    return (f"run-to-run variation, measured over the baseline's {v.runs} runs and held in the test: "
+            + (f"intra-class correlation ({BOUND:.0%} upper bound) {said}" if moved
+               else "none beyond sampling in any class"))
+
+
 def method_text(result: GateResult) -> str:
     how = ("max-T step-down over every class and slice" if result.correction == "max-t"
            else f"{result.correction} over every class and slice")
@@ -127,7 +149,9 @@ def method_text(result: GateResult) -> str:
             f"false alarm stays at alpha {result.alpha}; a regression also needs the rise's one-sided "
             f"{1 - result.alpha:.0%} upper bound to reach {size(result.min_effect)} ({size(result.min_effect_slice)} "
             f"in a goal or persona); guarantees fail on any violation; delta is the mean cell difference with its "
-            f"{CONFIDENCE:.0%} interval; 'detectable' is the rise caught with {POWER:.0%} power at this size, and "
+            f"{CONFIDENCE:.0%} interval (uncorrected: it may exclude 0 where the corrected test does not "
+            f"flag); {variation_text(result)}; 'detectable' is the rise caught with {POWER:.0%} power at this "
+            f"size, and "
             f"'repetitions' how many per cell catch a rise of {size(result.min_effect)} with {POWER:.0%} power")
 
 
@@ -143,6 +167,8 @@ def markdown(result: GateResult) -> str:
     ]
     if result.regressions():
         lines += [f"- **{line}**" for line in result.regressions()] + [""]
+    lines += [("" if result.variation is not None else "ℹ️ ") + variation_text(result)[:1].upper()
+              + variation_text(result)[1:] + ".", ""]
     if result.left_out:
         lines += [f"⚠️ {subset_text(result)}", ""] + [f"- {line}" for line in sharing_lines(result)] + [""]
     lines += ["| " + " | ".join(title for _, title in cols) + " |",
@@ -153,7 +179,8 @@ def markdown(result: GateResult) -> str:
             cells[-1] = f"**{cells[-1]}**"
         lines.append("| " + " | ".join(cells) + " |")
     moved, more = moved_lines(result)
-    lines += ["", "### Cells whose rate rose most", ""] + [f"- {line}" for line in moved] + ([more] if more else [])
+    lines += ["", "### Cells whose rate rose most (descriptive, not tested)", ""]
+    lines += [f"- {line}" for line in moved] + ([more] if more else [])
     lines += ["", "### Flipped conversations", "", flip_summary(result), ""]
     flips = result.flips or ()
     shown = flips[:FLIPS_SHOWN]

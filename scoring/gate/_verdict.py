@@ -12,6 +12,7 @@ from simrun.scoring.checks import kind_of
 from simrun.scoring.gate._advice import Advice
 from simrun.scoring.gate._sharing import NewSlice, Sharing, new_slices
 from simrun.scoring.gate._summary import TESTED, Cell, Counts, RunSummary
+from simrun.scoring.gate._variation import RunVariation
 
 SLICES_SHOWN = 5            # goals and personas named per class in the list of regressions
 
@@ -114,6 +115,9 @@ class GateResult:
     why_no_flips: str
     sharing: Sharing                # the cells compared, and those new or removed (not gated)
     _advice: Advice = field(repr=False, compare=False)
+    # How far a cell's rate moves from run to run, measured by a baseline of several runs; None
+    # for a baseline of one run (the gate then assumes runs do not differ as a whole).
+    variation: RunVariation | None = None
 
     @property
     def left_out(self) -> tuple[Cell, ...]:

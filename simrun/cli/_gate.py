@@ -19,7 +19,7 @@ from simrun._step_summary import write_step_summary
 from simrun.cli._common import fail, out, print_gate, print_rounds, print_verdict, say
 from simrun.scoring import Budgets, Project, SimrunError, load_budgets, load_project, write_file
 from simrun.scoring.dataset import Dataset, load_dataset
-from simrun.scoring.gate import RunVerdict, summary_from_store, verdict_of_run, write_baseline
+from simrun.scoring.gate import RunVerdict, merge_runs, summary_from_store, verdict_of_run, write_baseline
 from simrun.scoring.gate import verdict_text as V
 from simrun.scoring.store import Store, export_bundle, import_bundle, load_bundle, new_run_id, rescore_run, write_bundle
 from simrun.simulator import __version__, given_file, project_db
@@ -51,19 +51,26 @@ baseline_app = typer.Typer(add_completion=False, rich_markup_mode=None, no_args_
 
 
 @baseline_app.command("bless")
-def bless(run: str = typer.Argument(..., help="Run id, or 'latest'."),
+def bless(run: list[str] = typer.Argument(..., help="Run id, or 'latest'; several runs of one matrix (the "
+                                              "same personas, goals, scorer, user and repetitions) let the gate "
+                                              "measure how far a cell's rate moves from run to run."),
           out_file: str = typer.Option(..., "--out", help="The JSON file to write (commit it)."),
           db: Optional[str] = DB) -> None:
-    """Write a run's per-cell counts, dataset hash and scorer version to a baseline file."""
+    """Write the per-cell counts, dataset hash and scorer version of one run, or of several runs
+    blessed together, to a baseline file."""
     try:
         with Store(project_db(db), create=False) as store:
-            summary = summary_from_store(store, run)
+            summary = merge_runs([summary_from_store(store, one) for one in run])
         path = write_baseline(summary, out_file, simrun_version=__version__)
     except SimrunError as exc:
         fail(exc)
-    out.print(f"blessed run {summary.run_id} ({len(summary.cells)} cells, dataset {summary.dataset_hash}, "
+    what = f"{len(summary.runs)} runs ({', '.join(summary.runs)})" if summary.runs else f"run {summary.run_id}"
+    out.print(f"blessed {what} ({len(summary.cells)} cells, dataset {summary.dataset_hash}, "
               f"scorer {summary.scorer_version}) -> {path}", highlight=False, soft_wrap=True)
 
+    if not summary.runs:
+        say("one run: the gate will assume runs do not differ as a whole; bless several "
+            "(`simrun baseline bless RUN RUN RUN --out FILE`) to measure how far they do")
 
 # --- gate ------------------------------------------------------------------------------------
 

@@ -95,7 +95,7 @@ def test_one_goal_broken_outright_fails_the_gate_naming_the_goal():
     assert "dead_end rose in goal renew-loan: 0/8 → 8/8" in md
     for p in range(4):
         assert f"`p{p}/renew-loan/0` dead_end" in md and f"`p{p}/renew-loan/1` dead_end" in md
-    assert "8 flipped" in md and "dead_end · p0 × renew-loan: 0/2 → 2/2 (+100.0 pts)" in md
+    assert "8 flipped" in md and "dead_end · p0 × renew-loan: 0/2 → 2/2 (+100.0 pts, descriptive)" in md
 
 
 def test_an_identical_run_and_an_a_a_pair_pass():
@@ -285,7 +285,7 @@ def test_a_format_1_baseline_still_gates_and_says_flips_cannot_be_listed(tmp_pat
 
 
 @pytest.mark.parametrize("mutate, says", [
-    (lambda d: d.update(format_version=5), "(format_version)"),
+    (lambda d: d.update(format_version=6), "(format_version)"),
     (lambda d: d["cells"]["p0/g0"].update(loop=[6, 5, 0]), "fired 6 > scored 5"),
     (lambda d: d["cells"]["p0/g0"].pop("loop"), "missing ['loop']"),
     (lambda d: d.pop("dataset_hash"), "(dataset_hash)"),
