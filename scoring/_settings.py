@@ -155,6 +155,9 @@ class RunSection(_Model):
     labels: list[str] = Field(default_factory=list, description=(
         "Names the run carries (a release, a branch), shown in `simrun runs`, its report and the dashboard "
         "(`--label` replaces them)."))
+    history: str | None = Field(default=None, description=(
+        "Where `simrun history keep` keeps finished runs, one file each, and where `--history` reads them: a "
+        "folder (relative to simrun.toml) or an object-store URL (s3://bucket/prefix; needs simrun[history])."))
 
     @field_validator("labels")
     @classmethod

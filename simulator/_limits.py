@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 
 WINDOW_S = 60.0
@@ -66,6 +67,14 @@ class RateLimiter:
         self.window = RateWindow(requests_per_minute, tokens_per_minute, window_s)
         self.clock, self.sleep = clock, sleep
         self.waited_s = 0.0
+        self.waiting = 0            # calls sleeping for their moment now
+        _LIVE.add(self)
+
+    def describe(self) -> str:
+        """The limit as budgets.toml sets it: "60 requests/min, 100000 tokens/min"."""
+        parts = [f"{self.rpm} requests/min" if self.rpm is not None else "",
+                 f"{self.tpm} tokens/min" if self.tpm is not None else ""]
+        return ", ".join(p for p in parts if p) or "no limit"
 
     async def booking(self, tokens: int) -> float:
         """Book a call of `tokens`; how long it must wait for its moment (a cluster's workers book
@@ -77,4 +86,32 @@ class RateLimiter:
         wait = await self.booking(tokens)
         if wait > 0:
             self.waited_s += wait
-            await self.sleep(wait)
+            self.waiting += 1
+            try:
+                await self.sleep(wait)
+            finally:
+                self.waiting -= 1
+
+
+# The limiters of this process, for the progress line to say what a run waits on (a run that
+# only waits on a limit looks, from its figures alone, like a slow model).
+_LIVE: weakref.WeakSet[RateLimiter] = weakref.WeakSet()
+
+
+def waited() -> dict[int, float]:
+    """How long each live limiter has made calls wait, so far: what a run's progress counts from."""
+    return {id(limiter): limiter.waited_s for limiter in list(_LIVE)}
+
+
+def waiting_text(since: dict[int, float] | None = None) -> str:
+    """" · 4 calls waiting on a rate limit (60 requests/min of budgets.toml), 312 s waited so
+    far" (since `since`, from `waited()`), or "" when no limiter of this process has made a call wait."""
+    since = since or {}
+    limiters = [limiter for limiter in list(_LIVE) if limiter.waited_s > since.get(id(limiter), 0.0)]
+    if not limiters:
+        return ""
+    now = sum(limiter.waiting for limiter in limiters)
+    total = sum(limiter.waited_s - since.get(id(limiter), 0.0) for limiter in limiters)
+    limits = "; ".join(sorted({limiter.describe() for limiter in limiters}))
+    return (f" · {now} call{'' if now == 1 else 's'} waiting on a rate limit ({limits} of budgets.toml), "
+            f"{total:.0f} s waited so far")

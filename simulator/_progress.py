@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from simrun.scoring.store import Finished
 from simrun.simulator._ledger import Ledger
+from simrun.simulator._limits import waited, waiting_text
 
 PLAIN_EVERY_S = 10.0
 
@@ -35,6 +36,7 @@ class RunProgress:
         self.done = self.reached = self.findings = self.broken = 0
         self.spent = Decimal(0)
         self.started = self.last_line = time.monotonic()
+        self.waited_before = waited()      # limiters older than this run have waited for others
         self.bar: Progress | None = None
         self.heartbeat: asyncio.Task | None = None
         if console.is_terminal:
@@ -73,6 +75,8 @@ class RunProgress:
         if self.workers is not None:
             alive = self.workers()
             text += f" · {alive} worker{'' if alive == 1 else 's'} alive"
+        # What the run waits on, when a rate limit of budgets.toml holds its calls back.
+        text += waiting_text(self.waited_before)
         if self.ledger is None:
             return text + f" · spent ${self.spent:.4f}, ${self.budget - self.spent:.4f} left"
         led = self.ledger

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -20,9 +21,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from simrun._version import __version__
 from simrun.scoring import ConfigError, RuntimeFault, RuntimeSection, SimrunError, one_line, write_file
-from simrun.simulator._scaffold_files import PERSONAS, REFUSAL_GOAL, WORKFLOW
+from simrun.simulator._scaffold_files import FILL_IN, INSTALL, PERSONAS, REFUSAL_GOAL, WORKFLOW
 
 GREETING = "Hello! What can you help me with?"
 # The flags `simrun init` takes for each runtime setting, for errors that name the flag.
@@ -45,6 +45,7 @@ class Seen:
 class Written:
     files: tuple[Path, ...]
     seen: Seen
+    install: Install | None = None      # how the workflow installs simrun
 
 
 def runtime_section(settings: dict[str, Any]) -> RuntimeSection:
@@ -158,20 +159,60 @@ def toml_text(section: RuntimeSection) -> str:
     return "\n".join(lines)
 
 
-def install_spec() -> str:
-    """How CI installs this simrun: the git URL and commit it came from, else its version."""
+@dataclass(frozen=True)
+class Install:
+    """How CI installs simrun: a pip requirement, or None when init cannot tell (then `where`
+    says what it came from, and the workflow stops with a step to fill in)."""
+
+    requirement: str | None
+    where: str = ""
+    note: str = ""          # what init says about it
+
+
+def install_spec() -> Install:
+    """Where this simrun came from (PEP 610's direct_url.json, as pip recorded it): the git URL and
+    commit; a wheel's URL; else, with no record, the index it came from, by its version. From a
+    local wheel or folder, None: no install line CI could follow, and never a version no index has."""
     try:
-        direct = json.loads(metadata.distribution("simrun").read_text("direct_url.json") or "{}")
-    except (metadata.PackageNotFoundError, json.JSONDecodeError):
+        dist = metadata.distribution("simrun")
+    except metadata.PackageNotFoundError:
+        return Install(None, "simrun's source tree (not installed)")
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "null")
+    except json.JSONDecodeError:
         direct = {}
-    vcs = direct.get("vcs_info") or {}
+    if direct is None:
+        # No direct URL and an installer's record: pip (or uv) took it from an index, which has
+        # this version. No record at all: a source tree's own metadata (an egg-info beside it).
+        if (dist.read_text("INSTALLER") or "").strip():
+            return Install(f"simrun=={dist.version}")
+        return Install(None, "simrun's source tree (not installed from an index)")
+    direct = direct if isinstance(direct, dict) else {}
     url = str(direct.get("url") or "")
-    if vcs.get("vcs") == "git" and not url.startswith("file:"):
-        return f"simrun @ git+{url}@{vcs.get('commit_id') or vcs.get('requested_revision') or 'main'}"
-    return f"simrun=={__version__}"
+    vcs = direct.get("vcs_info") if isinstance(direct.get("vcs_info"), dict) else None
+    if vcs is not None and vcs.get("vcs") == "git" and url:
+        commit = vcs.get("commit_id") or vcs.get("requested_revision") or "main"
+        if url.startswith("file:///"):
+            # The same repository, in the form every pip reads (older ones refuse an empty host).
+            url = "file://localhost/" + url.removeprefix("file:///")
+        note = (f"the workflow installs simrun from {url}, a git repository on this machine: CI reaches it only "
+                "if it is there too; otherwise use your team's git URL" if url.startswith("file:") else "")
+        return Install(f"simrun @ git+{url}@{commit}", note=note)
+    if "archive_info" in direct and url.startswith(("https:", "http:")):
+        return Install(f"simrun @ {url}")
+    where = "a local folder" if "dir_info" in direct else "a local file"
+    where = f"{where} ({url.removeprefix('file://')})" if url else where
+    return Install(None, where)
 
 
-def files_for(section: RuntimeSection, seen: Seen, package: str | None = None) -> dict[str, str]:
+def install_step(install: Install) -> str:
+    if install.requirement is None:
+        return FILL_IN.replace("@WHERE@", one_line(install.where, 200) or "a local install")
+    return INSTALL.rstrip("\n").replace("@PACKAGE@", shlex.quote(one_line(install.requirement, 500) or "simrun"))
+
+
+def files_for(section: RuntimeSection, seen: Seen, package: str | None = None,
+              install: Install | None = None) -> dict[str, str]:
     """Every file init writes, by path relative to the project folder, with its text."""
     goals = [goal_for(offer) for offer in seen.offers] + [REFUSAL_GOAL]
     # A YAML comment ends at a line break: what the runtime said goes into one on one line, or a
@@ -186,7 +227,8 @@ def files_for(section: RuntimeSection, seen: Seen, package: str | None = None) -
         files[f"personas/{persona['id']}.yaml"] = _yaml(persona)
     for goal in goals:
         files[f"goals/{goal['id']}.yaml"] = header + _yaml(goal)
-    files[".github/workflows/simrun.yml"] = WORKFLOW.replace("@PACKAGE@", package or install_spec())
+    install = install or (Install(package) if package else install_spec())
+    files[".github/workflows/simrun.yml"] = WORKFLOW.replace("@INSTALL@", install_step(install))
     return files
 
 
@@ -224,4 +266,5 @@ async def new_project(folder: Path, settings: dict[str, Any], *, force: bool = F
         refuse_existing(folder, files_for(section, Seen()))   # before anything is started
     # The runtime starts in the project's folder, as `simrun` will start it (runtime.cwd's default).
     seen = await probe(runtime_of(section.model_copy(update={"cwd": str(folder.resolve())}), concurrency=1))
-    return Written(write(folder, files_for(section, seen, package), force=force), seen)
+    install = Install(package) if package else install_spec()
+    return Written(write(folder, files_for(section, seen, install=install), force=force), seen, install)

@@ -155,6 +155,27 @@ def test_check_user_finds_tripdesk_s_goals_in_the_installed_package(installed):
     assert done.stdout.split() == ["2", str(len(list((ROOT / "goals").glob("*.yaml"))))]
 
 
+def test_check_user_runs_from_the_installed_package_against_a_fake_model(installed, tmp_path, monkeypatch):
+    """`simrun check-user` from a wheel, in an empty folder: the bundled goals wherever `simrun demo`
+    finds them, never "check-user needs simrun's source tree" (issue 41)."""
+    from simrun.simulator.adapters._process import free_port
+    from tests.fixtures.model_api import FakeModelAPI, serve
+
+    shutil.copy(ROOT / "budgets.toml", tmp_path / "budgets.toml")     # the team's prices, as a project has them
+    port = free_port()
+    server = serve(FakeModelAPI(), port)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-install-000")
+    try:
+        done = simrun(installed[0], tmp_path, "check-user", "--user", "openai:gpt-4.1-mini", "--budget", "1usd")
+    finally:
+        server.should_exit = True
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "source tree" not in done.stdout + done.stderr
+    assert done.stdout.startswith("check-user openai:gpt-4.1-mini: 20 conversations against the reference runtime")
+    assert "user output form: json_schema" in done.stdout
+
+
 def test_a_team_s_own_scoring_and_simulator_on_the_path_break_nothing(installed, tmp_path):
     """A team's repository with modules named as simrun's layers once were, put on the path so
     that simrun imports its callable: simrun runs against it, and the team's import gets the

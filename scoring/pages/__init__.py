@@ -3,6 +3,7 @@
     report      the report of one run: rates, the gate's verdict, the worst transcripts
     dashboard   every run of one or more stores on one page, like with like
     verdicts    the verdicts the dashboard shows, remembered beside the pages
+    own_verdicts each run's own verdict on the dashboard, remembered beside the pages
     charts      inline SVG charts, escaped here
     render      the templates' environment (autoescaped) and writing a page
     templates/  the jinja2 templates; a project's own folder is searched first

@@ -47,9 +47,10 @@ from simrun.scoring._errors import SimrunError
 from simrun.scoring._settings import ReleaseSection
 from simrun.scoring.checks import ALL_CLASSES, GUARANTEES
 from simrun.scoring.gate import RunSummary, RunVerdict, verdict_of_run
+from simrun.scoring.pages._own_verdicts import OwnVerdict, own_verdicts
 from simrun.scoring.pages._render import environment, write_page
 from simrun.scoring.pages._verdicts import Judged, Verdict, judge
-from simrun.scoring.store import EXCLUDED_ENDS, Store, checked_run_id, labels_of, wilson_sql
+from simrun.scoring.store import EXCLUDED_ENDS, Store, checked_run_id, compared_line, labels_of, line_of, wilson_sql
 
 # Chart order: the outcome first, then each class; goal_reached is the one rate where higher is better.
 CHARTED = ("goal_reached", *ALL_CLASSES, "runtime_error")
@@ -88,6 +89,7 @@ class Run:
     against: str | None = None  # the run it was judged against
     base_verdict: Verdict | None = None     # against the blessed baseline
     run_verdict: RunVerdict | None = None   # its whole verdict, for the newest run of its dataset
+    own: OwnVerdict | None = None           # its own verdict (no baseline), for the runs table
     group: int = 0              # index of its dataset's group
 
     @property
@@ -242,21 +244,23 @@ def what_changed(before: dict[str, str], after: dict[str, str]) -> str:
 def judge_groups(groups: list[Group], stores: Sequence[Store], settings: Any, folder: Path,
                  baseline: RunSummary | None = None) -> None:
     """Each run against the baseline, if there is one, and against the newest earlier finished,
-    unsharded run of its group, by the gate."""
+    unsharded run of its group on the line it is compared with (`compared_line`: its own
+    branch; a pull request's base, never another pull request), by the gate."""
     pairs: list[tuple[Judged | RunSummary, Judged]] = []
     judged: list[tuple[Run, str]] = []
     if baseline is not None:
         runs = [run for group in groups for run in group.runs]
         pairs += [(baseline, Judged(run.run_id, stores[run.source], run.scores)) for run in runs]
     for group in groups:
-        previous = None
+        latest: dict[str | None, Run] = {}      # the newest finished run of each line so far
         for run in group.runs:
+            previous = latest.get(compared_line(run.labels, run.git_branch))
             if previous is not None:
                 pairs.append((Judged(previous.run_id, stores[previous.source], previous.scores),
                               Judged(run.run_id, stores[run.source], run.scores)))
                 judged.append((run, previous.run_id))
             if run.status == "finished" and run.shard is None:
-                previous = run
+                latest[line_of(run.labels, run.git_branch)] = run
     verdicts = judge(pairs, settings, folder)
     if baseline is not None:
         for run, verdict in zip(runs, verdicts):
@@ -273,7 +277,7 @@ def newest(groups: list[Group]) -> list[Run]:
 
 def judge_newest(groups: list[Group], stores: Sequence[Store], settings: Any, release: ReleaseSection | None,
                  baseline: RunSummary | None, known: Sequence[RunVerdict] = (),
-                 fallback: ReleaseSection | None = None) -> None:
+                 fallback: ReleaseSection | None = None, folder: Path = Path(".")) -> None:
     """The newest run of each dataset gets its whole verdict, the very one `simrun` printed and
     exited with (`known`: verdicts made already, by the run that writes this page; each other
     judged under `release` if given, else the criteria it ran with, else `fallback`): the top
@@ -282,6 +286,14 @@ def judge_newest(groups: list[Group], stores: Sequence[Store], settings: Any, re
     for run in newest(groups):
         run.run_verdict = made.get(run.run_id) or verdict_of_run(
             stores[run.source], run.run_id, release, baseline=baseline, gate_settings=settings, fallback=fallback)
+    # Every run's own verdict (guarantees, release criteria), remembered beside the page: the table
+    # marks one that failed beside the gate's answer, which alone may read "no regression".
+    runs = [run for group in groups for run in group.runs]
+    given = {**made, **{r.run_id: r.run_verdict for r in runs if r.run_verdict is not None}}
+    own = own_verdicts([(r.run_id, r.scores, r.status, stores[r.source]) for r in runs], given, release, fallback,
+                       folder)
+    for run in runs:
+        run.own = own[run.run_id]
 
 
 def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSummary | None = None,
@@ -300,7 +312,7 @@ def build_dashboard(stores: Sequence[Store], out: Path | str, *, baseline: RunSu
     groups = grouped(runs)
     if gate_settings is not None:
         judge_groups(groups, stores, gate_settings, out.parent, baseline)
-        judge_newest(groups, stores, gate_settings, release, baseline, known, fallback)
+        judge_newest(groups, stores, gate_settings, release, baseline, known, fallback, out.parent)
     reports = {p.stem for p in out.parent.glob("*.html")}
     context = page(runs, groups, [s.path for s in stores], reports, baseline, gate_settings is not None)
     write_page(out, (env or environment()).get_template("index.html").render(**context))

@@ -10,6 +10,7 @@
     bundle      a run exported as items, and items imported to be scored
     merge       the shards of one run joined into one
     seen        what a run's stores held, and the goals that name what none held
+    history     finished runs kept as one file each in a folder or an object store, read back as one store
 
 Imports: the shared vocabulary of `simrun.scoring`, `simrun.scoring.dataset` and the judge
 (`simrun.scoring.checks`), never the gate or the pages.
@@ -26,6 +27,14 @@ if TYPE_CHECKING:
     from simrun.scoring.store._bundle import export_bundle, import_bundle, load_bundle, write_bundle
     from simrun.scoring.store._database import Store, reading
     from simrun.scoring.store._duck import one_row, reason
+    from simrun.scoring.store._history import (
+        compared_line,
+        history_store,
+        is_url,
+        keep_run,
+        line_of,
+        newest_of_line,
+    )
     from simrun.scoring.store._merge import merge
     from simrun.scoring.store._model_calls import (
         WORST_CASE_CALLS,
@@ -53,14 +62,20 @@ __all__ = [
     "WORST_CASE_CALLS",
     "checked_run_id",
     "class_rates",
+    "compared_line",
     "conversation_costs",
     "encoded_or_stand_in",
     "export_bundle",
+    "history_store",
     "import_bundle",
+    "is_url",
+    "keep_run",
     "labels_of",
+    "line_of",
     "load_bundle",
     "merge",
     "new_run_id",
+    "newest_of_line",
     "one_row",
     "outcome",
     "rates",
@@ -89,14 +104,20 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "WORST_CASE_CALLS": ("simrun.scoring.store._model_calls", "WORST_CASE_CALLS"),
     "checked_run_id": ("simrun.scoring.store._run_ids", "checked_run_id"),
     "class_rates": ("simrun.scoring.store._rates", "class_rates"),
+    "compared_line": ("simrun.scoring.store._history", "compared_line"),
     "conversation_costs": ("simrun.scoring.store._model_calls", "conversation_costs"),
     "encoded_or_stand_in": ("simrun.scoring.store._rows", "encoded_or_stand_in"),
     "export_bundle": ("simrun.scoring.store._bundle", "export_bundle"),
+    "history_store": ("simrun.scoring.store._history", "history_store"),
     "import_bundle": ("simrun.scoring.store._bundle", "import_bundle"),
+    "is_url": ("simrun.scoring.store._history", "is_url"),
+    "keep_run": ("simrun.scoring.store._history", "keep_run"),
     "labels_of": ("simrun.scoring.store._rows", "labels_of"),
+    "line_of": ("simrun.scoring.store._history", "line_of"),
     "load_bundle": ("simrun.scoring.store._bundle", "load_bundle"),
     "merge": ("simrun.scoring.store._merge", "merge"),
     "new_run_id": ("simrun.scoring.store._run_ids", "new_run_id"),
+    "newest_of_line": ("simrun.scoring.store._history", "newest_of_line"),
     "one_row": ("simrun.scoring.store._duck", "one_row"),
     "outcome": ("simrun.scoring.store._rates", "outcome"),
     "rates": ("simrun.scoring.store._rates", None),

@@ -17,6 +17,7 @@ from simrun._gate import chosen_baseline
 from simrun._gate import gate as judge_gate
 from simrun._step_summary import write_step_summary
 from simrun.cli._common import fail, out, print_gate, print_rounds, print_verdict, say
+from simrun.cli._history import baseline_from_history, temporary_folder, ungated_verdict
 from simrun.scoring import Budgets, Project, SimrunError, load_budgets, load_project, write_file
 from simrun.scoring.dataset import Dataset, load_dataset
 from simrun.scoring.gate import RunVerdict, merge_runs, summary_from_store, verdict_of_run, write_baseline
@@ -67,10 +68,10 @@ def bless(run: list[str] = typer.Argument(..., help="Run id, or 'latest'; severa
     what = f"{len(summary.runs)} runs ({', '.join(summary.runs)})" if summary.runs else f"run {summary.run_id}"
     out.print(f"blessed {what} ({len(summary.cells)} cells, dataset {summary.dataset_hash}, "
               f"scorer {summary.scorer_version}) -> {path}", highlight=False, soft_wrap=True)
-
     if not summary.runs:
         say("one run: the gate will assume runs do not differ as a whole; bless several "
             "(`simrun baseline bless RUN RUN RUN --out FILE`) to measure how far they do")
+
 
 # --- gate ------------------------------------------------------------------------------------
 
@@ -96,7 +97,11 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
                                                     "as JSON')."),
          sequential: bool = typer.Option(False, "--sequential", help="Judge the candidate's repetitions as rounds "
                                          "with the sequential gate (budgets.toml [gate.sequential], or the settings "
-                                         "a run made with `simrun --sequential` ran with): exit 3 when undecided.")
+                                         "a run made with `simrun --sequential` ran with): exit 3 when undecided."),
+         history: Optional[str] = typer.Option(None, "--history", help="Gate against the newest run of main (a "
+                                               "pull request's base) kept in this history: a folder or an "
+                                               "object-store URL. With none there yet, say so and judge the "
+                                               "candidate on its guarantees and release criteria alone.")
          ) -> None:
     """Compare a candidate run with a baseline, and give the candidate's verdict: exit 1 on a significant
     regression (over all cells, or in one goal or persona), any guarantee violation, or a failed release
@@ -106,9 +111,14 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
         # The candidate's whole verdict (`simrun.gate`): its guarantees, its release criteria (those
         # it ran with, unless --budgets says otherwise) and this gate. Here it is only written and printed.
         # The library writes the verdict's JSON, as it does for a run: one writer for that document.
-        judged = judge_gate(candidate, baseline, baseline_ref=baseline_ref, db=db, budgets=budgets,
-                            sequential=sequential, verdict_json=verdict_json)
-        verdict = judged.verdict
+        with temporary_folder() as folder:
+            if history is not None:
+                baseline, note = baseline_from_history(history, candidate, db, Path(folder), baseline or baseline_ref)
+                say(note)
+            judged = None if history is not None and baseline is None else judge_gate(
+                candidate, baseline, baseline_ref=baseline_ref, db=db, budgets=budgets, sequential=sequential,
+                verdict_json=verdict_json)
+        verdict = judged.verdict if judged is not None else ungated_verdict(candidate, db, budgets, verdict_json)
         text = V.markdown(verdict)
         if markdown:
             _write(markdown, text, "Markdown summary")
@@ -119,9 +129,10 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
         fail(exc)
     except OSError as exc:
         fail(SimrunError(f"cannot write the gate's summary: {exc}"))
-    print_gate(judged.gate)
-    if judged.rounds is not None:
-        print_rounds(judged.rounds)
+    if judged is not None:
+        print_gate(judged.gate)
+        if judged.rounds is not None:
+            print_rounds(judged.rounds)
     print_verdict(verdict)
     raise typer.Exit(verdict.exit_code)
 

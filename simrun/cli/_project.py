@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
             plan = load_plan(config=config, personas=personas, goals=goals,
                              runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
             chosen = plan.dataset.goal(goal) if goal else plan.dataset.goals[0]
-            report = eventloop.run(check_runtime(runtime_for(plan), chosen))
+            report = eventloop.run(check_runtime(runtime_for(plan), chosen, list(plan.dataset.goals)))
         except StopIteration:
             fail(ConfigError(f"no goal {goal!r}; goals are: {', '.join(g.id for g in plan.dataset.goals)}",
                               field="--goal"))

@@ -1,4 +1,4 @@
-"""The commands that read stored runs: `runs`, `report`, `dashboard`, `show` and `merge`."""
+"""The commands that read stored runs: `runs`, `report`, `dashboard`, `show`, `merge` and `history keep`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import typer
 from simrun._gate import chosen_baseline
 from simrun.cli._common import BUDGETS, DB, fail, out, print_summary, say
 from simrun.cli._gate import BASELINE_REF, SHARED_CELLS_ONLY
+from simrun.cli._history import HISTORY, history_location
 from simrun.cli._tables import WIDTH, fit
 from simrun.scoring import (
     Budgets,
@@ -24,13 +25,13 @@ from simrun.scoring import (
     error_evidence,
     load_budgets,
     one_line,
-    short_commit,
     secrets,
+    short_commit,
     usd,
 )
 from simrun.scoring.gate import verdict_of_run
 from simrun.scoring.pages import build_report
-from simrun.scoring.store import Store, reading, unverifiable_reasons
+from simrun.scoring.store import Store, history_store, keep_run, reading, unverifiable_reasons
 from simrun.simulator import given_file, load_project_file, project_baseline, project_db, project_reports
 
 
@@ -43,10 +44,10 @@ def _budgets(budgets: str | None) -> Budgets:
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    def runs(db: Optional[str] = DB) -> None:
-        """List the runs in the database, newest first."""
+    def runs(db: Optional[str] = DB, history: Optional[str] = HISTORY) -> None:
+        """List the runs in the database (or the history), newest first."""
         try:
-            with Store(project_db(db), create=False) as store:
+            with history_store(history) if history else Store(project_db(db), create=False) as store:
                 rows = store.runs()
         except SimrunError as exc:
             fail(exc)
@@ -63,6 +64,10 @@ def register(app: typer.Typer) -> None:
             commit = (short_commit(r["git_commit"], 8) or "–") + (f" {r['git_branch']}" if r["git_branch"] else "")
             identities.append(f"user {r['user_backend']} · labels {', '.join(r['labels']) or '–'} · runtime "
                               f"{r['runtime_version'] or '–'} · commit {commit}")
+        if not rows and history:
+            out.print(f"no run is kept in the history {history} yet: `simrun history keep` keeps one",
+                      highlight=False, markup=False, soft_wrap=True)
+            return
         header, lines = fit(["run", "status", "convs", "goal reached", "spent", "dataset"], cells, right={2, 3, 4})
         out.print(header, highlight=False)
         for line, identity in zip(lines, identities):
@@ -103,6 +108,9 @@ def register(app: typer.Typer) -> None:
     def dashboard(db: Optional[list[str]] = typer.Option(None, "--db", help="A DuckDB file to read; repeat for "
                                                          "several (one per release, or per CI job). Default: the "
                                                          "project's database."),
+                  history: Optional[str] = typer.Option(None, "--history", help="Draw the runs kept in this "
+                                                        "history too (a folder, or an object-store URL such as "
+                                                        "s3://bucket/prefix); with no --db, only them."),
                   out_file: Optional[str] = typer.Option(None, "--out", help="The page to write (default: "
                                                          "index.html in the project's reports folder)."),
                   baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file "
@@ -115,7 +123,7 @@ def register(app: typer.Typer) -> None:
         from simrun.scoring.pages import build_dashboard
 
         try:
-            paths = db or [project_db(None)]
+            paths = db or ([] if history else [project_db(None)])
             target = Path(out_file) if out_file else project_reports() / "index.html"
             if target.is_dir():
                 raise ConfigError(f"{target} is a folder; name the page to write, e.g. {target / 'index.html'}",
@@ -125,6 +133,8 @@ def register(app: typer.Typer) -> None:
             money = _budgets(budgets)
             with contextlib.ExitStack() as stack:
                 stores = [stack.enter_context(reading(path)) for path in paths]
+                if history:
+                    stores.append(stack.enter_context(history_store(history)))
                 path = build_dashboard(stores, target, baseline=base, gate_settings=money.gate,
                                        release=money.release if budgets else None, fallback=money.release)
         except SimrunError as exc:
@@ -167,14 +177,14 @@ def register(app: typer.Typer) -> None:
             out.print(f"#{turn.index} user:    {said}", highlight=False, markup=False)
             if turn.result:
                 out.print(f"   runtime: {turn.result.get('reply')}", highlight=False, markup=False)
+            for line in _tool_calls(turn):
+                out.print(f"   {line}", highlight=False, markup=False, soft_wrap=True)
             for f in findings:
                 if f["turn"] == turn.index:
                     out.print(f"   ! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
         for f in findings:
             if f["turn"] is None:
                 out.print(f"! {f['class']}: {f['detail']}", style="red", highlight=False, markup=False)
-            for line in _tool_calls(turn):
-                out.print(f"   {line}", highlight=False, markup=False, soft_wrap=True)
         for cls, why in sorted(reasons.items()):
             out.print(f"UNVERIFIABLE {cls}: {why[0][0]}", style="yellow", highlight=False, markup=False,
                       soft_wrap=True)
@@ -193,12 +203,6 @@ def register(app: typer.Typer) -> None:
                     out.print(f"    {line}", highlight=False, markup=False, soft_wrap=True)
 
 
-    def _click(t: Transcript, turn: TurnRecord) -> str:
-        """`clicks o-14 "Rebook the outbound"`: the button as the user saw it (the runtime's text,
-        one short line), and the turn that showed it when that was not the turn just before."""
-        shown = t.offer_label(turn.user.offer, turn.index)
-        if shown is None:
-            return f"clicks {turn.user.offer} (no earlier turn showed it)"
     def _tool_calls(turn: TurnRecord) -> list[str]:
         """The turn's tool calls, as the store's events show them (name, record, status, clipped
         arguments), or why they are unknown: the evidence behind what the reply claims."""
@@ -219,6 +223,12 @@ def register(app: typer.Typer) -> None:
             lines.append(f"and {len(mine) - 20} more tool calls")
         return lines
 
+    def _click(t: Transcript, turn: TurnRecord) -> str:
+        """`clicks o-14 "Rebook the outbound"`: the button as the user saw it (the runtime's text,
+        one short line), and the turn that showed it when that was not the turn just before."""
+        shown = t.offer_label(turn.user.offer, turn.index)
+        if shown is None:
+            return f"clicks {turn.user.offer} (no earlier turn showed it)"
         label, at = shown
         where = f" (shown at #{at})" if at != turn.index - 1 else ""
         return f"clicks {turn.user.offer} \"{one_line(label, 80) or ''}\"{where}"
@@ -272,3 +282,20 @@ def register(app: typer.Typer) -> None:
             fail(exc)
         out.print(f"merged {len(shards)} shards into run {run_id} in {out_file}; report: {path}", highlight=False)
         raise typer.Exit(verdict.exit_code)
+
+
+    history_app = typer.Typer(add_completion=False, rich_markup_mode=None, no_args_is_help=True,
+                              help="History: finished runs kept beyond the job that ran them, one file each.")
+    app.add_typer(history_app, name="history")
+
+    @history_app.command("keep")
+    def keep(run: str = typer.Argument("latest", help="Run id, or 'latest'."), db: Optional[str] = DB,
+             history: Optional[str] = typer.Option(None, "--history", help="Where to keep it: a folder, or an "
+                                                   "object-store URL such as s3://bucket/prefix (default: "
+                                                   "run.history of simrun.toml).")) -> None:
+        """Keep a finished run in the history, as one file written whole and never overwritten."""
+        try:
+            run_id, where = keep_run(project_db(db), run, history_location(history))
+        except SimrunError as exc:
+            fail(exc)
+        out.print(f"kept run {run_id} -> {where}", highlight=False, soft_wrap=True, markup=False)

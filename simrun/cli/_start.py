@@ -32,8 +32,10 @@ def register(app: typer.Typer) -> None:
             target: Optional[str] = typer.Option(None, "--target", help="python: module:Class (or file.py:Class); "
                                                  "callable: module:function."),
             model: Optional[str] = typer.Option(None, "--model", help="chat: the model name the endpoint serves."),
-            package: Optional[str] = typer.Option(None, "--package", help="How CI installs simrun (default: the git "
-                                                  "URL and commit this simrun came from, else simrun==VERSION)."),
+            package: Optional[str] = typer.Option(None, "--package", help="How CI installs simrun, as a pip "
+                                                  "requirement (default: the git URL and commit this simrun came "
+                                                  "from, or its version from an index; from a local wheel or "
+                                                  "folder, a step to fill in)."),
             force: bool = typer.Option(False, "--force", help="Overwrite files that already exist."),
             check: bool = typer.Option(True, "--check/--no-check", help="Run check-runtime on the new project."),
     ) -> None:
@@ -52,6 +54,15 @@ def register(app: typer.Typer) -> None:
         seen = written.seen
         for path in written.files:
             out.print(f"wrote {path}", highlight=False)
+        install = written.install
+        if install is not None and install.requirement is None:
+            out.print(f"the workflow's install step is left to fill in: this simrun came from {install.where}, which "
+                      "CI cannot reach; write your team's install line there (or pass --package)", style="yellow",
+                      highlight=False, markup=False, soft_wrap=True)
+        elif install is not None and install.note:
+            out.print(f"note: {install.note}", style="yellow", highlight=False, markup=False, soft_wrap=True)
+        elif install is not None:
+            out.print(f"the workflow installs {install.requirement}", highlight=False, markup=False, soft_wrap=True)
         if seen.problem:
             out.print(f"the runtime could not be asked what it offers ({seen.problem}); the goals are a start",
                       style="yellow", highlight=False, markup=False, soft_wrap=True)

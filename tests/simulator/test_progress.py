@@ -81,3 +81,37 @@ def test_the_time_left_comes_from_the_pace_measured_so_far():
 def test_a_duration_reads_as_people_say_it():
     assert [progress.duration(s) for s in (0, 59.4, 61, 3000, 3599, 7500)] == [
         "0 s", "59 s", "1 min", "50 min", "1 h 0 min", "2 h 5 min"]
+
+
+def test_the_heartbeat_says_when_the_run_waits_on_a_rate_limit(demo, monkeypatch):
+    """A local server under a hosted model's name inherits its limit from budgets.toml: the line says
+    the run is waiting on it (issue 41), rather than looking like a slow model."""
+    from simrun.simulator._limits import RateLimiter
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-heartbeat-000")
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 0.2)
+    port = free_port()
+    server = serve(FakeModelAPI(record=False), port)
+    sink = io.StringIO()
+    console = Console(file=sink, force_terminal=False, width=300)
+    ledger = Ledger(Decimal(1))
+    # 60 a minute in windows of a second: one call a second, the rest wait their turn.
+    limiter = RateLimiter(60, None, window_s=1.0)
+    user = ModelUser("openai:m", OpenAIProvider("m", base_url=f"http://127.0.0.1:{port}/v1"), PRICE, ledger,
+                     output="json_schema", limiter=limiter)
+    dataset = small(demo, ("single-add-bag", "cancel-trip"))
+
+    async def go():
+        with Store(":memory:") as store, RunProgress(console, 4, ledger.budget, ledger) as bar:
+            await run_matrix(dataset, PythonRuntime(TripDesk()), user, store, repetitions=1, seed=5,
+                             budget=ledger.budget, concurrency=4, ledger=ledger, on_conversation=bar)
+
+    try:
+        asyncio.run(go())
+    finally:
+        server.should_exit = True
+    lines = sink.getvalue().splitlines()
+    waiting = [re.search(r"(\d+) calls? waiting on a rate limit \(60 requests/min of budgets.toml\), "
+                         r"(\d+) s waited so far", line) for line in lines]
+    assert any(w and int(w.group(1)) >= 1 for w in waiting), lines
+    assert limiter.waited_s > 1 and limiter.waiting == 0

@@ -84,7 +84,9 @@ def test_the_workflow_is_valid_yaml_naming_the_readme_commands(initialised):
     script = "\n".join(step.get("run", "") for step in steps)
     for command in readme_commands():
         assert command in script, command
-    assert re.search(r'pip install "simrun(==| @ git\+)', script)
+    # This simrun is an editable install of a folder, which CI cannot reach: the step is to fill in,
+    # stopping the job with what to do, never `pip install "simrun==VERSION"` that no index has.
+    assert "fill in how CI installs simrun" in script and "simrun==" not in script
     gate = next(s for s in steps if "simrun gate" in s.get("run", ""))
     bless = next(s for s in steps if "baseline bless" in s.get("run", ""))
     assert "pull_request" in gate["if"] and "push" in bless["if"]
