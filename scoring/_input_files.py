@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
+from simrun.scoring import _secrets
+
 MAX_FILE_BYTES = 1_000_000
 MAX_DEPTH = 64
 MAX_NODES = 100_000          # scalars and collections, with every alias expanded
@@ -165,4 +167,5 @@ def _unreadable_line(text: str) -> int | None:
 def printable(value: Any, limit: int = 80) -> str:
     """Untrusted text, made safe for one line of output: printable, and cut."""
     text = "".join(ch if ch.isprintable() else "?" for ch in str(value))
-    return text if len(text) <= limit else text[:limit] + "…"
+    shown = _secrets.cut(text, limit)
+    return shown if shown == text else shown + "…"

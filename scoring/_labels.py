@@ -9,6 +9,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
+from simrun.scoring import _secrets
+
 LABEL_CHARS = 100
 MAX_LABELS = 20
 
@@ -22,9 +24,9 @@ def clean_labels(labels: Iterable[str]) -> tuple[str, ...]:
         if not label:
             raise ValueError("a label cannot be empty")
         if len(label) > LABEL_CHARS:
-            raise ValueError(f"the label {label[:30]!r}... is longer than {LABEL_CHARS} characters")
+            raise ValueError(f"the label {_secrets.cut(label, 30)!r}... is longer than {LABEL_CHARS} characters")
         if any(unicodedata.category(ch) == "Cc" for ch in label):
-            raise ValueError(f"the label {label[:30]!r} holds a control character (a newline, a tab...)")
+            raise ValueError(f"the label {_secrets.cut(label, 30)!r} holds a control character (a newline, a tab...)")
         if label not in out:
             out.append(label)
     if len(out) > MAX_LABELS:

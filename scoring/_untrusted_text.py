@@ -21,6 +21,8 @@ import re
 import unicodedata
 from typing import Any
 
+from simrun.scoring import _secrets
+
 # Controls (C0, C1, DEL), format characters (bidi marks and isolates, zero-width space and
 # joiners, the BOM, soft hyphen), lone surrogates, and the Unicode line and paragraph separators.
 _UNSAFE = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e"
@@ -54,7 +56,7 @@ def one_line(value: Any, limit: int) -> str | None:
         return None
     text = " ".join("".join(" " if ch.isspace() else ch for ch in str(value) if not _unsafe(ch) or ch.isspace())
                     .split())
-    return text[:limit] or None
+    return _secrets.cut(text, limit) or None
 
 
 # GitHub Actions reads a line of a job's output as a workflow command when it starts, after any

@@ -36,6 +36,8 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 import duckdb
 
+from simrun.scoring import _secrets as secrets
+
 if TYPE_CHECKING:       # the sandbox's module is the child process's; here only its answer's type
     from simrun.scoring.dataset._sql_sandbox import Answer
 
@@ -301,7 +303,7 @@ def sql_holds(query: str, state: dict[str, Any]) -> bool:
             # convention, none at all) says why, and the query's being false would say nothing.
             why = state.get(EVENTS_UNKNOWN)
             raise QueryFailed("reads events, and the runtime's events are unknown" + (
-                f": {str(why)[:600]}" if why else " (no store gives them, and no tool spans were read)"))
+                f": {secrets.cut(str(why), 600)}" if why else " (no store gives them, and no tool spans were read)"))
         _, _, holds = run_select(select_sql, records, events)
     except QueryRefused as exc:
         raise QueryFailed(str(exc)) from None
@@ -328,4 +330,4 @@ def _as_text(value: Any) -> str | None:
 
 
 def _first_line(exc: BaseException) -> str:
-    return (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+    return secrets.cut((str(exc).splitlines() or [type(exc).__name__])[0], 300)

@@ -33,6 +33,7 @@ from typing import Any
 
 import duckdb
 
+from simrun.scoring import _secrets as secrets
 from simrun.scoring._errors import SimrunError
 from simrun.scoring._settings import SequentialSection, from_store
 from simrun.scoring._writing import write_file
@@ -153,22 +154,22 @@ def _rounds(run: Judged) -> dict[str, Any] | None:
 def _judge(previous: RunSummary | SimrunError, run: RunSummary | SimrunError, settings: Any,
            rounds: dict[str, Any] | None = None) -> Verdict:
     if isinstance(previous, SimrunError):
-        return Verdict("not compared", str(previous)[:HEADLINE_CHARS])
+        return Verdict("not compared", secrets.cut(str(previous), HEADLINE_CHARS))
     if isinstance(run, SimrunError):
-        return Verdict("not compared", str(run)[:HEADLINE_CHARS])
+        return Verdict("not compared", secrets.cut(str(run), HEADLINE_CHARS))
     try:
         if rounds is not None:
             seq = from_store(SequentialSection, rounds, f"{getattr(run, 'source', 'the run')}: runs.config.sequential")
             done = sequential_gate(previous, run, settings, seq, finished=True)
             if done.decision != "failed":
                 return Verdict("passed" if done.decision == "passed" else "inconclusive",
-                               done.line()[:HEADLINE_CHARS])
+                               secrets.cut(done.line(), HEADLINE_CHARS))
             result = done.gate
         else:
             result = gate_verdict(previous, run, settings)
     except (SimrunError, TypeError) as exc:     # GateError: another scorer version, no cell in common...
-        return Verdict("not compared", str(exc)[:HEADLINE_CHARS])
-    return Verdict("passed" if result.passed else "failed", result.headline()[:HEADLINE_CHARS],
+        return Verdict("not compared", secrets.cut(str(exc), HEADLINE_CHARS))
+    return Verdict("passed" if result.passed else "failed", secrets.cut(result.headline(), HEADLINE_CHARS),
                    tuple(c.cls for c in result.failures))
 
 
@@ -202,7 +203,7 @@ def _recall(path: Path) -> dict[str, Verdict]:
 
 def _valid(entries: Iterable[tuple[Any, Any, Any, Any]]) -> dict[str, Verdict]:
     """(key, state, headline, classes) entries from a memory, those that can be verdicts."""
-    return {key: Verdict(state, headline[:HEADLINE_CHARS], tuple(classes))
+    return {key: Verdict(state, secrets.cut(headline, HEADLINE_CHARS), tuple(classes))
             for key, state, headline, classes in entries
             if isinstance(key, str) and state in JUDGED and isinstance(headline, str)
             and isinstance(classes, list) and all(c in GATE_CLASSES for c in classes)}

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import duckdb
 
+from simrun.scoring import _secrets as secrets
 from simrun.scoring._errors import StoreError
 from simrun.scoring.store._migrations import MIGRATIONS
 
@@ -80,7 +81,8 @@ def refuse_crafted(con: duckdb.DuckDBPyConnection) -> None:
     names = sorted({name for kind in ("views", "macros") for (name,) in con.execute(_NEVER[kind]).fetchall()})
     if names:
         # Names only, written by whoever made the file: never a value a view could compute.
-        raise StoreError(f"the database holds views or macros simrun never writes ({', '.join(names)[:200]}); "
+        named = secrets.cut(", ".join(names), 200)
+        raise StoreError(f"the database holds views or macros simrun never writes ({named}); "
                          "it may have been crafted, so it is not read")
     for kind in ("sequences", "types", "indexes", "schemas"):
         if con.execute(_NEVER[kind]).fetchone():

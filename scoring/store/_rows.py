@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, overload
 
+from simrun.scoring import _secrets as secrets
 from simrun.scoring._errors import StoreError
 from simrun.scoring._transcript import Scorecard, Transcript
 from simrun.scoring.checks import kind_of
@@ -152,7 +153,7 @@ def encoded_or_stand_in(f: Finished) -> Finished:
     try:
         return f.encoded()
     except (ValueError, RecursionError) as exc:
-        return stand_in(f, f"{type(exc).__name__}: {exc}"[:300])   # encoded already
+        return stand_in(f, secrets.cut(f"{type(exc).__name__}: {exc}", 300))   # encoded already
 
 
 def paid_only(calls) -> tuple[dict, ...]:

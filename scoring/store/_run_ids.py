@@ -11,6 +11,7 @@ import datetime as dt
 import re
 import secrets
 
+from simrun.scoring import _secrets
 from simrun.scoring._errors import StoreError
 
 # r20261130-013451-d29928; imported and merged runs use the same form.
@@ -24,7 +25,7 @@ def new_run_id() -> str:
 def checked_run_id(run_id: object, where: str = "the database") -> str:
     """`run_id` if it has the form simrun writes, else a StoreError naming where it came from."""
     if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
-        shown = repr(run_id)[:60]
+        shown = _secrets.cut(repr(run_id), 60)
         raise StoreError(f"{where} holds a run id {shown} that simrun did not write (expected the form "
                          "r20261130-013451-d29928); refusing to use it as a file name")
     return run_id

@@ -31,6 +31,8 @@ from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttribu
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.semconv.attributes import error_attributes
 
+from simrun.scoring import secrets
+
 GENAI = "OpenTelemetry GenAI"
 OPENINFERENCE = "OpenInference"
 OPENLLMETRY = "OpenLLMetry"
@@ -218,7 +220,7 @@ def seen_as(span_name: str, attrs: dict[str, Any]) -> str | None:
             return name
     parts: dict[str, int] = {}
     for key in attrs:
-        head = str(key).split(".", 1)[0][:40]
+        head = secrets.cut(str(key).split(".", 1)[0], 40)
         if head and head not in ("service", "telemetry", "otel", "code", "thread", "exception"):
             parts[head] = parts.get(head, 0) + 1
     return f"attributes {max(parts, key=lambda k: parts[k])}.*" if parts else None

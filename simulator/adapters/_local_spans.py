@@ -78,9 +78,9 @@ def span_of(readable: Any) -> Span:
     attributes = {key: list(value) if isinstance(value, tuple) else value
                   for key, value in (readable.attributes or {}).items()}
     return Span(trace_id=f"{context.trace_id:032x}", span_id=f"{context.span_id:016x}",
-                parent_span_id=f"{parent.span_id:016x}" if parent is not None else "", name=readable.name[:2000],
+                parent_span_id=f"{parent.span_id:016x}" if parent is not None else "", name=readable.name,
                 attributes=attributes, status_code=readable.status.status_code.value,
-                status_message=(readable.status.description or "")[:2000], start_ns=readable.start_time or 0)
+                status_message=readable.status.description or "", start_ns=readable.start_time or 0)
 
 
 def _processor():

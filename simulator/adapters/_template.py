@@ -29,7 +29,7 @@ from typing import Any
 
 import aiohttp
 
-from simrun.scoring import RuntimeFault, RuntimeUnavailable
+from simrun.scoring import RuntimeFault, RuntimeUnavailable, secrets
 from simrun.simulator.adapters._base import KEEPALIVE_S, excerpt, exit_text, parse_json, stderr_said, too_large
 from simrun.simulator.adapters._foreign import ForeignRuntime
 from simrun.simulator.adapters._process import ManagedProcess, free_port
@@ -76,7 +76,7 @@ def _tool_calls(answer: Any) -> str:
     """The tools a chat-completions answer asks its caller to run, named; '' if none."""
     try:
         calls = pointer(answer, "/choices/0/message/tool_calls")
-        return ", ".join(str(pointer(call, "/function/name"))[:100] for call in calls[:5]) if calls else ""
+        return ", ".join(secrets.cut(str(pointer(call, "/function/name")), 100) for call in calls[:5]) if calls else ""
     except (KeyError, TypeError):
         return ""
 
