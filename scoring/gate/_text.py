@@ -232,7 +232,7 @@ def gate_suite(result: GateResult) -> ET.Element:
     moved, more = moved_lines(result)
     flips, rest = flip_lines(result)
     parts = [result.headline(), *result.regressions(), subset_text(result), *sharing_lines(result),
-             "cells whose rate rose most:", *moved,
+             "cells whose rate rose most (descriptive, not tested):", *moved,
              more, flip_summary(result), *flips, rest, method_text(result)]
     ET.SubElement(suite, "system-out").text = "\n".join(p for p in parts if p)
     return suite

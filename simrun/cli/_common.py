@@ -245,7 +245,7 @@ def print_gate(result: GateResult) -> None:
     for line in result.regressions():
         say_styled(line, "bold red")
     moved, more = T.moved_lines(result)
-    say("cells whose rate rose most:" if moved else more)
+    say("cells whose rate rose most (descriptive, not tested):" if moved else more)
     for line in moved:
         say(f"  {line}")
     if moved and more:
