@@ -92,7 +92,18 @@ def goal_status(goal: Goal, transcript: Transcript, state: dict[str, Any] | None
         raise           # `known_answer`'s word that the query must run: the loop runs it off the loop
     except Exception as exc:
         return None, (f"UNVERIFIABLE: goal {goal.id}: the goal check could not read this store "
-                      f"({type(exc).__name__}: {cut(str(exc), 200)})")
+                      f"({_in_its_words(exc)})")
+
+
+def _in_its_words(exc: Exception) -> str:
+    """Why a check could not read a store, in words about the store: Python's own message for a
+    number too long to read ("use sys.set_int_max_str_digits() to increase the limit") names a fix
+    that is the runtime's to make, not the user's."""
+    if isinstance(exc, ValueError) and "int_max_str_digits" in str(exc):
+        return "a number of more digits than any check reads (over 4,300): the runtime's store holds it"
+    if isinstance(exc, RecursionError):
+        return "a value nested deeper than any check reads: the runtime's store holds it"
+    return f"{type(exc).__name__}: {cut(str(exc), 200)}"
 
 
 def _goal_status(goal: Goal, transcript: Transcript, state: dict[str, Any] | None,
