@@ -9,12 +9,24 @@ per turn (the exporter's process is not counted: it stands for the assistant), w
 without, and their ratio.
 
     python benchmarks/trace_receiver.py --turns 2000 --tools 3
+
+`--flood N` (issue 39, rule 4) then measures one hostile export: N empty spans (two bytes each;
+two million fit in 4 MB, inside the receiver's byte bound) and one span of an open turn, each
+way in a process of its own: "before", decoded and filed on the event loop as the receiver did
+(no bound but bytes), and "after", through the receiver (decoded in its worker, refused past
+the bound on spans). The figures are the longest stall of the loop (the most CPU time its thread
+spent between two ticks of a 5 ms probe), the wall time, and the peak memory of simrun's process
+(and of the receiver's worker).
+
+    python benchmarks/trace_receiver.py --turns 20 --flood 2000000
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -93,11 +105,105 @@ async def conversation(turns: int, tools: int, traced: bool) -> tuple[float, int
     return spent, events
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def flood_body(traceparent: str, empty: int) -> bytes:
+    """One export: a tool span of the turn of `traceparent`, and `empty` empty spans, on the wire."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
+
+    _, trace, _, _ = traceparent.split("-")
+    scope = ScopeSpans(spans=[Span(trace_id=bytes.fromhex(trace), span_id=os.urandom(8),
+                                   name="execute_tool rebook")]).SerializeToString() + b"\x12\x00" * empty
+    resource_spans = b"\x12" + _varint(len(scope)) + scope
+    return b"\x0a" + _varint(len(resource_spans)) + resource_spans
+
+
+async def flood_part(way: str, empty: int) -> None:
+    """One way of receiving the flood, in this process: prints its figures on one line."""
+    import aiohttp
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from simrun.simulator.adapters._otlp import PATH, TraceReceiver
+    from simrun.simulator.adapters._spans import Span, TraceBook
+
+    book = TraceBook({"rebook": Tool("trip_id")})
+    body = flood_body(book.begin("s-1", 1), empty)
+    lags: list[float] = []
+    walls: list[float] = []
+    done = asyncio.Event()
+
+    async def probe():
+        while not done.is_set():
+            before, wall = time.thread_time(), time.perf_counter()
+            await asyncio.sleep(0.005)
+            lags.append(time.thread_time() - before)
+            walls.append(time.perf_counter() - wall)
+
+    receiver = TraceReceiver(book) if way == "after" else None
+    if receiver is not None:
+        await receiver.start()
+    task = asyncio.create_task(probe())
+    await asyncio.sleep(0.02)
+    started = time.perf_counter()
+    worker_mb = 0.0
+    if receiver is None:
+        # The receiver as it was: the whole export decoded, each span built and filed, on the loop.
+        message = ExportTraceServiceRequest()
+        message.ParseFromString(body)
+        for rs in message.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    book.add(Span(trace_id=span.trace_id.hex(), span_id=span.span_id.hex(),
+                                  parent_span_id=span.parent_span_id.hex(), name=span.name[:2000],
+                                  attributes={kv.key: kv.value for kv in span.attributes},
+                                  status_code=span.status.code, status_message=span.status.message[:2000],
+                                  start_ns=span.start_time_unix_nano))
+        status = 200
+    else:
+        async with aiohttp.ClientSession() as http, http.post(
+                receiver.endpoint + PATH, data=body, headers={"Content-Type": "application/x-protobuf"}) as answer:
+            status = answer.status
+        decoder = receiver._decoder
+        if decoder is not None and decoder.process.is_alive():
+            with open(f"/proc/{decoder.process.pid}/status") as status_file:
+                worker_mb = max(int(line.split()[1]) / 1024 for line in status_file if line.startswith("VmHWM"))
+    took = time.perf_counter() - started
+    done.set()
+    await task
+    if receiver is not None:
+        await receiver.aclose()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{way}: HTTP {status}; longest stall of the loop {max(lags):.3f} s CPU, {max(walls):.3f} s wall; "
+          f"{took:.2f} s; peak RSS of simrun "
+          f"{peak:.0f} MB, of the receiver's worker {worker_mb:.0f} MB; events known: {book.known('s-1')}")
+
+
+def flood(empty: int) -> None:
+    body = flood_body("00-" + "ab" * 16 + "-" + "cd" * 8 + "-01", empty)
+    print(f"one export of {empty:,} empty spans and one tool span: {len(body) / 1e6:.2f} MB")
+    for way in ("before", "after"):
+        done = subprocess.run([sys.executable, __file__, "--flood-part", way, "--flood", str(empty)],
+                              capture_output=True, text=True, check=True)
+        print(done.stdout.strip())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--tools", type=int, default=3, help="execute_tool spans per turn")
+    parser.add_argument("--flood", type=int, default=0, help="empty spans in one hostile export (0: none)")
+    parser.add_argument("--flood-part", choices=("before", "after"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.flood_part:
+        asyncio.run(flood_part(args.flood_part, args.flood))
+        return
     plain, _ = asyncio.run(conversation(args.turns, args.tools, traced=False))
     traced, events = asyncio.run(conversation(args.turns, args.tools, traced=True))
     assert events == args.turns * args.tools, f"{events} events for {args.turns} turns of {args.tools} tools"
@@ -107,6 +213,8 @@ def main() -> None:
     print(f"simrun CPU per turn with traces:    {per_traced:,.0f} µs (receiving, decoding, filing: "
           f"{per_traced - per_plain:,.0f} µs)")
     print(f"ratio, with / without: {per_traced / per_plain:.1f}x")
+    if args.flood:
+        flood(args.flood)
 
 
 if __name__ == "__main__":

@@ -222,6 +222,10 @@ class RuntimeSection(_Model):
     state: str | None = Field(default=None, description=(
         "callable, chat, template: a hook that returns the session's records: module:function(session) or "
         "a URL ({session} is filled in)."))
+    isolation: Literal["thread", "process"] = Field(default="thread", description=(
+        "callable: where a sync function runs. thread (default): a thread of simrun's process, which a "
+        "function stuck holding the GIL (a runaway regular expression) holds whole, its timeouts and exit "
+        "too; process: worker processes, one per open conversation, killed at timeout_s."))
 
     @model_validator(mode="after")
     def _transport_needs(self) -> RuntimeSection:
@@ -240,6 +244,9 @@ class RuntimeSection(_Model):
                              "{session} in it) and reply (a JSON pointer to the reply's text, e.g. /output/text)")
         if self.reply is not None and self.reply and not self.reply.startswith("/"):
             raise ValueError(f"reply {self.reply!r} is not a JSON pointer: it starts with / (e.g. /output/text)")
+        if self.isolation != "thread" and self.transport != "callable":
+            raise ValueError(f"isolation is for the callable transport (a function simrun runs); a {self.transport} "
+                             "runtime runs in its own process or simrun's by design: remove isolation")
         if (self.tools or self.traces or self.state or self.trace_port) and self.transport not in FOREIGN:
             raise ValueError(f"tools, traces, trace_port and state are for the {', '.join(FOREIGN)} transports; a "
                              f"{self.transport} runtime gives its events and records through the protocol")

@@ -303,7 +303,8 @@ def foreign_runtime(rt: RuntimeSection, env: dict[str, str], headers: dict[str, 
     if rt.transport == "callable":
         from simrun.simulator.adapters import CallableRuntime
 
-        return CallableRuntime(rt.target, timeout_s=rt.timeout_s, **settings)
+        return CallableRuntime(rt.target, timeout_s=rt.timeout_s, isolation=rt.isolation,
+                               startup_timeout_s=rt.startup_timeout_s, **settings)
     from simrun.simulator.adapters import ChatRuntime, TemplateRuntime
 
     http: dict[str, Any] = {

@@ -56,6 +56,8 @@ MAX_TEXT = 2000                 # characters of a tool name, a record id, a reas
 MAX_ARGUMENTS_CHARS = 64_000    # of a tool call's arguments, as JSON text
 MAX_SPANS_PER_TURN = 1000       # tool events kept per turn; the rest are counted as dropped
 MAX_OPEN_TURNS = 100_000        # trace contexts remembered at once (a conversation's turns end with it)
+MAX_SPANS_PER_CONVERSATION = 50_000   # spans of any kind; past it, its events are unknown (issue 39, rule 4)
+MAX_ATTRIBUTES_PER_SPAN = 1000  # a span with more leaves its conversation's events unknown
 STATUS_ERROR = 2                # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 
 
@@ -116,9 +118,13 @@ class TraceBook:
     """The trace context of every open turn, and the events their spans became."""
 
     def __init__(self, tools: dict[str, Tool] | None = None, *, max_spans_per_turn: int = MAX_SPANS_PER_TURN,
+                 max_spans_per_conversation: int = MAX_SPANS_PER_CONVERSATION,
                  readers: tuple[Reader, ...] = READERS) -> None:
         self.tools = dict(tools or {})
         self.max_spans_per_turn = max_spans_per_turn
+        self.max_spans_per_conversation = max_spans_per_conversation
+        self._spans_of: dict[str, int] = {}            # session -> its spans received
+        self._unbounded: dict[str, str] = {}           # session -> why its spans passed a bound (events unknown)
         self.readers = readers
         self.counts = Counts()
         self._turns: dict[str, _Turn] = {}             # trace id -> turn
@@ -145,6 +151,17 @@ class TraceBook:
             self.counts.orphans += 1
             return
         turn.spans += 1
+        # Traces cost what their bytes allow: past a bound, a conversation's events are unknown with
+        # the reason, never judged on the part of its spans that was kept (the receiver refuses an
+        # export before this; a callable's own spans come here one by one).
+        spans = self._spans_of[turn.session] = self._spans_of.get(turn.session, 0) + 1
+        if spans > self.max_spans_per_conversation or len(span.attributes) > MAX_ATTRIBUTES_PER_SPAN:
+            past = (f"more than {self.max_spans_per_conversation:,} spans arrived"
+                    if spans > self.max_spans_per_conversation
+                    else f"a span of more than {MAX_ATTRIBUTES_PER_SPAN:,} attributes arrived")
+            self._unbounded[turn.session] = f"{past}: its spans past the bound were not read, so its tool calls are " \
+                                            "unread, not none"
+            return
         if span.span_id in turn.ids:     # sent again (an exporter retries a batch it saw no answer to)
             self.counts.repeats += 1
             return
@@ -198,17 +215,42 @@ class TraceBook:
         calls no tool."""
         return any(self._turns[t].spans for t in self._sessions.get(session, ()))
 
+    def past_bound(self, spans: list[Span]) -> tuple[str, ...]:
+        """A trace id of each conversation these spans would take past its bound on spans."""
+        adding: dict[str, tuple[str, int]] = {}
+        for span in spans:
+            turn = self._turns.get(span.trace_id)
+            if turn is not None:
+                adding[turn.session] = (span.trace_id, adding.get(turn.session, ("", 0))[1] + 1)
+        return tuple(trace for session, (trace, count) in adding.items()
+                     if self._spans_of.get(session, 0) + count > self.max_spans_per_conversation)
+
+    def unbounded(self, reason: str, traces: tuple[str, ...] | None) -> None:
+        """Spans of the conversations of `traces` (None: of any conversation open now, when an
+        export could not be read far enough to tell) were refused past a bound: their events are
+        unknown, for `reason`."""
+        if traces is None:
+            sessions = set(self._sessions)
+        else:
+            sessions = {self._turns[t].session for t in traces if t in self._turns}
+        for session in sessions:
+            self._unbounded.setdefault(session, reason)
+
     def known(self, session: str) -> bool:
         """Whether the session's tool events are known (an empty list of them is none): a tool
         call was read from its spans, or a span of it is an agent's, a chain's or a tool's in a
         convention simrun reads, whose tool calls would have been read. Spans of no convention
         simrun reads, or of model calls alone, leave them unknown."""
+        if session in self._unbounded:
+            return False
         turns = [self._turns[t] for t in self._sessions.get(session, ())]
         return any(t.calls or t.above for t in turns)
 
     def unknown_reason(self, session: str) -> str | None:
         """Why the session's events are unknown, naming the conventions its spans were written in;
         None when they are known."""
+        if session in self._unbounded:
+            return self._unbounded[session]
         if self.known(session):
             return None
         turns = [self._turns[t] for t in self._sessions.get(session, ())]
@@ -237,6 +279,8 @@ class TraceBook:
         return found
 
     def forget(self, session: str) -> None:
+        self._spans_of.pop(session, None)
+        self._unbounded.pop(session, None)
         for trace in self._sessions.pop(session, ()):
             self._turns.pop(trace, None)
 
