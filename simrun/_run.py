@@ -119,6 +119,7 @@ class Outcome:
     estimate: Estimate | None           # the plan's estimate of a model-played user's spend
     replay: ReplayCache | None = field(default=None, repr=False)
     verdict_json: Path | None = None    # where the verdict was written as JSON, if asked
+    kept: str | None = None             # where the run was kept in run.history (None: not kept)
 
     @property
     def exit_code(self) -> int:
@@ -371,10 +372,29 @@ async def _execute(prepared: PreparedRun, events: RunEvents, verdict_json: str |
     written = write_verdict_json(verdict, verdict_json)
     if step_summary:
         write_step_summary(markdown(verdict))
+    kept = _kept(plan, result.run_id, shard, events)
     return Outcome(run_id=result.run_id, verdict=verdict, report=Path(report), db=Path(plan.db),
                    spent_usd=result.spent_usd, budget_usd=result.budget_usd, conversations=result.conversations,
                    planned=result.planned, budget_stopped=result.budget_stopped, stopped=result.stopped,
-                   resumed=result.resumed, estimate=estimated, replay=prepared.replay, verdict_json=written)
+                   resumed=result.resumed, estimate=estimated, replay=prepared.replay, verdict_json=written,
+                   kept=kept)
+
+
+def _kept(plan: Plan, run_id: str, shard: tuple[int, int] | None, events: RunEvents) -> str | None:
+    """With run.history set, a finished run kept there as one file (`simrun history keep`): where,
+    or None. A shard is kept once merged, and a run cut short, once resumed and finished; a
+    history that cannot take it is said, and costs the run nothing: it was judged and stored."""
+    if plan.history is None or shard is not None:
+        return None
+    from simrun.scoring.store import keep_run
+
+    try:
+        _, where = keep_run(plan.db, run_id, plan.history)
+    except SimrunError as exc:
+        events.note(f"history: run {run_id} not kept in {plan.history}: {exc}")
+        return None
+    events.note(f"history: run {run_id} kept -> {where}")
+    return where
 
 
 async def _matrix(prepared: PreparedRun, runtime: RuntimeAdapter, store: Store, ledger: Ledger,

@@ -58,6 +58,7 @@ class Plan:
     labels: tuple[str, ...] = ()     # what the run is called (a release, a branch): never part of its key
     baseline: RunSummary | None = None   # gate.baseline of simrun.toml, read before anything runs
     sequential: bool = False         # run in rounds against the baseline (`simrun.scoring.gate._sequential`)
+    history: str | None = None       # run.history, resolved: where each finished run is kept (a folder or a URL)
 
     @property
     def conversations(self) -> int:
@@ -122,6 +123,15 @@ def project_baseline(project: Project, config_file: Path | None) -> RunSummary |
                           field="gate.baseline") from None
 
 
+def _history_of(history: str | None, base: Path) -> str | None:
+    """run.history as a place: an object-store URL as it is, a folder relative to simrun.toml."""
+    if not history:
+        return None
+    from simrun.scoring.store import is_url
+
+    return history if is_url(history) else str(base / history)
+
+
 def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = None,
               budget: str | None = None, personas: str | None = None, goals: str | None = None,
               repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
@@ -171,7 +181,8 @@ def load_plan(*, config: str | Path | None = None, budgets: str | Path | None = 
                 db=Path(db) if db else base / run.db, reports=Path(reports) if reports else base / run.reports,
                 runtime=runtime, files=tuple(str(f) for f in (config_file, budgets_file) if f),
                 labels=labels_flag(labels) if labels else tuple(run.labels),
-                baseline=project_baseline(project, config_file), sequential=sequential)
+                baseline=project_baseline(project, config_file), sequential=sequential,
+                history=_history_of(run.history, base))
     if sequential and plan.baseline is None:
         raise ConfigError("--sequential judges the run against a baseline: set gate.baseline in simrun.toml "
                           "(bless one with `simrun baseline bless RUN --out baselines/main.json`)",

@@ -236,3 +236,29 @@ def test_run_history_of_simrun_toml_is_where_history_keep_keeps_a_run(checkouts,
     (project / "simrun.toml").write_text("[run]\n")
     code, output = simrun(project, "history", "keep")
     assert code == 2 and "--history" in output and "run.history" in output
+
+
+def test_with_run_history_set_simrun_keeps_each_finished_run_itself_and_a_shard_never(tmp_path):
+    """run.history in simrun.toml: every finished run is kept there by `simrun` itself, once, one
+    file each; a shard is kept once merged, and a run of a history that cannot take it is still
+    judged and stored, with a line saying why it was not kept."""
+    from tests.conftest import demo_project
+
+    project = demo_project(tmp_path / "team")
+    toml = project / "simrun.toml"
+    toml.write_text(toml.read_text().replace("[run]\n", '[run]\nhistory = "kept"\n', 1))
+    code, output = simrun(project, "-n", "1")
+    assert code == 0, output
+    run = re.search(r"run: (r[\w-]+)", output).group(1)
+    assert f"history: run {run} kept -> " in output
+    assert sorted(p.name for p in (project / "kept").iterdir()) == [f"{run}.duckdb"]
+    code, listed = simrun(project, "runs", "--history", "kept")
+    assert code == 0 and run in listed, listed
+    code, output = simrun(project, "-n", "1", "--shard", "0/2", "--db", "shard0.duckdb")
+    assert code in (0, 1), output
+    assert "history:" not in output and len(list((project / "kept").iterdir())) == 1
+    (project / "kept").rename(project / "elsewhere")
+    (project / "kept").write_text("a file, not a folder")
+    code, output = simrun(project, "-n", "1")
+    assert code == 0, output                          # the run stands; only keeping it failed
+    assert re.search(r"history: run r[\w-]+ not kept in .*kept: ", output), output
