@@ -130,7 +130,7 @@ def variation_text(result: GateResult) -> str:
     """What the gate assumed, or measured, about how runs differ as a whole."""
     v = result.variation
     if v is None:
-        return ("the baseline is one run: the test assumes runs do not differ as a whole (a cell's conversations "
+        return ("the baseline holds one run, so the test assumes runs do not differ as a whole (a cell's conversations "
                 "exchangeable across runs); bless several to measure how far they do "
                 "(`simrun baseline bless RUN RUN RUN --out FILE`)")
     moved = [(cls, rho, sd) for cls, rho, sd in zip(v.classes, v.bound, v.spread) if rho > 0]

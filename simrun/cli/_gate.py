@@ -69,7 +69,7 @@ def bless(run: list[str] = typer.Argument(..., help="Run id, or 'latest'; severa
     out.print(f"blessed {what} ({len(summary.cells)} cells, dataset {summary.dataset_hash}, "
               f"scorer {summary.scorer_version}) -> {path}", highlight=False, soft_wrap=True)
     if not summary.runs:
-        say("one run: the gate will assume runs do not differ as a whole; bless several "
+        say("a baseline of one run, so the gate will assume runs do not differ as a whole; bless several "
             "(`simrun baseline bless RUN RUN RUN --out FILE`) to measure how far they do")
 
 

@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent('''
         started = time.monotonic()
         try:
             await runtime.turn(session, {"message": "hello"})
-            print("answered", flush=True)
+            print("answered", round(time.monotonic() - started, 2), flush=True)
         except RuntimeFault as fault:
             print(fault.kind, round(time.monotonic() - started, 2), flush=True)
         closing = time.monotonic()
@@ -65,14 +65,16 @@ def run(tmp_path, isolation: str, n: int, timeout_s: float, limit_s: float):
 
 
 def test_in_a_thread_a_gil_holding_function_holds_the_timeout_until_it_returns(tmp_path):
-    # What the docs say a stuck sync function costs without isolation, measured: a 0.3 s timeout
-    # fires only once the expression (about a second) has returned, however long it takes.
+    # What the docs say a stuck sync function costs without isolation: a 0.3 s timeout cannot fire
+    # while the expression (about a second) holds the GIL; the turn ends only once it has returned,
+    # as a timeout or with its answer (which of the two the loop sees first, once the GIL is free,
+    # is its own affair), however long the expression takes.
     done, _ = run(tmp_path, "thread", 23, 0.3, 120)
     kind, waited = done.stdout.split()[:2]
     regex_s = float((tmp_path / "stuck.py.took").read_text())
-    assert kind == "timeout", done.stdout + done.stderr
+    assert kind in ("timeout", "answered"), done.stdout + done.stderr
     assert regex_s > 0.3 and float(waited) + 0.01 >= regex_s, (
-        f"the timeout fired after {waited}s, the expression took {regex_s:.2f}s")
+        f"the turn ended after {waited}s ({kind}), the expression took {regex_s:.2f}s")
 
 
 def test_in_a_worker_process_the_turn_ends_at_its_timeout_and_the_process_exits_within_timeout_and_grace(tmp_path):
