@@ -21,10 +21,12 @@ import asyncio
 import contextlib
 import inspect
 import multiprocessing
+import os
 import signal
 import sys
 import traceback
 from collections.abc import Iterator
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +139,28 @@ class Raised(Exception):
         self.kind, self.message, self.text = kind, message, text
 
 
+# A message this size or smaller fits in the pipe's buffer: sent at once, it cannot block.
+SMALL_MESSAGE_BYTES = 32 * 1024
+
+
+async def sent(conn, message: Any) -> None:
+    """`message` on a worker's pipe, whole. An event loop that watched the pipe (`answer_of`;
+    uvloop) may leave it non-blocking, and a message past the pipe's buffer would then fail half
+    sent (EAGAIN): the pipe is made blocking for the send, and a large message (an export of
+    spans, a long conversation) is sent from a thread, so that the loop never waits for the
+    worker to read it."""
+    data = bytes(ForkingPickler.dumps(message))
+
+    def send() -> None:
+        os.set_blocking(conn.fileno(), True)
+        conn.send_bytes(data)
+
+    if len(data) <= SMALL_MESSAGE_BYTES:
+        send()
+    else:
+        await asyncio.to_thread(send)
+
+
 async def answer_of(conn, process, timeout_s: float) -> tuple:
     """The next message from a worker's pipe, read when it is there (no thread waits for it);
     TimeoutError past `timeout_s`, `Raised` if the worker has ended."""
@@ -147,6 +171,10 @@ async def answer_of(conn, process, timeout_s: float) -> tuple:
         if got.done():
             return
         try:
+            # The first bytes are here and the worker sends each message whole: read it to its end,
+            # blocking if need be (a loop that watches the pipe may have made it non-blocking, and
+            # a message past the pipe's buffer would then break off half read).
+            os.set_blocking(conn.fileno(), True)
             got.set_result(conn.recv())
         except (EOFError, OSError):
             got.set_exception(Raised("WorkerExited", f"the worker process ended (exit code {process.exitcode})", ""))
@@ -185,7 +213,7 @@ class Worker:
 
     async def call(self, messages: list[dict[str, str]], session: dict[str, Any], timeout_s: float) -> Any:
         """The function's answer; TimeoutError past `timeout_s` (the worker is then killed)."""
-        self.conn.send(("call", messages, session))
+        await sent(self.conn, ("call", messages, session))
         answer = await self._answer(timeout_s)
         if answer[0] == "ok":
             return answer[1]
@@ -212,7 +240,7 @@ class Worker:
         """Asked to end (its exporter flushes), and killed if it has not within GRACE_S."""
         if self.process.is_alive():
             with contextlib.suppress(Exception):
-                self.conn.send(("close",))
+                await sent(self.conn, ("close",))
             deadline = asyncio.get_running_loop().time() + GRACE_S
             while self.process.is_alive() and asyncio.get_running_loop().time() < deadline:
                 await asyncio.sleep(0.02)

@@ -39,7 +39,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from simrun.scoring import RuntimeUnavailable, secrets
-from simrun.simulator.adapters._callable_worker import Raised, answer_of, apart_from_main
+from simrun.simulator.adapters._callable_worker import Raised, answer_of, apart_from_main, sent
 from simrun.simulator.adapters._otlp_decode import Decoded, serve
 from simrun.simulator.adapters._spans import MAX_ATTRIBUTES_PER_SPAN, Span, TraceBook
 
@@ -131,7 +131,7 @@ class TraceReceiver:
         an export's time is its own decoding, not its wait for another's."""
         async with self._lock:
             decoder = await self._started_decoder()      # again, if one past its time was ended
-            decoder.conn.send((raw, as_json, self.max_spans, self.max_attributes))
+            await sent(decoder.conn, (raw, as_json, self.max_spans, self.max_attributes))
             try:
                 answer = await answer_of(decoder.conn, decoder.process, self.decode_timeout_s)
             except TimeoutError:

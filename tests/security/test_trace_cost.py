@@ -165,3 +165,31 @@ def test_an_export_past_the_byte_bound_leaves_every_open_conversation_unknown_no
     # Unread, so which conversation it held is unknown: each open one is, with the reason.
     assert not book.known("s-1") and "larger than 100,000 bytes" in book.unknown_reason("s-1")
     assert not book.known("s-2")
+
+
+def test_exports_and_answers_larger_than_the_pipe_cross_to_the_worker_whole_on_simruns_own_loop():
+    """The worker's pipe under the loop simrun runs on (uvloop, which leaves a watched pipe
+    non-blocking): an export and its decoded answer, each past the pipe's buffer (here about half
+    a megabyte), cross whole, again and again, never a 500 or 'the decoder's process ended'."""
+    from simrun.simulator import eventloop
+
+    book = TraceBook({"rebook": Tool("trip_id")})
+    receiver = TraceReceiver(book)
+
+    async def go():
+        await receiver.start()
+        try:
+            statuses = []
+            for turn in range(1, 4):
+                tp = book.begin(f"s-{turn}", 1)
+                spans = [tool_span(tp, "rebook", {"trip_id": f"T-{i}", "note": "x" * 1500}) for i in range(300)]
+                body = export(spans).SerializeToString()
+                assert len(body) > 256 * 1024
+                statuses.append(await post(receiver, body))
+            return statuses
+        finally:
+            await receiver.aclose()
+
+    assert eventloop.run(go()) == [200, 200, 200]
+    for turn in range(1, 4):
+        assert book.known(f"s-{turn}") and len(book.events(f"s-{turn}")) == 300, book.unknown_reason(f"s-{turn}")
