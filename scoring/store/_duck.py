@@ -15,6 +15,7 @@ import duckdb
 
 from simrun.scoring import _secrets as secrets
 from simrun.scoring._errors import StoreError
+from simrun.scoring._storable import json_text_problem
 
 _names = itertools.count()
 # What the operating system said, which DuckDB quotes after the file's name: fixed words, so
@@ -83,3 +84,25 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")
         raise
+
+
+def first_unstorable(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...],
+                     run_id: str | None = None) -> tuple[str, str, str] | None:
+    """(table, column, problem) of the first JSON value in `tables` (of run `run_id`, or all) that
+    breaks the rule the store's own values are written by (`json_text_problem`: NaN, 1e999, a bare
+    nan, no JSON at all), else None. A store from elsewhere (a shard, a history file) may hold one:
+    DuckDB keeps them in a JSON column without a word. Read in batches: a crafted file's size is
+    bounded, not its rows."""
+    for table in tables:
+        columns = [row[0] for row in con.execute(f"DESCRIBE {table}").fetchall() if row[1] == "JSON"]
+        if not columns:
+            continue
+        where = " WHERE run_id = ?" if run_id is not None else ""
+        cursor = con.execute(f"SELECT {', '.join(columns)} FROM {table}{where}", [run_id] if run_id else [])
+        while rows := cursor.fetchmany(1024):
+            for row in rows:
+                for column, text in zip(columns, row):
+                    problem = json_text_problem(text) if text is not None else None
+                    if problem:
+                        return table, column, problem
+    return None

@@ -35,10 +35,9 @@ import duckdb
 
 from simrun.scoring._errors import ConfigError, StoreError
 from simrun.scoring._secrets import cut, register
-from simrun.scoring._storable import json_text_problem
 from simrun.scoring._writing import write_file
 from simrun.scoring.store._database import Store, reading
-from simrun.scoring.store._duck import reason, transaction
+from simrun.scoring.store._duck import first_unstorable, reason, transaction
 from simrun.scoring.store._rows import labels_of
 from simrun.scoring.store._run_ids import RUN_ID
 
@@ -284,18 +283,11 @@ def _checked(path: Path, where: str, run_id: str) -> None:
             if ids != [run_id]:
                 raise StoreError(f"{where}: a history file holds the one run its name says ({run_id}); this one "
                                  f"holds {len(ids)} run(s){' of another id' if len(ids) == 1 else ''}")
-            for table in TABLES:
-                columns = [row[0] for row in store.con.execute(f"DESCRIBE {table}").fetchall() if row[1] == "JSON"]
-                if not columns:
-                    continue
-                cursor = store.con.execute(f"SELECT {', '.join(columns)} FROM {table}")
-                while rows := cursor.fetchmany(1024):
-                    for row in rows:
-                        for column, text in zip(columns, row):
-                            problem = json_text_problem(text) if text is not None else None
-                            if problem:
-                                raise StoreError(f"{where}: {table}.{column} holds {problem}, which a store "
-                                                 "cannot keep; the file was changed since simrun wrote it")
+            found = first_unstorable(store.con, TABLES)
+            if found is not None:
+                table, column, problem = found
+                raise StoreError(f"{where}: {table}.{column} holds {problem}, which a store cannot keep; the file "
+                                 "was changed since simrun wrote it")
     except StoreError as exc:
         # Named by where it is kept, never by the temporary copy read here.
         message = str(exc).replace(f"{path}: ", "").replace("Pass another --db", "Remove it from the history")

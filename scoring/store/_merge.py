@@ -15,9 +15,8 @@ from pathlib import Path
 import duckdb
 
 from simrun.scoring._errors import ConfigError
-from simrun.scoring._storable import json_text_problem
 from simrun.scoring.store._database import Store, reading
-from simrun.scoring.store._duck import one_row, reason, transaction
+from simrun.scoring.store._duck import first_unstorable, one_row, reason, transaction
 from simrun.scoring.store._run_ids import new_run_id
 
 TABLES = ("conversations", "turns", "findings", "checks", "model_calls")
@@ -40,20 +39,12 @@ def _refuse_unstorable(store: Store, path: Path, run_id: str) -> None:
     """A shard is another job's file, and may have been changed since it was written: every JSON
     value of its run is held to the rule the store's own are written by (scoring/_storable.py),
     before anything is read into the joined run, or copied."""
-    for table in ("runs", *TABLES):
-        columns = [row[0] for row in store.con.execute(f"DESCRIBE {table}").fetchall() if row[1] == "JSON"]
-        if not columns:
-            continue
-        cursor = store.con.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE run_id = ?", [run_id])
-        while rows := cursor.fetchmany(1024):
-            for row in rows:
-                for column, text in zip(columns, row):
-                    problem = json_text_problem(text) if text is not None else None
-                    if problem:
-                        raise ConfigError(f"{path}: {table}.{column} of run {run_id} holds {problem}, which a "
-                                          "store cannot keep: the file was changed since its job wrote it, or "
-                                          "written by a simrun from before its store refused such values",
-                                          field="SHARDS")
+    found = first_unstorable(store.con, ("runs", *TABLES), run_id)
+    if found is not None:
+        table, column, problem = found
+        raise ConfigError(f"{path}: {table}.{column} of run {run_id} holds {problem}, which a store cannot keep: "
+                          "the file was changed since its job wrote it, or written by a simrun from before its "
+                          "store refused such values", field="SHARDS")
 
 
 def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -> str:
