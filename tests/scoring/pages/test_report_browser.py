@@ -362,6 +362,8 @@ def test_the_top_of_the_page_leads_in_one_click_to_each_reason_class_and_the_wor
         assert click_from_top(page, f"#toc a[href='#fired-{cls}']") == f"#fired-{cls}"
         assert in_view(page, f"#fired-{cls}")
         page.locator(f"#fired-{cls} a[href='#class-{cls}']").click()
+        # The page's own script folds the list open on the hash change: waited for, not raced.
+        page.wait_for_function(f"document.getElementById('class-{cls}').open", timeout=10_000)
         assert page.locator(f"#class-{cls}").evaluate("d => d.open") and in_view(page, f"#class-{cls}")
         examples = page.locator(f"#fired-{cls} a[href^='#conv-']").evaluate_all("els => els.map(e => e.hash)")
         assert examples, cls
