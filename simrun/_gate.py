@@ -64,11 +64,12 @@ def chosen_baseline(baseline: str | None, baseline_ref: str | None, database: st
     return open_baseline(baseline, database)
 
 
-def gate(candidate: str = "latest", baseline: str | Path | None = None, *, baseline_ref: str | None = None,
+def gate(candidate: str = "latest", baseline: str | Path | RunSummary | None = None, *, baseline_ref: str | None = None,
          db: str | Path | None = None, budgets: str | Path | None = None, config: str | Path | None = None,
          sequential: bool = False, verdict_json: str | Path | None = None) -> GateOutcome:
-    """Judge `candidate` (a run id, or "latest") against `baseline` (a blessed file or a run id;
-    default: gate.baseline of simrun.toml) or `baseline_ref` (REF:PATH read from git). `budgets`:
+    """Judge `candidate` (a run id, or "latest") against `baseline` (a blessed file, a run id, or a
+    summary already read, as `simrun gate --history` reads one; default: gate.baseline of
+    simrun.toml) or `baseline_ref` (REF:PATH read from git). `budgets`:
     gate thresholds and release criteria (default ./budgets.toml; the candidate's release criteria
     are those it ran with unless `budgets` is given). `sequential`: judge its repetitions as
     rounds, with the settings it ran with (a `simrun --sequential` run) or budgets.toml's.
@@ -77,7 +78,12 @@ def gate(candidate: str = "latest", baseline: str | Path | None = None, *, basel
     database = project_db(str(db) if db is not None else None, config)
     budgets_file = given_file(budgets, "budgets.toml", "--budgets")
     money = load_budgets(budgets_file) if budgets_file else Budgets()
-    base = chosen_baseline(str(baseline) if baseline is not None else None, baseline_ref, database, config=config)
+    if isinstance(baseline, RunSummary):
+        if baseline_ref is not None:
+            raise ConfigError("give one of a baseline and --baseline-ref REF:PATH, not both", field="--baseline")
+        base: RunSummary | None = baseline
+    else:
+        base = chosen_baseline(str(baseline) if baseline is not None else None, baseline_ref, database, config=config)
     assert base is not None     # required: chosen_baseline raised otherwise
     with Store(database, create=False) as store:
         try:

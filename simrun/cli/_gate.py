@@ -17,10 +17,10 @@ from simrun._gate import chosen_baseline
 from simrun._gate import gate as judge_gate
 from simrun._step_summary import write_step_summary
 from simrun.cli._common import fail, out, print_gate, print_rounds, print_verdict, say
-from simrun.cli._history import baseline_from_history, temporary_folder, ungated_verdict
+from simrun.cli._history import baseline_from_history, ungated_verdict
 from simrun.scoring import Budgets, Project, SimrunError, load_budgets, load_project, write_file
 from simrun.scoring.dataset import Dataset, load_dataset
-from simrun.scoring.gate import RunVerdict, merge_runs, summary_from_store, verdict_of_run, write_baseline
+from simrun.scoring.gate import RunSummary, RunVerdict, merge_runs, summary_from_store, verdict_of_run, write_baseline
 from simrun.scoring.gate import verdict_text as V
 from simrun.scoring.store import Store, export_bundle, import_bundle, load_bundle, new_run_id, rescore_run, write_bundle
 from simrun.simulator import __version__, given_file, project_db
@@ -111,13 +111,13 @@ def gate(baseline: Optional[str] = typer.Option(None, "--baseline", help="A bles
         # The candidate's whole verdict (`simrun.gate`): its guarantees, its release criteria (those
         # it ran with, unless --budgets says otherwise) and this gate. Here it is only written and printed.
         # The library writes the verdict's JSON, as it does for a run: one writer for that document.
-        with temporary_folder() as folder:
-            if history is not None:
-                baseline, note = baseline_from_history(history, candidate, db, Path(folder), baseline or baseline_ref)
-                say(note)
-            judged = None if history is not None and baseline is None else judge_gate(
-                candidate, baseline, baseline_ref=baseline_ref, db=db, budgets=budgets, sequential=sequential,
-                verdict_json=verdict_json)
+        chosen: str | RunSummary | None = baseline
+        if history is not None:
+            chosen, note = baseline_from_history(history, candidate, db, baseline or baseline_ref)
+            say(note)
+        judged = None if history is not None and chosen is None else judge_gate(
+            candidate, chosen, baseline_ref=baseline_ref, db=db, budgets=budgets, sequential=sequential,
+            verdict_json=verdict_json)
         verdict = judged.verdict if judged is not None else ungated_verdict(candidate, db, budgets, verdict_json)
         text = V.markdown(verdict)
         if markdown:

@@ -9,16 +9,15 @@ its guarantees and release criteria alone.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
+import dataclasses
 
 import typer
 
 from simrun._run import write_verdict_json
 from simrun.scoring import Budgets, ConfigError, GateError, StoreError, load_budgets
-from simrun.scoring.gate import RunVerdict, summary_from_store, verdict_of_run, write_baseline
+from simrun.scoring.gate import RunSummary, RunVerdict, summary_from_store, verdict_of_run
 from simrun.scoring.store import Store, compared_line, history_store, is_url, newest_of_line
-from simrun.simulator import __version__, given_file, load_project_file, project_db
+from simrun.simulator import given_file, load_project_file, project_db
 
 HISTORY = typer.Option(None, "--history", help="Read the runs kept in this history instead (a folder, or an "
                        "object-store URL such as s3://bucket/prefix; docs/how-to/dashboards.md).")
@@ -36,11 +35,12 @@ def history_location(given: str | None) -> str:
     return found if is_url(found) else str(config_file.parent / found)
 
 
-def baseline_from_history(location: str, candidate: str, db: str | None, folder: Path,
-                          other: str | None = None) -> tuple[str | None, str]:
-    """A baseline file in `folder` blessed from the history's newest run of the candidate's
-    compared line, and what it is; (None, why) when the history holds no such run. `other`: a
-    baseline given besides, refused (one baseline per gate)."""
+def baseline_from_history(location: str, candidate: str, db: str | None,
+                          other: str | None = None) -> tuple[RunSummary | None, str]:
+    """The history's newest run of the candidate's compared line as a baseline, named by its place
+    in the history (never by the temporary copy it was read from), and what it is; (None, why)
+    when the history holds no such run. `other`: a baseline given besides, refused (one baseline
+    per gate)."""
     if other is not None:
         raise ConfigError("give one of --history and --baseline/--baseline-ref, not both", field="--history")
     with Store(project_db(db), create=False) as store:
@@ -56,8 +56,8 @@ def baseline_from_history(location: str, candidate: str, db: str | None, folder:
             return None, (f"not gated: the history {location} holds no finished run of {line} yet, so there is no "
                           "baseline; judged on its guarantees and release criteria alone")
         summary = summary_from_store(history, found)
-    path = write_baseline(summary, folder / f"{found}.json", simrun_version=__version__)
-    return str(path), f"gated against run {found}, the newest of {line} in the history {location}"
+    named = dataclasses.replace(summary, source=f"run {found} of the history {location}")
+    return named, f"gated against run {found}, the newest of {line} in the history {location}"
 
 
 def ungated_verdict(candidate: str, db: str | None, budgets: str | None, verdict_json: str | None) -> RunVerdict:
@@ -71,6 +71,3 @@ def ungated_verdict(candidate: str, db: str | None, budgets: str | None, verdict
     write_verdict_json(verdict, verdict_json)
     return verdict
 
-
-def temporary_folder() -> tempfile.TemporaryDirectory[str]:
-    return tempfile.TemporaryDirectory(prefix="simrun-gate-")

@@ -5,6 +5,7 @@ bucket (moto's S3 server, started for real on 127.0.0.1), read back by `simrun r
 from __future__ import annotations
 
 import json
+import tempfile
 import os
 import re
 import shutil
@@ -119,8 +120,12 @@ def test_a_pull_request_is_gated_against_main_in_the_history_and_before_any_says
     assert "not gated" in output
     folder, main_run = checkouts[-1]
     keep_run(folder / "simrun.duckdb", None, str(history))
-    code, output = simrun(pr, "gate", "--candidate", "latest", "--history", str(history))
+    code, output = simrun(pr, "gate", "--candidate", "latest", "--history", str(history), "--verdict-json", "v.json")
     assert code == 0 and f"gated against run {main_run}, the newest of main" in output, output
+    # The verdict names its baseline by its place in the history, never by a temporary copy.
+    named = f"run {main_run} of the history {history}"
+    assert json.loads((pr / "v.json").read_text())["baseline"] == named, (pr / "v.json").read_text()
+    assert tempfile.gettempdir() + "/simrun-" not in output
 
 
 def test_the_dashboard_compares_a_pull_request_with_main_never_another_branch(checkouts, tmp_path):
