@@ -93,7 +93,14 @@ def test_kill_9_then_resume_leaves_spent_equal_to_the_stored_calls(project, slow
     while not api.held:
         assert time.monotonic() < deadline and proc.poll() is None, "the run never made its 41st call"
         time.sleep(0.05)
-    time.sleep(2.5)                        # ...long enough for its periodic flushes (every FLUSH_S)
+    # ...until a periodic flush (every FLUSH_S) has written after the hold: on a loaded machine the
+    # writer thread may take longer than a fixed sleep, so the database's files are watched.
+    held_at = time.time()
+    files = [project / "simrun.duckdb", project / "simrun.duckdb.wal"]
+    while not any(f.exists() and f.stat().st_mtime > held_at + 0.05 for f in files):
+        assert time.monotonic() < deadline + 60 and proc.poll() is None, "no flush after the hold"
+        time.sleep(0.05)
+    time.sleep(0.5)                        # the flush's transaction ends after its first write
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     api.hold_from = None
