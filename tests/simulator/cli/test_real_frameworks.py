@@ -30,7 +30,10 @@ GOALS = {"refill": ("refill_prescription", "RX-1", None), "move-pickup": ("move_
          "no-refills": ("refill_prescription", "RX-9", None)}
 
 
-def config(module: str) -> str:
+def config(module: str, tracing: str) -> str:
+    # With no spans at all, each turn would wait the default 6 s for its own span to arrive; the
+    # verdict is the same at 1 s (nothing ever comes), and the suite is the faster for it.
+    wait = "trace_wait_s = 1\n" if tracing == "none" else ""
     return f"""
 [run]
 personas = "{REFILL / 'personas'}"
@@ -42,7 +45,7 @@ user = "scripted"
 transport = "callable"
 target = "agent.py:reply"
 state = "agent.py:records"
-{TOOLS_TOML}"""
+{wait}{TOOLS_TOML}"""
 
 
 def environment(folder, tracing: str) -> dict[str, str]:
@@ -63,7 +66,7 @@ def simrun(folder, tracing: str, *args: str) -> str:
 def judge(folder, module: str, tracing: str) -> dict:
     """`simrun` over the agent `module` (tests/fixtures/NAME.py), copied beside simrun.toml as
     agent.py, traced as `tracing` says; what the store and the agent's logs say."""
-    (folder / "simrun.toml").write_text(config(module))
+    (folder / "simrun.toml").write_text(config(module, tracing))
     (folder / "agent.py").write_text(f"from tests.fixtures.{module} import reply, records  # noqa: F401\n")
     planted_log, truth_log = folder / "planted.txt", folder / "truth.jsonl"
     output = simrun(folder, tracing)
