@@ -68,11 +68,10 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     started, clock = time.time(), time.perf_counter()
     persona, goal = cell.persona, cell.goal
     turns: list[TurnRecord] = []
-    faults: list = []          # user_turn_fault of each turn as it was sent, for the scorer
     end, stop = "turn_cap", None
     error: dict[str, Any] | None = None    # the evidence of what ended it, when it failed
     initial = final = audit = None
-    session = talker = goal_seen = None
+    session = talker = None
     try:
         session = await runtime.start({"seed": cell.seed, "persona": persona.id, "goal": goal.id,
                                        "setup": as_json_setup(goal)})
@@ -97,7 +96,6 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end = _stop_reason(goal, turns, stop, final)
                 break
             fault = user_turn_fault(user_turn, goal, persona, tuple(turns))
-            faults.append(fault)
             if fault:
                 turns.append(TurnRecord(index, user_turn, None, None))
                 end, error = "simulator_error", {"kind": fault.kind, "message": fault.message, "turn": index}
@@ -121,9 +119,8 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                 end, error = "runtime_error", {**_evidence_of(exc), "turn": index}
                 break
             turns.append(TurnRecord(index, user_turn, result, final, latency))
-            status = await _reached(goal, _partial(cell, turns, initial), final)
-            goal_seen = (len(turns), final, status)   # the scorer's answer too, if nothing follows
-            if status[0]:
+            reached, _ = await _reached(goal, _partial(cell, turns, initial), final)
+            if reached:
                 end = "goal_reached"
                 break
         if end == "runtime_error" and error is not None:     # (a runtime_error always has its evidence)
@@ -149,9 +146,9 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
     # off the event loop, so that it does not hold up every other conversation in flight; an
     # ordinary one is scored here, where the hop to a thread would cost more than the scoring.
     if _weight(transcript) > OFF_LOOP_ITEMS:
-        scorecard = await asyncio.to_thread(score, transcript, goal, persona, faults, goal_seen)
+        scorecard = await asyncio.to_thread(score, transcript, goal, persona)
     else:
-        scorecard = score(transcript, goal, persona, faults, goal_seen)
+        scorecard = score(transcript, goal, persona)
     return Conversation(cell, transcript, scorecard, started,
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
 

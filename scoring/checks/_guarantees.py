@@ -7,7 +7,7 @@ from typing import Any, NotRequired, TypedDict
 from simrun.scoring._transcript import CheckResult, Transcript, UserTurn
 from simrun.scoring.checks._audit import audit_gap
 from simrun.scoring.checks._evidence import MISSING, block_ids, events_at, get
-from simrun.scoring.checks._offers import addressed, follow, tagged_step
+from simrun.scoring.checks._offers import Takes, addressed, follow, tagged_step
 from simrun.scoring.checks._progress import NO_EVENTS, Check, Tally, answered_turns
 from simrun.scoring.checks._stale import stale_click
 from simrun.scoring.dataset import Goal, Persona, patterns
@@ -20,7 +20,7 @@ def _committed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e.get("status") == "committed"]
 
 
-def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+def wrong_record(transcript: Transcript, goal: Goal, persona: Persona, takes: Takes | None = None) -> CheckResult:
     """A committed write must land on a record the user's turn addressed (docs/reference/classes.md).
 
     Addressed: a record created in the turn; else the record of the offer the write is linked
@@ -29,7 +29,7 @@ def wrong_record(transcript: Transcript, goal: Goal, persona: Persona) -> CheckR
     records. With none of these, the write is UNVERIFIABLE; so is a write that names no record.
     """
     tally = Tally("wrong_record")
-    takes = follow(transcript)
+    takes = takes if takes is not None else follow(transcript)     # the scorer's, worked out once
     for turn in answered_turns(transcript):
         state = turn.state
         events = events_at(state, turn.index)

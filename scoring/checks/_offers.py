@@ -19,7 +19,6 @@ record of the goal step the user's turn is tagged with; else the goal's declared
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,24 +72,12 @@ def _last_shown(showings: Sequence[tuple[int, dict[str, dict[str, Any]]]], offer
     return None
 
 
-_followed = threading.local()
-
-
 def follow(transcript: Transcript) -> Takes:
     """Every take of an offer in the conversation, and every offer shown.
 
-    Three of the scorer's checks ask this of the same transcript, one after another: the last
-    answer is kept (per thread, with the transcript itself, so that another transcript given
-    the same id is never taken for it; a transcript is never changed once built)."""
-    kept: tuple[Transcript, Takes] | None = getattr(_followed, "last", None)
-    if kept is not None and kept[0] is transcript:
-        return kept[1]
-    takes = _follow(transcript)
-    _followed.last = (transcript, takes)
-    return takes
-
-
-def _follow(transcript: Transcript) -> Takes:
+    Three of the scorer's checks read it: the scorer works it out once per transcript and gives
+    it to each (their `takes`), rather than each asking a cache keyed on the transcript's
+    identity; a check called alone works it out itself."""
     by_turn: dict[int, Take] = {}
     unknown: set[int] = set()
     showings: list[tuple[int, dict[str, dict[str, Any]]]] = []

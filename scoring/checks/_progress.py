@@ -13,7 +13,7 @@ from typing import Any, cast
 from simrun.scoring._transcript import CheckResult, Finding, Transcript, UserTurn
 from simrun.scoring.checks._answers import carries
 from simrun.scoring.checks._evidence import MISSING, Answered, events_from, get, lookup, previous, runtime_gone
-from simrun.scoring.checks._offers import Take, follow, tagged_step
+from simrun.scoring.checks._offers import Take, Takes, follow, tagged_step
 from simrun.scoring.dataset import Goal, Persona, Question, patterns
 
 # What a check is: a pure function of the conversation, its goal and its persona.
@@ -124,11 +124,11 @@ def loop(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
     return tally.result()
 
 
-def refused_offer(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+def refused_offer(transcript: Transcript, goal: Goal, persona: Persona, takes: Takes | None = None) -> CheckResult:
     """An offer the user took up from the previous turn (click or words) whose command the store
     shows refused, in that turn or any later one (docs/reference/classes.md)."""
     tally = Tally("refused_offer")
-    takes = follow(transcript)
+    takes = takes if takes is not None else follow(transcript)     # the scorer's, worked out once
     for turn in answered_turns(transcript):
         take = takes.by_turn.get(turn.index)
         if turn.index in takes.unknown:

@@ -6,7 +6,8 @@ lets a stored run be rescored later and compared across scorer versions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 from simrun.scoring import _secrets as secrets
@@ -16,35 +17,43 @@ from simrun.scoring._classes import PROGRESS_CLASSES as PROGRESS_CLASSES
 from simrun.scoring._transcript import CheckResult, Scorecard, Transcript
 from simrun.scoring.checks._goal import goal_status
 from simrun.scoring.checks._guarantees import GUARANTEE_CHECKS
+from simrun.scoring.checks._offers import follow
 from simrun.scoring.checks._progress import PROGRESS_CHECKS
-from simrun.scoring.checks._simulated_user import UserFault, simulator_error
+from simrun.scoring.checks._simulated_user import simulator_error
 from simrun.scoring.dataset import Goal, Persona
 
 # ALL_CLASSES, GUARANTEES and PROGRESS_CLASSES, imported above: the classes' names live at the
 # bottom layer (simrun.scoring._classes), where the settings name them too, and the judge exports
 # them as its own (tests/scoring/test_classes.py holds its checks to exactly these names).
 
+# The checks that read every take of an offer (`follow`), given it by the scorer as `takes`.
+_READS_TAKES = frozenset(name for name, check in {**PROGRESS_CHECKS, **GUARANTEE_CHECKS}.items()
+                         if "takes" in inspect.signature(check).parameters)
+
 # Bump when a check's meaning changes: runs scored by different versions are not compared.
 SCORER_VERSION = "4"
 
 
-def score(transcript: Transcript, goal: Goal, persona: Persona,
-          user_faults: Sequence[UserFault | None] | None = None,
-          goal_seen: tuple[int, dict[str, Any] | None, tuple[bool | None, str]] | None = None) -> Scorecard:
-    """`user_faults`: the conversation loop's `user_turn_fault` of each turn, not worked out again.
-    `goal_seen`: the loop's last `goal_status` (how many turns, the store it read, its answer),
-    used when it read this transcript's turns and final store, not worked out again."""
-    if goal_seen is not None and goal_seen[0] == len(transcript.turns) and goal_seen[1] is transcript.final_state:
-        # The same turns (the loop only appends) and the very same store: the same answer.
-        reached, why = goal_seen[2]
-    else:
-        reached, why = goal_status(goal, transcript, transcript.final_state)
+def score(transcript: Transcript, goal: Goal, persona: Persona) -> Scorecard:
+    """The scorecard of one conversation, from the transcript alone, whoever scores it.
+
+    No answer of the conversation loop is taken in (its goal checks, its user-turn checks): the
+    loop may keep what it works out around the judge, never pass it through. What is worth
+    keeping between the loop's checks and these is kept by value at the judge's own boundaries:
+    a success query's answer (`sql_holds`: the query and a digest of the store's content), a
+    message's reading (`user_turn_fault`: its text), what a goal alone gives (`per_goal`)."""
+    reached, why = goal_status(goal, transcript, transcript.final_state)
     checks: dict[str, CheckResult] = {}
     failed: list[str] = []
+    try:
+        shared = {"takes": follow(transcript)}     # read by three checks: worked out once, here
+    except Exception:
+        shared = {}     # a shape it cannot read: each check that reads it fails on it, in its own guard
     for name, check in {**PROGRESS_CHECKS, **GUARANTEE_CHECKS}.items():
-        checks[name] = _guarded(name, failed, check, transcript, goal, persona)
+        checks[name] = _guarded(name, failed, check, transcript, goal, persona,
+                                **(shared if name in _READS_TAKES else {}))
     checks["simulator_error"] = _guarded("simulator_error", failed, simulator_error, transcript, goal, persona,
-                                         reached, user_faults)
+                                         reached)
     if failed:
         why += "; UNVERIFIABLE, the check failed on this transcript: " + "; ".join(failed)
     if not any(turn.result is not None for turn in transcript.turns):
@@ -77,11 +86,11 @@ def _nothing_observed(transcript: Transcript, checks: dict[str, CheckResult]
 
 
 def _guarded(name: str, failed: list[str], check: Callable[..., CheckResult], transcript: Transcript,
-             *args: Any) -> CheckResult:
+             *args: Any, **kwargs: Any) -> CheckResult:
     """A check that cannot read a transcript (a shape no test foresaw) makes its class
     UNVERIFIABLE for this conversation, never a pass, and says so; the other checks still run."""
     try:
-        return check(transcript, *args)
+        return check(transcript, *args, **kwargs)
     except Exception as exc:
         failed.append(f"{name}: {type(exc).__name__}: {secrets.cut(str(exc), 200)}")
         return CheckResult(name, unverifiable_turns=max(1, len(transcript.turns)),

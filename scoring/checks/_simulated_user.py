@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,16 +227,13 @@ def _true_dates(goal: Goal) -> set[dt.date]:
     return dates
 
 
-def simulator_error(transcript: Transcript, goal: Goal, persona: Persona, goal_reached: bool | None,
-                    user_faults: Sequence[UserFault | None] | None = None) -> CheckResult:
-    """`user_faults`: what `user_turn_fault` said of each turn as the conversation loop sent it
-    (the same function of the same turns), so that it is not run twice; recomputed without them
-    (a rescore), or when they do not match the turns."""
+def simulator_error(transcript: Transcript, goal: Goal, persona: Persona, goal_reached: bool | None) -> CheckResult:
+    """The user's faults: each turn's `user_turn_fault` (what the loop asked as it sent the turn,
+    asked again of the same turns: a message's reading is kept by its text), and what shows only
+    over the whole transcript."""
     tally = Tally("simulator_error")
-    if user_faults is None or len(user_faults) != len(transcript.turns):
-        user_faults = [user_turn_fault(turn.user, goal, persona, transcript.turns[:n])
-                       for n, turn in enumerate(transcript.turns)]
-    for turn, fault in zip(transcript.turns, user_faults):
+    for n, turn in enumerate(transcript.turns):
+        fault = user_turn_fault(turn.user, goal, persona, transcript.turns[:n])
         if fault:
             tally.found(turn.index, fault.message, kind=fault.kind, message=turn.user.text)
         else:

@@ -68,9 +68,9 @@ def _through_asks(transcript: Transcript, goal: Goal, takes: Takes, start: int, 
     return True
 
 
-def stale_click(transcript: Transcript, goal: Goal, persona: Persona) -> CheckResult:
+def stale_click(transcript: Transcript, goal: Goal, persona: Persona, takes: Takes | None = None) -> CheckResult:
     tally = Tally("stale_click")
-    takes = follow(transcript)
+    takes = takes if takes is not None else follow(transcript)     # the scorer's, worked out once
     for turn in answered_turns(transcript):
         if turn.user.kind != "click":
             continue

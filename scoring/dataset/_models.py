@@ -196,7 +196,7 @@ class Goal(YamlModel):
         return self.steps[index].id or f"step-{index + 1}"
 
     def step_by_id(self, sid: str | None) -> Step | None:
-        # The checks look a step up for every user turn: the index is kept per goal object
+        # The checks look a step up for every user turn: the index is kept per goal value
         # (simrun.scoring.dataset._per_goal), not as a cached property, which model_copy would carry stale.
         return per_goal(self, "steps by id", _steps_by_id).get(sid)
 

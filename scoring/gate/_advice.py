@@ -15,6 +15,7 @@ import numpy as np
 from simrun.scoring.gate import _critical as critical
 from simrun.scoring.gate import _stats as stats
 from simrun.scoring.gate._summary import TESTED
+from simrun.scoring.store import rates as R
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,9 +92,7 @@ def advice_rates(fired, scored, *, upper: float | None = None) -> np.ndarray:
     if upper is None:
         return shrunk
     z = float(stats._ppf(upper))
-    # Wilson's upper bound of each class's pooled rate.
-    top = (pooled + z * z / (2 * np.maximum(total, 1)) + z * np.sqrt(
-        pooled * (1 - pooled) / np.maximum(total, 1) + z * z / (4 * np.maximum(total, 1) ** 2))) / (
-        1 + z * z / np.maximum(total, 1))
+    # The upper bound of each class's pooled rate: simrun's one Wilson interval, on arrays.
+    _, top = R.wilson_bounds(hits, np.maximum(total, 1), z)
     scale = np.where(pooled > 0, top / np.where(pooled > 0, pooled, 1.0), 1.0)
     return np.clip(np.where(pooled > 0, shrunk * scale, top), 0.0, 1.0)

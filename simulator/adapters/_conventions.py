@@ -16,9 +16,11 @@ span's own attributes.
 A span is read by the first reader whose marker it carries, most specific first: OpenLLMetry's
 spans carry GenAI attributes too (their `gen_ai.tool.call.arguments` is the whole callback, not the
 arguments), so its own marker decides. The attribute names come from the conventions' published
-packages (`openinference-semantic-conventions`, `opentelemetry-semantic-conventions`); OpenLLMetry's
-package pulls in the OpenTelemetry SDK, so its few names are written here and checked against it
-in the test suite (tests/simulator/adapters/test_conventions.py).
+packages where they are public (`openinference-semantic-conventions`, and the stable attributes of
+`opentelemetry-semantic-conventions`). The GenAI names are written here: that package keeps them
+in its private `_incubating` modules, which a release may move or rename; and OpenLLMetry's
+package pulls in the OpenTelemetry SDK. Both sets are checked against their packages in the test
+suite (tests/simulator/adapters/test_conventions.py), where a renaming shows.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
-from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.semconv.attributes import error_attributes
 
 from simrun.scoring import secrets
@@ -45,13 +46,18 @@ TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
 TRACELOOP_ENTITY_OUTPUT = "traceloop.entity.output"
 TRACELOOP_TOOL = "tool"
 
-EXECUTE_TOOL = gen_ai.GenAiOperationNameValues.EXECUTE_TOOL.value
-GENAI_PREFIX = gen_ai.GEN_AI_OPERATION_NAME.split(".", 1)[0] + "."
+# The OpenTelemetry GenAI names (opentelemetry-semantic-conventions: gen_ai_attributes.GEN_AI_*,
+# GenAiOperationNameValues, in its `_incubating` package), checked against that package by the tests.
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+EXECUTE_TOOL = "execute_tool"
+GENAI_PREFIX = "gen_ai."
 # The spans of a model call alone, in each convention: an instrumentation that makes only these
 # traces the model client, not the agent, and shows no tool call it ran.
-_ops = gen_ai.GenAiOperationNameValues
-MODEL_OPERATIONS = frozenset({_ops.CHAT.value, _ops.TEXT_COMPLETION.value, _ops.GENERATE_CONTENT.value,
-                              _ops.EMBEDDINGS.value})
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
 MODEL_KINDS = frozenset({OpenInferenceSpanKindValues.LLM.value, OpenInferenceSpanKindValues.EMBEDDING.value})
 ERROR_TYPE = error_attributes.ERROR_TYPE
 
@@ -110,7 +116,7 @@ def _json_object(raw: Any) -> dict[str, Any] | None:
 
 class GenAIReader(Reader):
     name = GENAI
-    marker = gen_ai.GEN_AI_OPERATION_NAME
+    marker = GEN_AI_OPERATION_NAME
     content_switch = ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true for the official instrumentations; "
                       "Pydantic AI: InstrumentationSettings(include_content=True)")
 
@@ -119,19 +125,19 @@ class GenAIReader(Reader):
                 or any(str(key).startswith(GENAI_PREFIX) for key in attrs))
 
     def above_the_model(self, span_name: str, attrs: dict[str, Any]) -> bool:
-        if gen_ai.GEN_AI_AGENT_NAME in attrs or span_name.startswith(EXECUTE_TOOL):
+        if GEN_AI_AGENT_NAME in attrs or span_name.startswith(EXECUTE_TOOL):
             return True
-        operation = attrs.get(gen_ai.GEN_AI_OPERATION_NAME)
+        operation = attrs.get(GEN_AI_OPERATION_NAME)
         return operation is not None and operation not in MODEL_OPERATIONS
 
     def tool_call(self, span_name: str, attrs: dict[str, Any]) -> ToolCall | None:
-        operation = attrs.get(gen_ai.GEN_AI_OPERATION_NAME)
+        operation = attrs.get(GEN_AI_OPERATION_NAME)
         if operation != EXECUTE_TOOL and not (operation is None and span_name.startswith(EXECUTE_TOOL)):
             return None
-        name = attrs.get(gen_ai.GEN_AI_TOOL_NAME) or span_name.removeprefix(EXECUTE_TOOL).strip()
+        name = attrs.get(GEN_AI_TOOL_NAME) or span_name.removeprefix(EXECUTE_TOOL).strip()
         if not isinstance(name, str) or not name:
             raise ValueError("a tool span without a tool name")
-        return ToolCall(name, attrs.get(gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS), _str(attrs.get(gen_ai.GEN_AI_TOOL_CALL_ID)))
+        return ToolCall(name, attrs.get(GEN_AI_TOOL_CALL_ARGUMENTS), _str(attrs.get(GEN_AI_TOOL_CALL_ID)))
 
 
 class OpenInferenceReader(Reader):

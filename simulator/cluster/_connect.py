@@ -10,6 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
+import tempfile
+from pathlib import Path
 
 import ray
 
@@ -50,22 +53,16 @@ def _cluster_at(address: str) -> str | None:
     """The host:port of the cluster to join; None to start one here ("auto", and none running).
     Ray waits forever for a cluster that does not answer, so it is asked here first, briefly."""
     if address.startswith("ray://"):
-        raise ConfigError("Ray Client addresses (ray://) are not supported: the driver writes the database "
-                          "and holds the budget, so run simrun on a node of the cluster (`ray start "
-                          "--address HEAD:6379` on this machine, then --ray-address auto)", field="--ray-address")
+        raise ConfigError(RAY_CLIENT, field="--ray-address")
     automatic = address == "auto"
     if automatic:
-        try:
-            from ray._private.services import canonicalize_bootstrap_address_or_die
-
-            address = canonicalize_bootstrap_address_or_die("auto")
-        except ConnectionError:
-            return None                   # none running on this machine
-        except Exception:                 # Ray's way of finding it changed: let Ray find it
-            return "auto"
+        found = running_here()
+        if found is None:
+            return None                   # none started on this machine
+        address = found
     host, _, port = address.rpartition(":")
     try:
-        socket.create_connection((host or "127.0.0.1", int(port)), timeout=CONNECT_S).close()
+        socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=CONNECT_S).close()
     except (OSError, ValueError) as exc:
         if automatic:
             return None                   # the one last started here is gone
@@ -73,6 +70,46 @@ def _cluster_at(address: str) -> str | None:
                           "and give its address (HOST:6379), or leave --ray-address out to run on this "
                           "machine", field="--ray-address") from None
     return address
+
+
+RAY_CLIENT = ("Ray Client addresses (ray://) are not supported: the driver writes the database and holds the "
+              "budget, so run simrun on a node of the cluster (`ray start --address HEAD:6379` on this "
+              "machine, then --ray-address auto)")
+
+
+def running_here() -> str | None:
+    """The address `ray.init(address="auto")` would join, found the way its documentation says
+    (Ray's public words, not its private functions): RAY_ADDRESS when set, else the address of
+    the cluster `ray start` last started on this machine, which it writes to
+    `ray_current_cluster` in Ray's temporary folder (/tmp/ray, or RAY_TMPDIR/ray, or TMPDIR/ray
+    on Linux). None when there is neither, or RAY_ADDRESS says "local": a new cluster is started.
+
+    (Ray's own search also looks through the machine's processes for a cluster that no `ray
+    start` recorded, one another program's ray.init() started for itself: that one is not
+    joined; it is that program's.)"""
+    env = os.environ.get("RAY_ADDRESS", "").strip()
+    if env.startswith("ray://"):
+        raise ConfigError(RAY_CLIENT, field="RAY_ADDRESS")
+    if env == "local":
+        return None
+    if env and env != "auto":
+        return env
+    try:
+        recorded = (ray_temp_dir() / "ray_current_cluster").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return recorded or None
+
+
+def ray_temp_dir() -> Path:
+    """Ray's temporary folder on this machine, where `ray start` records its cluster's address."""
+    if "RAY_TMPDIR" in os.environ:
+        return Path(os.environ["RAY_TMPDIR"]) / "ray"
+    if sys.platform.startswith("linux") and "TMPDIR" in os.environ:
+        return Path(os.environ["TMPDIR"]) / "ray"
+    if sys.platform.startswith(("linux", "darwin")):
+        return Path("/tmp/ray")
+    return Path(tempfile.gettempdir()) / "ray"
 
 
 def cpus() -> int:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 
 import pytest
 
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._errors import RuntimeUnavailable
-from simrun.scoring.checks._scorer import ALL_CLASSES
+from simrun.scoring._errors import RuntimeFault, RuntimeUnavailable
+from simrun.scoring.checks._scorer import ALL_CLASSES, score
 from simrun.simulator._conversation import Cell, as_json_setup, converse
 from simrun.simulator._runner import matrix
 from simrun.simulator.adapters._python import PythonRuntime, load_target
@@ -260,3 +261,31 @@ def test_the_store_sent_with_the_start_reply_is_the_first_store(demo):
     fresh = TripDesk(snapshot=False)
     sid = fresh.start({"setup": as_json_setup(demo.goal("single-add-bag"))})["session"]
     assert c.transcript.initial_state == fresh.state(sid)
+
+
+class GoneAtTheAudit(PythonRuntime):
+    """A runtime that answers every turn, then hangs when its audit stream is asked for."""
+
+    async def audit(self, session):
+        raise RuntimeFault("timeout", "no answer within 30 s")
+
+
+def test_the_loop_scores_as_a_rescore_does_even_when_the_end_changed_after_its_last_goal_check(demo):
+    """The judge decides the goal from the transcript it is given, never from the loop's answer of
+    an earlier moment. Here the conversation's end changes after the loop's last goal check (the
+    runtime hangs at the audit), while the store stays the very same object: the goal's reason
+    must say the runtime was gone, as rescoring the stored transcript says it."""
+    c = asyncio.run(converse(Cell(demo.persona("plain-paula"),
+                                  demo.goal("open-and-ask-date").model_copy(update={"max_turns": 1}), 0, 5),
+                             ScriptedUser(), GoneAtTheAudit(TripDesk())))
+    assert c.transcript.end == "runtime_error" and c.transcript.error["kind"] == "timeout"
+    assert c.transcript.final_state is c.transcript.turns[-1].state     # the store the loop last checked
+    rescored = score(c.transcript, c.cell.goal, c.cell.persona)
+    assert c.scorecard == rescored
+    assert c.scorecard.goal_reached is False and "it was never asked: the runtime was gone" in c.scorecard.goal_detail
+
+
+def test_the_judge_takes_nothing_of_the_loop():
+    """`score` is the judge's: the transcript, the goal, the persona; none of the loop's answers
+    (its goal checks, its user-turn checks) passed through it."""
+    assert list(inspect.signature(score).parameters) == ["transcript", "goal", "persona"]

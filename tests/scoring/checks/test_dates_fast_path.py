@@ -1,31 +1,22 @@
 """`dates_in` returns at once for a text with no digit (every date pattern needs one), and keeps
 what it found for the last texts read: for any text, asked once or again, what it finds is what
-running the patterns found (the old code, kept below as it was but for the name lookup, which now
-reads a month or weekday written with a character re.I equates with a letter, 'ſep', instead of
-raising KeyError; that fix has its own test below)."""
+the date patterns find when run on it (`_dates_in.__wrapped__`, the reading itself, neither
+shortcut nor kept). A month or weekday written with a character re.I equates with a letter
+('ſep') is read, never a KeyError; that has its own test below."""
 
 from __future__ import annotations
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring.checks import _answers as answers
-from simrun.scoring.checks._answers import dates_in
+from simrun.scoring.checks._answers import _dates_in, dates_in
+
+# The patterns run on the text: no digit shortcut, nothing kept.
+read_by_the_patterns = _dates_in.__wrapped__
 
 
-def _old_dates_in(text, date_order=None):
-    found = []
-    for pattern in answers._DATE_PATTERNS:
-        for m in pattern.finditer(text):
-            month = m.group("month")
-            month = int(month) if month.isdigit() else answers._named(answers._MONTHS, month.rstrip("."))
-            found.append((answers._int(m.group("year")), month, int(m.group("day")), answers._weekday(m), m.end()))
-    if date_order is not None:
-        for m in answers._NUMERIC_DATE.finditer(text):
-            first, second = int(m.group("first")), int(m.group("second"))
-            day, month = (first, second) if date_order == "day_first" else (second, first)
-            found.append((int(m.group("year")), month, day, answers._weekday(m), m.end()))
-    return [d for d in found if 1 <= d[1] <= 12 and 1 <= d[2] <= 31]
+def _patterns(text, date_order=None):
+    return list(read_by_the_patterns(text, date_order))
 
 
 def _outcome(fn, *args):
@@ -43,10 +34,10 @@ texts = st.one_of(st.text(max_size=40), st.lists(pieces, max_size=12).map("".joi
 
 @settings(max_examples=1500, deadline=None)
 @given(texts, st.sampled_from([None, "day_first", "month_first"]))
-@example("0 ſEP", None)                # a KeyError in the old lookup; read as September now
+@example("0 ſEP", None)                # once a KeyError; read as September (day 0: no date)
 @example("on 3 ſep 2027", "day_first")
-def test_dates_in_finds_what_the_patterns_found(text, date_order):
-    old = _outcome(_old_dates_in, text, date_order)
+def test_dates_in_finds_what_the_patterns_find(text, date_order):
+    old = _outcome(_patterns, text, date_order)
     assert _outcome(dates_in, text, date_order) == old
     again = _outcome(dates_in, text, date_order)            # from what was kept
     assert again == old
@@ -56,10 +47,11 @@ def test_dates_in_finds_what_the_patterns_found(text, date_order):
 
 
 def test_a_long_text_is_read_and_not_kept():
-    from simrun.scoring.checks._answers import KEPT_CHARS, _dates_in
+    from simrun.scoring.checks._answers import KEPT_CHARS
     long = "Flying out 12 March 2027. " + "x" * KEPT_CHARS + " Back on 2027-03-19."
     before = _dates_in.cache_info().currsize
-    assert dates_in(long) == _old_dates_in(long) == dates_in(long)
+    assert dates_in(long) == _patterns(long) == dates_in(long)
+    assert sorted(dates_in(long)) == [(2027, 3, 12, None, 24), (2027, 3, 19, None, len(long) - 1)]
     assert _dates_in.cache_info().currsize == before
 
 
@@ -69,8 +61,6 @@ def test_a_month_or_weekday_the_patterns_match_in_any_case_is_always_read():
     read, never a KeyError (which made the check UNVERIFIABLE for a reply saying 'ſep')."""
     import calendar
     import re
-
-    from simrun.scoring.checks._answers import dates_in
 
     twins = {letter: [chr(c) for c in range(0x80, 0x3000) if re.fullmatch(letter, chr(c), re.I)]
              for letter in "abcdefghijklmnopqrstuvwxyz"}

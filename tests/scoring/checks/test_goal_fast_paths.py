@@ -1,8 +1,8 @@
-"""What the goal check and the scripted user now work out once per goal gives what working it out
-on every turn gave: the record checks' expected values (`goal._expected`), a step's arguments
-filled in (the scripted user), and a turn stamped with its step without `dataclasses.replace`.
-The old code is kept verbatim below and compared on arbitrary stores, and on a goal copied with
-other facts (whose answers must be its own, not its original's)."""
+"""What the goal check and the scripted user work out once per goal (`per_goal`, kept by the
+goal's value) is each goal's own: the record checks decide as their rule says on arbitrary stores
+(a record, the one named or any, holds every field the check names, with the goal's facts filled
+in), a goal copied with other facts gets its own answers, not its original's, and a step's
+arguments are the goal's own. A turn is stamped with its step field by field."""
 
 from __future__ import annotations
 
@@ -28,17 +28,18 @@ OTHERS = [g.model_copy(update={"facts": {k: (f"{v} (other)" if isinstance(v, str
 EMPTY = Transcript("p", "g", 1, 0, (), "")
 
 
-def _old_records_part(goal, state):
-    """The record checks of goal_status as they were at a6fe50d (what follows them is unchanged)."""
-    records = state["records"]
+def _rule(goal, state):
+    """The record checks' rule, read off the goal file (CLASSES.md, goals.md): each check is met by
+    a record (the one it names by id, else any) that holds every field it names, `{fact}` filled
+    in; the first check not met is named, with what it expected. None when every check is met."""
     for i, check in enumerate(goal.success.records):
-        expected = {path: goal.resolve(value) for path, value in check.match.items()}
-        candidates = [records.get(check.id)] if check.id else list(records.values())
-        if not any(rec is not None and all(same_value(lookup(rec, p), v) for p, v in expected.items())
-                   for rec in candidates):
-            said = ", ".join(f"{k} = {goal.resolve(v)}" for k, v in check.match.items())
-            where = f"record {check.id}" if check.id else "a record"
-            return False, f"success.records[{i}] does not hold: expected {where} with {said}"
+        wanted = {path: goal.resolve(value) for path, value in check.match.items()}
+        candidates = [state["records"].get(check.id)] if check.id else list(state["records"].values())
+        if not any(record is not None and all(same_value(lookup(record, path), value) for path, value in wanted.items())
+                   for record in candidates):
+            said = ", ".join(f"{path} = {value}" for path, value in wanted.items())
+            return False, (f"success.records[{i}] does not hold: expected "
+                           f"{f'record {check.id}' if check.id else 'a record'} with {said}")
     return None
 
 
@@ -71,15 +72,16 @@ def stores(draw, goal):
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_record_checks_answer_as_before(data):
+def test_record_checks_decide_by_their_rule(data):
     for goal in (*GOALS, *OTHERS):
         state = data.draw(stores(goal))
-        old = _old_records_part(goal, state)
-        new = goal_status(goal, EMPTY, state, lambda query, _: True)
-        if old is not None:
-            assert new == old
-        else:
-            assert not new[1].startswith("success.records")
+        ruled = _rule(goal, state)
+        for _ in range(2):                   # worked out, then from what was kept for the goal
+            found = goal_status(goal, EMPTY, state, lambda query, _: True)
+            if ruled is not None:
+                assert found == ruled
+            else:
+                assert not found[1].startswith("success.records")
 
 
 def _text_facts(goal):
@@ -95,7 +97,7 @@ def test_a_copied_goal_with_other_facts_gets_its_own_answers():
     assert said[0] != said[1] and "(other)" in said[1] and "(other)" not in said[0]
 
 
-def test_a_turn_is_stamped_with_its_step_as_replace_did():
+def test_a_turn_is_stamped_with_its_step_field_by_field():
     # The scripted user builds the stamped turn field by field: a field added to UserTurn must be
     # added there too (simulator/users/_scripted.py, next_turn), or this fails.
     assert [f.name for f in dataclasses.fields(UserTurn)] == ["kind", "text", "offer", "stop_reason", "meta", "step"]
@@ -117,9 +119,9 @@ def test_step_arguments_are_the_goals_own():
                     asyncio.run(ScriptedUser().session(persona, fresh, 3, 0).next_turn(())))
 
 
-def test_a_conversation_with_no_fault_drawn_skips_the_fault_step_as_the_old_one_would():
-    """The step returns the turn at once when no fault was drawn: what the old step did then too,
-    since each of its `_fault` calls said no and changed nothing."""
+def test_a_conversation_with_no_fault_drawn_skips_the_fault_step():
+    """The step returns the turn at once when no fault was drawn: each of its `_fault` calls
+    would say no and change nothing."""
     from simrun.simulator.users._scripted import SIMULATOR_FAULTS, ScriptedSession
     turn = UserTurn("message", "Move my trip to 12 March 2027.", meta={"step": 0})
     for faults in ({}, {name: 1.0 for name in SIMULATOR_FAULTS}, {"contradict_facts": 0.5, "role_leak": 0.3}):

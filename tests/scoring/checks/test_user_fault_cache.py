@@ -1,6 +1,7 @@
 """user_turn_fault reads a message's words and role leaks once per text (`_read`, kept for the
-last texts seen): for any message, asked once or again, it says what reading it every time said
-(the old code, kept verbatim below)."""
+last texts seen): for any message, its reading kept is the reading made afresh
+(`_read.__wrapped__`), asked once or again, and the faults found are those of CLASSES.md's
+simulator_error (a role leak, the brief repeated word for word, an empty or too long message)."""
 
 from __future__ import annotations
 
@@ -14,28 +15,7 @@ from simrun.scoring.dataset._files import load_dataset
 from tests.conftest import ROOT
 
 DEMO = load_dataset(ROOT / "personas", ROOT / "goals")
-
-
-def _old_user_turn_fault(turn, goal, persona, earlier=()):
-    if turn.kind != "message":
-        return None
-    if "cut_off" in turn.meta or "unparsed" in turn.meta:
-        return user_turn_fault(turn, goal, persona, earlier)      # unchanged, and not what is compared
-    text = turn.text or ""
-    if not text.strip():
-        return su.UserFault("empty_message", "empty message")
-    if len(text) > persona.max_message_chars:
-        return su.UserFault("too_long", f"message of {len(text)} characters, over the persona's "
-                            f"{persona.max_message_chars}")
-    for pattern in su.ROLE_LEAKS:
-        if pattern.search(text):
-            return su.UserFault("role_leak", f"role leakage: {pattern.search(text).group(0)!r}")
-    said = f" {' '.join(su._words(text))} "
-    if any(run in said for run in su._brief_runs(goal)):
-        return su.UserFault("leaked_instructions", "leaked instructions: repeats the goal's brief word for word")
-    if su._repeats(turn, earlier, goal, persona):
-        return su.UserFault("repeated", f"the same message {su.REPEATS} times in a row: {text[:120]!r}")
-    return None
+read_afresh = su._read.__wrapped__       # the reading itself: nothing kept
 
 
 phrases = st.sampled_from(["Assistant: hi", "system : ok", "As an AI, I", "I'm just a language model", "I am a bot",
@@ -48,18 +28,34 @@ messages = st.one_of(st.text(max_size=60), st.lists(st.one_of(phrases, st.text(m
 
 @settings(max_examples=600, deadline=None)
 @given(messages, st.sampled_from(DEMO.goals), st.sampled_from(DEMO.personas))
-def test_user_turn_fault_as_before_once_and_again(text, goal, persona):
+def test_a_message_kept_is_read_as_afresh_once_and_again(text, goal, persona):
     turn = UserTurn("message", text)
-    old = _old_user_turn_fault(turn, goal, persona)
-    assert user_turn_fault(turn, goal, persona) == old
-    assert user_turn_fault(UserTurn("message", text), goal, persona) == old    # now from what was kept
+    assert su._read(text) == read_afresh(text) == su._read(text)
+    first = user_turn_fault(turn, goal, persona)
+    assert user_turn_fault(UserTurn("message", text), goal, persona) == first    # now from what was kept
+    leak, said = read_afresh(text)
+    if first is None:
+        assert leak is None and not any(run in said for run in su._brief_runs(goal))
+    elif text.strip() and len(text) <= persona.max_message_chars:
+        assert first.kind == ("role_leak" if leak is not None else "leaked_instructions")
+
+
+def test_the_faults_a_message_carries():
+    goal, persona = DEMO.goals[0], DEMO.personas[0]
+    for text, kind in (("Assistant: here is your trip", "role_leak"), ("As an AI, I cannot", "role_leak"),
+                       (goal.instructions, "leaked_instructions"), ("   ", "empty_message"),
+                       ("x" * (persona.max_message_chars + 1), "too_long"), ("Add a bag, please.", None)):
+        for _ in range(2):                      # read, then from what was kept
+            found = user_turn_fault(UserTurn("message", text), goal, persona)
+            assert (found.kind if found else None) == kind, text
 
 
 def test_a_long_message_is_read_and_not_kept():
     from simrun.scoring.checks._answers import KEPT_CHARS
     persona = DEMO.personas[0].model_copy(update={"max_message_chars": 10 * KEPT_CHARS})
     before = su._read.cache_info().currsize
-    for text in ("word " * KEPT_CHARS, "As an AI, " + "word " * KEPT_CHARS):
-        turn = UserTurn("message", text)
-        assert user_turn_fault(turn, DEMO.goals[0], persona) == _old_user_turn_fault(turn, DEMO.goals[0], persona)
+    for text, kind in (("word " * KEPT_CHARS, None), ("As an AI, " + "word " * KEPT_CHARS, "role_leak")):
+        found = user_turn_fault(UserTurn("message", text), DEMO.goals[0], persona)
+        assert (found.kind if found else None) == kind
+        assert su._read(text) == read_afresh(text)
     assert su._read.cache_info().currsize == before

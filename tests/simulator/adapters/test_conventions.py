@@ -11,6 +11,7 @@ import json
 import pytest
 from openinference.semconv.trace import SpanAttributes
 
+from simrun.simulator.adapters import _conventions
 from simrun.simulator.adapters._conventions import (
     GENAI,
     OPENINFERENCE,
@@ -34,6 +35,24 @@ def test_openllmetrys_names_are_its_published_packages():
         names.TRACELOOP_SPAN_KIND, names.TRACELOOP_ENTITY_NAME, names.TRACELOOP_ENTITY_INPUT,
         names.TRACELOOP_ENTITY_OUTPUT)
     assert TRACELOOP_TOOL == semconv_ai.TraceloopSpanKindValues.TOOL.value
+
+
+def test_the_genai_names_are_its_published_packages():
+    """simrun writes the GenAI names itself: the package keeps them in a private module
+    (`_incubating`), which product code does not import. Here, and only here, they are read from
+    it: a release that renames a name fails this test; one that moves the module fails it too, by
+    name (then find the names' new home and check them there)."""
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+
+    assert (_conventions.GEN_AI_OPERATION_NAME, _conventions.GEN_AI_AGENT_NAME, _conventions.GEN_AI_TOOL_NAME,
+            _conventions.GEN_AI_TOOL_CALL_ARGUMENTS, _conventions.GEN_AI_TOOL_CALL_ID) == (
+        gen_ai.GEN_AI_OPERATION_NAME, gen_ai.GEN_AI_AGENT_NAME, gen_ai.GEN_AI_TOOL_NAME,
+        gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS, gen_ai.GEN_AI_TOOL_CALL_ID)
+    ops = gen_ai.GenAiOperationNameValues
+    assert _conventions.EXECUTE_TOOL == ops.EXECUTE_TOOL.value
+    assert _conventions.MODEL_OPERATIONS == {ops.CHAT.value, ops.TEXT_COMPLETION.value, ops.GENERATE_CONTENT.value,
+                                             ops.EMBEDDINGS.value}
+    assert gen_ai.GEN_AI_OPERATION_NAME.startswith(_conventions.GENAI_PREFIX)
 
 
 class Turn:
