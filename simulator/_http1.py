@@ -1,11 +1,18 @@
-"""A lean HTTP/1.1 keep-alive client: asyncio's transports and httptools' parser, nothing more.
+"""simrun's one HTTP client: asyncio's transports and httptools' parser, nothing more.
+
+Every plain HTTP request simrun makes goes through this module (tests/simulator/test_one_client.py
+holds it to that): the http transport's, the chat and template transports' (`Client`, for
+absolute URLs: a turn endpoint and a state hook may be different servers), and the light path for
+OpenAI-compatible model servers (simulator/users/_wire.py). The SDKs' own clients are theirs.
 
 simrun's requests are few kinds, all alike: a JSON body it has already serialised, sent to one
-server (the runtime's, or an OpenAI-compatible model server), an answer read whole into bytes. At
-a fast model the general clients cost more CPU than everything else per request: aiohttp spends
-125-155 µs of this process's CPU on a POST and its answer, this client 60-75 (benchmarks/README.md,
-issue 28). What they do that simrun needs is done here, and bounded for a server that may be
-hostile:
+server, an answer read whole into bytes. At a fast model the general clients cost more CPU than
+everything else per request. Measured side by side for the runtime's request pattern (a POST and
+a GET on keep-alive connections, 64 in flight; `benchmarks/http_clients.py`, issue 43, three
+sittings on a loaded machine): this client 22-34 µs of this process's CPU a request, aiohttp (one
+shared session, its C parser) 108-162, 4-5x as much, httpx about 2,000; at three or four requests
+a model call, aiohttp would cost 0.3-0.5 ms more of the harness's 1.2 ms a call. What they do
+that simrun needs is done here, and bounded for a server that may be hostile:
 
 - one pool per server, its size a limit (the calls in flight), idle connections reused newest
   first and dropped once idle longer than `keepalive_s` (shorter than the server's own keep-alive,
@@ -33,11 +40,14 @@ import re
 import socket
 import ssl
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import httptools
+
+from simrun._version import __version__
 
 _INFLATE_BLOCK = 256 * 1024
 MAX_HEADER_BYTES = 64 * 1024       # aiohttp allows 8,190 per line and 32,768 for all: a little more room
@@ -213,6 +223,12 @@ def _plain(name: str, value: str) -> str:
     return f"{name}: {value}\r\n"
 
 
+def _merged(base: Mapping[str, str], over: Mapping[str, str]) -> dict[str, str]:
+    """`base` and `over`, a name in both (in any case) taking `over`'s value."""
+    named = {name.lower() for name in over}
+    return {**{name: value for name, value in base.items() if name.lower() not in named}, **over}
+
+
 class Pool:
     """Requests to one server (`base_url`: scheme, host, port and a path prefix) over at most
     `connections` connections (0: no limit), each request within `timeout_s`."""
@@ -246,12 +262,9 @@ class Pool:
         if url.username is not None:     # user:password@ in the address is Basic auth, as aiohttp sent it
             pair = f"{unquote(url.username)}:{unquote(url.password or '')}".encode()
             given["Authorization"] = "Basic " + base64.b64encode(pair).decode()
-        headers = headers or {}
-        named = {name.lower() for name in headers}
-        given = {name: value for name, value in given.items() if name.lower() not in named}   # theirs win
-        self._head = "".join(_plain(name, value) for name, value in {**given, **headers}.items())
-        if self.proxy and not self.tls:
-            self._head += proxy_head
+        self._headers = _merged(given, headers or {})     # theirs win
+        self._proxy_head = proxy_head if self.proxy and not self.tls else ""
+        self._head = "".join(_plain(name, value) for name, value in self._headers.items()) + self._proxy_head
         self._idle: list[_Connection] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._slots: asyncio.Semaphore | None = None
@@ -259,13 +272,17 @@ class Pool:
         self.closed = False
 
     async def request(self, method: str, path: str, body: bytes | None = None, *, limit: int,
-                      content_type: str = "application/json", timeout_s: float | None = None) -> Answer:
-        """The answer to `method path` (the pool's prefix before it), whatever its status."""
+                      content_type: str = "application/json", timeout_s: float | None = None,
+                      headers: Mapping[str, str] | None = None) -> Answer:
+        """The answer to `method path` (the pool's prefix before it), whatever its status;
+        `headers`: this request's own, beside the pool's (a name in both: this request's value)."""
         if self.closed:
             raise ConnectFailed("the client is closed")
         if not _PLAIN_PATH.fullmatch(path):
             path = quote(path, safe="/:@!$&'()*+,;=._~%?-")
-        head = f"{method} {self.prefix}{path} HTTP/1.1\r\n{self._head}"
+        own = self._head if not headers else "".join(
+            _plain(name, value) for name, value in _merged(self._headers, headers).items()) + self._proxy_head
+        head = f"{method} {self.prefix}{path} HTTP/1.1\r\n{own}"
         if body is not None:
             head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
         message = (head + "\r\n").encode("utf-8") + (body or b"")
@@ -350,3 +367,48 @@ class Pool:
             connection.abort()
         self._idle.clear()
 
+
+
+class Client:
+    """Requests by absolute URL, to any number of servers: one `Pool` for each origin (scheme,
+    credentials, host and port), each of at most `connections` connections, made when first
+    asked. The chat and template transports use it: a turn endpoint and a state hook may be
+    different servers. `headers` go with every request, after a `User-Agent` of simrun's (what the
+    general clients send, and some gateways refuse a request without; a given one wins); a header
+    or an address that cannot be sent is refused with a ValueError (`check`), before anything is sent."""
+
+    def __init__(self, *, timeout_s: float, keepalive_s: float, connections: int = 0,
+                 headers: Mapping[str, str] | None = None) -> None:
+        self.timeout_s, self.keepalive_s, self.connections = timeout_s, keepalive_s, connections
+        self.headers = _merged({"User-Agent": f"simrun/{__version__}"}, headers or {})
+        for name, value in self.headers.items():
+            _plain(name, value)
+        self._pools: dict[str, Pool] = {}
+        self.closed = False
+
+    def check(self, url: str) -> None:
+        """Refuse now (ValueError) an address no request could be sent to."""
+        self._split(url)
+
+    def _split(self, url: str) -> tuple[Pool, str]:
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        pool = self._pools.get(origin)
+        if pool is None or pool.closed:
+            pool = self._pools[origin] = Pool(origin, timeout_s=self.timeout_s, keepalive_s=self.keepalive_s,
+                                              connections=self.connections, headers=self.headers)
+        return pool, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+    async def request(self, method: str, url: str, body: bytes | None = None, *, limit: int,
+                      headers: Mapping[str, str] | None = None, timeout_s: float | None = None) -> Answer:
+        """The answer to `method url`, whatever its status (see `Pool.request`)."""
+        if self.closed:
+            raise ConnectFailed("the client is closed")
+        pool, target = self._split(url)
+        return await pool.request(method, target, body, limit=limit, headers=headers, timeout_s=timeout_s)
+
+    async def close(self) -> None:
+        self.closed = True
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            await pool.close()

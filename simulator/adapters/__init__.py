@@ -4,7 +4,7 @@
                 members), the base every transport inherits (`Transport`: the optional members'
                 defaults), and the checks every reply passes
     python      a runtime object in this process (`module:Class` or `file.py:Class`)
-    http        protocol 1 over HTTP (aiohttp)
+    http        protocol 1 over HTTP (simrun's one HTTP client, simulator/_http1.py, as chat and template)
     stdio       protocol 1 as one JSON object per line over a child process
     foreign     the protocol played by simrun for an assistant with no protocol code
     callable    such an assistant as a Python function (`module:function`)

@@ -79,9 +79,10 @@ class HttpRuntime(Transport):
         return self._identity
 
     def _http(self) -> Pool:
-        """One pool of keep-alive connections, sized to the concurrency: simrun's lean client
-        (simulator/_http1.py) rather than aiohttp or httpx, whose general request path cost more
-        CPU per request than the runtime's own work at a fast model (benchmarks/README.md)."""
+        """One pool of keep-alive connections, sized to the concurrency: simrun's one HTTP client
+        (simulator/_http1.py) rather than aiohttp or httpx, whose general request path costs 5x
+        and 50x its CPU per request (benchmarks/http_clients.py), more than the runtime's own work
+        at a fast model."""
         if self._pool is None or self._pool.closed:
             try:
                 self._pool = Pool(self.url, timeout_s=self.timeout_s, keepalive_s=KEEPALIVE_S,

@@ -17,6 +17,11 @@ Every request carries the turn's `traceparent` and an `X-Simrun-Session` header.
 URL and a state hook's URL), with `OTEL_EXPORTER_OTLP_ENDPOINT` set to its trace receiver, waits until the port takes
 connections, and stops it at the end. Every way a request fails is a `RuntimeFault` with its
 evidence, as over the http transport.
+
+Requests go through simrun's one HTTP client (simulator/_http1.py, `Client`), as the http
+transport's do: keep-alive sized to the concurrency, no redirects followed, every answer read to
+`runtime.max_result_bytes` and no further (inflated, if it comes compressed), and a connection
+that carried a 5xx answer never used again.
 """
 
 from __future__ import annotations
@@ -27,9 +32,8 @@ import re
 import time
 from typing import Any
 
-import aiohttp
-
 from simrun.scoring import RuntimeFault, RuntimeUnavailable, secrets
+from simrun.simulator._http1 import Client, ConnectFailed, HttpError, TooLarge
 from simrun.simulator.adapters._base import KEEPALIVE_S, excerpt, exit_text, parse_json, stderr_said, too_large
 from simrun.simulator.adapters._foreign import ForeignRuntime
 from simrun.simulator.adapters._process import ManagedProcess, free_port
@@ -81,23 +85,6 @@ def _tool_calls(answer: Any) -> str:
         return ""
 
 
-def never_again_after_an_error(response) -> None:
-    """A server that fails inside a request often closes the connection right after its error
-    answer, without saying so: Starlette's error middleware answers 500, and uvicorn then closes
-    the connection (no `Connection: close`). A request sent on it next, another conversation's, is
-    dropped unanswered, and would read as that conversation's runtime fault: one bad reply would
-    cost two conversations. So a connection that carried a 5xx answer is closed here, once its
-    body is read. aiohttp hands a connection back to its pool as soon as the body is complete (a
-    short one, before the response is even returned), so it is the pooled connection that is
-    closed, through the response's own reference to it: the pool passes over a closed one. (A
-    later aiohttp without that reference would make this a no-op; the test for it would fail.)"""
-    if response.status >= 500:
-        response.close()
-        protocol = getattr(response, "_protocol", None)
-        if protocol is not None:
-            protocol.close()
-
-
 class TemplateRuntime(ForeignRuntime):
     def __init__(self, *, url: str, body: Any, reply: str, headers: dict[str, str] | None = None,
                  command: list[str] | None = None, env: dict[str, str] | None = None, cwd: str | None = None,
@@ -118,19 +105,24 @@ class TemplateRuntime(ForeignRuntime):
         self.description = f"{kind}:{url}"
         self.headers = dict(headers or {})
         self.timeout_s, self.startup_timeout_s, self.concurrency = timeout_s, startup_timeout_s, concurrency
-        self._http_session: aiohttp.ClientSession | None = None
+        self._client: Client | None = None
+        self._http()          # a header that cannot be sent, or a URL that is not http(s), is said now
 
     @property
     def identity(self) -> str:
         return self._identity
 
-    def _http(self) -> aiohttp.ClientSession:
-        if self._http_session is None or self._http_session.closed:
-            self._http_session = aiohttp.ClientSession(
-                headers=self.headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                connector=aiohttp.TCPConnector(limit=max(self.concurrency, 1), limit_per_host=0,
-                                               keepalive_timeout=KEEPALIVE_S))
-        return self._http_session
+    def _http(self) -> Client:
+        """simrun's one client, keep-alive connections sized to the concurrency, for each server asked."""
+        if self._client is None or self._client.closed:
+            try:
+                client = Client(timeout_s=self.timeout_s, keepalive_s=KEEPALIVE_S,
+                                connections=max(self.concurrency, 1), headers=self.headers)
+                client.check(self.url)
+            except ValueError as exc:
+                raise RuntimeUnavailable(f"runtime.url or runtime.headers: {exc}") from None
+            self._client = client
+        return self._client
 
     async def _ready(self) -> None:
         if self.process is None or self.process.alive:
@@ -197,30 +189,34 @@ class TemplateRuntime(ForeignRuntime):
                 more["stderr"] = self.process.stderr_tail()
             return more
 
+        limit = self.max_result_bytes
         try:
-            # No redirects: following one would send the configured headers (often a key) elsewhere.
-            async with self._http().request(method, url, json=body, headers=headers,
-                                            allow_redirects=False) as response:
-                status, raw = response.status, await self._read(what, response)
-                never_again_after_an_error(response)
+            # No redirects (the client follows none): following one would send the configured
+            # headers (often a key) elsewhere.
+            answer = await self._http().request(method, url, None if body is None else json.dumps(body).encode(),
+                                                limit=limit, headers=headers)
+            status, raw = answer.status, answer.body
         except TimeoutError:
             raise RuntimeFault("timeout", f"{what}: no answer within {self.timeout_s}s", **evidence()) from None
-        except aiohttp.ClientError as exc:
-            raise RuntimeFault(*await self._lost(what, exc, mark), **evidence()) from None
-        except RuntimeFault as fault:
+        except TooLarge as cut:
+            fault = too_large(what, cut.seen, limit, cut.head)
             fault.evidence.update(evidence())
-            raise
+            raise fault from None
+        except ValueError as exc:       # an address no request can go to (a state hook's, filled in)
+            raise RuntimeFault("connection", f"{what}: {exc}", **evidence()) from None
+        except HttpError as exc:
+            raise RuntimeFault(*await self._lost(what, exc, mark), **evidence()) from None
         if not 200 <= status < 300:
             raise RuntimeFault("http_status", f"{what} answered HTTP {status}",
                                **evidence(status=status, body=excerpt(raw)))
         return parse_json(raw, what, **evidence(status=status))
 
-    async def _lost(self, what: str, exc: aiohttp.ClientError, mark: int) -> tuple[str, str]:
+    async def _lost(self, what: str, exc: HttpError, mark: int) -> tuple[str, str]:
         """(kind, message) of a request with no answer, saying what happened to a server simrun
         started: one that exited differs from one that closed the connection and stayed up (the
         request failed inside it), which is not a runtime that no longer answers."""
         said = f"{type(exc).__name__}: {exc}"
-        if self.process is None or isinstance(exc, aiohttp.ClientConnectorError):
+        if self.process is None or isinstance(exc, ConnectFailed):
             return "connection", f"{what}: {said}"
         its = stderr_said(self.process.stderr_since(mark))
         if await self.process.exited(0.5):
@@ -228,19 +224,10 @@ class TemplateRuntime(ForeignRuntime):
         return "disconnected", (f"{what}: the server closed the connection without answering, and is still "
                                 f"running: the request failed inside it{its} ({said})")
 
-    async def _read(self, what: str, response: aiohttp.ClientResponse) -> bytes:
-        """The (decompressed) body, never more than max_result_bytes of it."""
-        limit = self.max_result_bytes
-        try:
-            raw = await response.content.readexactly(limit + 1)
-        except asyncio.IncompleteReadError as short:
-            return short.partial
-        raise too_large(what, len(raw), limit, raw[:limit])
-
     async def _close_transport(self) -> None:
-        session, self._http_session = self._http_session, None
-        if session is not None:
-            await session.close()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
         if self.process is not None:
             await self.process.stop()
 

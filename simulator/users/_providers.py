@@ -28,12 +28,10 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import httpx
-
 from simrun.scoring import ConfigError, secrets
 from simrun.scoring.dataset import canonical_json
 from simrun.simulator._pricing import Usage
-from simrun.simulator.users._wire import LightClient
+from simrun.simulator.users._wire import LightClient, Sender
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OUTPUT_FORMS = ("json_schema", "json_object", "guided_json", "tools", "prompt")
@@ -109,9 +107,9 @@ class OpenAIProvider:
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 60.0,
                  temperature: float = 1.0, output: str = "json_schema",
-                 http_client: httpx.AsyncClient | None = None, offline: bool = False) -> None:
-        """`http_client`: an httpx client to post through instead of simrun's pool (tests answer
-        through `httpx.MockTransport`): the same path, the same errors."""
+                 http_client: Sender | None = None, offline: bool = False) -> None:
+        """`http_client`: a sender with the one client's interface to post through instead of
+        simrun's pool (tests answer through an in-process fake API): the same path, the same errors."""
         self.model, self.temperature, self.output = model, temperature, output
         self.key = api_key("openai", offline)
         # A server's address may carry user:password@, sent as Basic auth: an error body that

@@ -8,15 +8,17 @@ validates options through pydantic, builds httpx requests and headers, draws an 
 and reads answers into models. simrun sends a body it has already serialised (for its worst case
 and its cache key) and reads the answer as JSON.
 
-This module speaks plain HTTP only, on simrun's lean HTTP/1.1 pool (simulator/_http1.py), and
+This module speaks plain HTTP only, on simrun's one HTTP client (simulator/_http1.py), and
 raises simrun's own errors, never another library's: `ModelStatusError` (an answer with a non-2xx
 status, with its headers and body), `ModelTimeout`, `ModelUnreachable`, and `AnswerTooLarge` for
 an answer past `MAX_ANSWER_BYTES` (a chat completion is kilobytes; a server that sends more is
 broken or hostile; a compressed one is inflated no further than the bound). `simrun.simulator._retry`
 classifies them alongside the SDKs' documented types. A proxy named by the environment
 (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) is used as the Anthropic backend uses it
-(`environment_proxy`). The API key goes in the Authorization header only. An httpx client can be
-given instead of the pool (tests answer through `httpx.MockTransport`): the same path, the same errors.
+(`environment_proxy`). The API key goes in the Authorization header only. Another sender with the
+one client's interface (`simrun.simulator._http1.Client.request`: absolute URL, headers, bound; an
+`Answer` or the client's errors) can be given instead of the pool, as tests give an in-process fake
+API: the same path, the same errors. No other HTTP library is used here.
 """
 
 from __future__ import annotations
@@ -26,13 +28,11 @@ import json
 import os
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-import httpx
-
 from simrun.scoring import UserModelUnavailable, secrets
-from simrun.simulator._http1 import HttpError, Pool, TooLarge
+from simrun.simulator._http1 import Answer, HttpError, Pool, TooLarge
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # The variables the SDK reads for these headers, read the same way: a team that scopes its key
@@ -108,9 +108,18 @@ def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
     return False
 
 
+class Sender(Protocol):
+    """What can be given instead of the pool: the one client's interface (`_http1.Client`)."""
+
+    async def request(self, method: str, url: str, body: bytes | None = None, *, limit: int,
+                      headers: Mapping[str, str] | None = None, timeout_s: float | None = None) -> Answer: ...
+
+    async def close(self) -> None: ...
+
+
 class LightClient:
     def __init__(self, base_url: str | None, key: str, timeout_s: float, *, connections: int = 0,
-                 http_client: httpx.AsyncClient | None = None) -> None:
+                 http_client: Sender | None = None) -> None:
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.timeout_s = timeout_s
         self.connections = connections     # 0: as many as there are calls in flight
@@ -132,31 +141,24 @@ class LightClient:
     async def post(self, path: str, body: str) -> bytes:
         """POST `body` (JSON text) to `path`; the answer's bytes, or simrun's error for it."""
         url = self.base_url + path
-        headers: Mapping[str, str]
-        if self.http_client is not None:
-            try:
-                response = await self.http_client.post(url, content=body.encode(), timeout=self.timeout_s,
-                                                       headers={**self.headers, "Content-Type": "application/json"})
-            except httpx.TimeoutException:
-                raise ModelTimeout(f"Request timed out: no whole answer from {url} in {self.timeout_s:g} s") from None
-            except httpx.TransportError as exc:
-                raise ModelUnreachable(f"Connection error: {type(exc).__name__}: {exc}") from None
-            status, headers, raw = response.status_code, response.headers, response.content
-        else:
-            assert self.pool is not None     # (made in __init__ whenever no client is given)
-            try:
+        try:
+            if self.http_client is not None:
+                answer = await self.http_client.request("POST", url, body.encode(), limit=MAX_ANSWER_BYTES,
+                                                        headers={**self.headers, "Content-Type": "application/json"},
+                                                        timeout_s=self.timeout_s)
+            else:
+                assert self.pool is not None     # (made in __init__ whenever no client is given)
                 answer = await self.pool.request("POST", path, body.encode(), limit=MAX_ANSWER_BYTES)
-            except TimeoutError:
-                raise ModelTimeout(f"Request timed out: no whole answer from {url} in {self.timeout_s:g} s") from None
-            except TooLarge as exc:
-                raise AnswerTooLarge(f"the API's answer is more than {MAX_ANSWER_BYTES:,} bytes; simrun reads "
-                                     f"no more ({exc})") from None
-            except HttpError as exc:
-                raise ModelUnreachable(f"Connection error: {type(exc).__name__}: {exc}") from None
-            status, headers, raw = answer.status, answer.headers, answer.body
-        if not 200 <= status < 300:
-            raise _status_error(status, {k.lower(): v for k, v in headers.items()}, raw)
-        return raw
+        except TimeoutError:
+            raise ModelTimeout(f"Request timed out: no whole answer from {url} in {self.timeout_s:g} s") from None
+        except TooLarge as exc:
+            raise AnswerTooLarge(f"the API's answer is more than {MAX_ANSWER_BYTES:,} bytes; simrun reads "
+                                 f"no more ({exc})") from None
+        except HttpError as exc:
+            raise ModelUnreachable(f"Connection error: {type(exc).__name__}: {exc}") from None
+        if not 200 <= answer.status < 300:
+            raise _status_error(answer.status, answer.headers, answer.body)
+        return answer.body
 
     def is_closed(self) -> bool:
         return self.closed
@@ -166,7 +168,7 @@ class LightClient:
         if self.pool is not None:
             await self.pool.close()
         if self.http_client is not None:
-            await self.http_client.aclose()
+            await self.http_client.close()
 
 
 def _status_error(status: int, headers: dict[str, str], raw: bytes) -> ModelStatusError:

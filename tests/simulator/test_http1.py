@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simrun.simulator._http1 import MAX_HEADER_BYTES, ConnectFailed, Disconnected, NotHttp, Pool, TooLarge
+from simrun.simulator._http1 import MAX_HEADER_BYTES, Client, ConnectFailed, Disconnected, NotHttp, Pool, TooLarge
 from simrun.simulator.adapters._process import free_port
 
 
@@ -411,3 +411,65 @@ def test_https_through_a_proxy_is_a_connect_tunnel_with_tls_end_to_end(tmp_path,
 def test_a_proxy_that_is_not_http_is_said_at_once():
     with pytest.raises(ValueError, match="not an http:// address"):
         Pool("http://model.local/v1", timeout_s=5, keepalive_s=5, proxy="socks5://127.0.0.1:1080")
+
+
+def test_a_request_s_own_headers_go_with_it_alone_and_replace_the_pool_s_of_the_same_name():
+    async def go():
+        async with Server(lambda r: ok()) as server:
+            client = pool(server, headers={"X-Key": "k", "Accept": "application/json"})
+            await client.request("POST", "/t", b"{}", limit=100, headers={"x-simrun-session": "s1", "x-key": "k2"})
+            await client.request("GET", "/s", limit=100)
+            await client.close()
+            return server.requests
+
+    first, second = run(go())
+    assert b"x-simrun-session: s1\r\n" in first and b"x-key: k2\r\n" in first and b"X-Key" not in first
+    assert b"Accept: application/json\r\n" in first
+    assert b"X-Key: k\r\n" in second and b"simrun-session" not in second
+    with pytest.raises(ValueError, match="line break"):
+        run(Pool("http://127.0.0.1:1", timeout_s=1, keepalive_s=1).request(
+            "GET", "/", limit=10, headers={"traceparent": "x\r\nInjected: 1"}))
+
+
+def test_the_client_keeps_a_pool_for_each_server_and_sends_by_absolute_url():
+    """The chat and template transports send by URL: a turn endpoint and a state hook may be two
+    servers. Each gets its own keep-alive connections, and the query string is sent as it is."""
+    async def go():
+        async with Server(lambda r: ok(b"a")) as one, Server(lambda r: ok(b"b")) as two:
+            client = Client(timeout_s=5, keepalive_s=5, connections=2, headers={"Authorization": "Bearer k"})
+            answers = []
+            for _ in range(3):
+                answers.append(await client.request("POST", f"{one.url()}/v1/chat?x=1&y=%20", b"{}", limit=10))
+                answers.append(await client.request("GET", f"{two.url()}/state/s1", limit=10))
+            await client.close()
+            with pytest.raises(ConnectFailed, match="closed"):
+                await client.request("GET", f"{one.url()}/", limit=10)
+            return answers, one, two
+
+    answers, one, two = run(go())
+    assert [a.body for a in answers] == [b"a", b"b"] * 3
+    assert one.connections == two.connections == 1       # reused, each server its own
+    assert one.requests[0].startswith(b"POST /v1/chat?x=1&y=%20 HTTP/1.1\r\n")
+    assert two.requests[0].startswith(b"GET /state/s1 HTTP/1.1\r\n")
+    assert all(b"Authorization: Bearer k\r\n" in r and b"User-Agent: simrun/" in r for r in one.requests + two.requests)
+
+    async def given_agent():
+        async with Server(lambda r: ok()) as server:
+            client = Client(timeout_s=5, keepalive_s=5, headers={"user-agent": "team-bot/2"})
+            await client.request("GET", f"{server.url()}/", limit=100)
+            await client.close()
+            return server.requests[0]
+
+    sent = run(given_agent())
+    assert b"user-agent: team-bot/2\r\n" in sent and b"simrun/" not in sent
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/x", "example.com:8000/chat", "http:///nohost"])
+def test_an_address_the_client_cannot_send_to_is_refused_before_anything_is_sent(url):
+    with pytest.raises(ValueError, match="not an http:// or https:// address"):
+        Client(timeout_s=1, keepalive_s=1).check(url)
+
+
+def test_a_header_that_cannot_be_sent_is_refused_when_the_client_is_made():
+    with pytest.raises(ValueError, match="line break"):
+        Client(timeout_s=1, keepalive_s=1, headers={"X-Key": "k\nInjected: 1"})

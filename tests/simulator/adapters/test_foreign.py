@@ -341,3 +341,17 @@ def test_a_template_endpoints_receipts_are_read_beside_its_reply():
     results, _ = with_endpoint(plain, lambda url: TemplateRuntime(url=url + "/chat", body={"q": "{message}"},
                                                                   reply="/out/text"), "move it")
     assert results[0] == {"reply": "Moved."}
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: TemplateRuntime(url="localhost:8000/ask", body={}, reply="/r"), "not an http:// or https:// address"),
+    (lambda: ChatRuntime(url="ftp://h/v1", model="m"), "not an http:// or https:// address"),
+    (lambda: TemplateRuntime(url="http://h/ask", body={}, reply="/r", headers={"X-Key": "k\nInjected: 1"}),
+     "line break")])
+def test_an_endpoint_or_header_no_request_can_carry_is_refused_when_the_transport_is_made(make, says):
+    """Through the one client's own check, before a run starts, naming the settings to fix."""
+    from simrun.scoring._errors import RuntimeUnavailable
+
+    with pytest.raises(RuntimeUnavailable, match="runtime.url or runtime.headers") as info:
+        make()
+    assert says in str(info.value)
