@@ -37,12 +37,19 @@ ROOT = Path(__file__).resolve().parent.parent
 typer.testing._get_command = functools.lru_cache(maxsize=None)(typer.main.get_command)
 
 # The modules whose tests take longest (real processes, a Ray cluster, a browser, calibration
-# runs: tens of seconds each) run first, so that pytest-xdist's workers finish together rather
-# than one of them running a long test alone at the end. Within each part the order is kept.
-LONGEST_FIRST = ("tests/test_gate_calibration.py", "tests/test_stamina.py", "tests/test_benchmarks.py",
-                 "tests/simulator/cluster/test_ray_executor.py", "tests/test_ledger_paths.py",
-                 "tests/scoring/pages/test_dashboard_browser.py", "tests/security/test_hostile_runtime.py",
-                 "tests/scoring/pages/test_report_browser.py", "tests/test_faults.py", "tests/test_install.py")
+# runs: tens of seconds each) run first, longest first, so that pytest-xdist's workers finish
+# together rather than one of them running a long test alone at the end: `--dist loadgroup` hands
+# out work in the order of the collection (after putting the xdist groups with the most tests
+# first), and a module collected last (tests/test_same_after_the_move.py, say) would otherwise
+# start last. Within each module the order is kept. By their durations in a full run.
+LONGEST_FIRST = ("tests/simulator/cli/test_real_frameworks.py", "tests/simulator/cli/test_sequential_cli.py",
+                 "tests/test_same_after_the_move.py", "tests/test_stamina.py", "tests/test_benchmarks.py",
+                 "tests/test_gate_calibration.py", "tests/simulator/cluster/test_ray_executor.py",
+                 "tests/test_ledger_paths.py", "tests/scoring/gate/test_sequential.py",
+                 "tests/simulator/cli/test_verdict_cli.py", "tests/security/test_stored_settings.py",
+                 "tests/simulator/test_check_user.py", "tests/scoring/pages/test_dashboard_browser.py",
+                 "tests/security/test_hostile_runtime.py", "tests/scoring/pages/test_report_browser.py",
+                 "tests/test_faults.py", "tests/test_install.py")
 # More repetitions make the fault and manner tests look harder (SIMRUN_TEST_REPETITIONS=10
 # before a release); three keep the suite fast.
 DEMO_REPETITIONS = int(os.environ.get("SIMRUN_TEST_REPETITIONS", "3"))
@@ -194,7 +201,8 @@ def tagged(monkeypatch):
 
 
 def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in LONGEST_FIRST)
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 def pytest_runtest_setup(item):

@@ -17,16 +17,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import site
 import subprocess
-import sysconfig
-import venv
 from pathlib import Path
 
 import pytest
 import yaml
 
 from simrun.simulator._demo import FILES
+from tests.fixtures.venvs import fresh_venv, offline_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "CONTRIBUTING.md",
@@ -43,19 +41,10 @@ def git(folder: Path, *args: str) -> str:
 
 
 def fresh_environment(where: Path) -> tuple[Path, dict[str, str]]:
-    """A new virtual environment that borrows this one's dependencies (a .pth line), and the
-    environment variables a CI step runs with there: its bin/ first, pip offline."""
-    venv.create(where, with_pip=True)
-    # Python 3.11's ensurepip adds an old setuptools of its own, which would shadow the borrowed one.
-    subprocess.run([str(where / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", "setuptools"],
-                   capture_output=True, timeout=120, check=False)
-    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(where), "platbase": str(where)}))
-    (purelib / "borrowed.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GITHUB_STEP_SUMMARY", "VIRTUAL_ENV")}
-    # No index, no build isolation (setuptools is borrowed): nothing is fetched from the network.
-    env |= {"PATH": f"{where / 'bin'}{os.pathsep}{env.get('PATH', '')}", "PIP_NO_INDEX": "1",
-            "PIP_NO_BUILD_ISOLATION": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    return where, env
+    """A new virtual environment that borrows this one's dependencies (pip among them: a `pip`
+    command there runs it), and the environment variables a CI step runs with there: its bin/
+    first, pip offline."""
+    return fresh_venv(where, borrow_packages=True), offline_env(where)
 
 
 @pytest.fixture(scope="module")
