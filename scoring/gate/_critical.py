@@ -10,6 +10,10 @@ import numpy as np
 
 from simrun.scoring.gate._stats import _NULL_DRAWS, SEED, _isf, _special
 
+# Repetitions past which `_binomial` searches each column's cdf rather than stepping through it
+# (measured: the two cost the same at about 30).
+_STEPWISE = 32
+
 
 def critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray, *, alpha: float,
                    correction: str = "max-t", draws: int = _NULL_DRAWS, seed: int = SEED) -> float:
@@ -64,11 +68,20 @@ def _critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray
 
 
 def _binomial(rng: np.random.Generator, n: int, p: np.ndarray, draws: int) -> np.ndarray:
-    """`draws` x len(p) counts, each Binomial(n, p[j]), by inversion: a uniform draw is past as many
-    of the cdf's steps as the count. Numpy's own sampler costs several times more at the few
-    repetitions a gate sees, and the advice draws millions of them. The steps stop where every
-    cdf is 1.0 in floating point, beyond which no uniform draw can go."""
+    """`draws` x len(p) counts, each Binomial(n, p[j]), by inversion: a count is how many of the
+    cdf's steps its uniform draw is past. Numpy's own sampler costs several times more at the few
+    repetitions a gate sees, and the advice draws millions of them. At a few repetitions the steps
+    are taken one at a time over every column (stopping where every cdf is 1.0 in floating point,
+    beyond which no uniform draw can go); past `_STEPWISE`, where the advice searches up to
+    thousands of repetitions, each column's draws are placed among its cdf's steps by a binary
+    search instead: the same counts from the same draws, a tenth of the time at 3,000."""
     u = rng.random((draws, len(p)))
+    if n > _STEPWISE:
+        steps = np.arange(n)
+        counts = np.empty(u.shape, np.int64)
+        for j, pj in enumerate(p):
+            counts[:, j] = np.searchsorted(_special().bdtr(steps, n, pj), u[:, j], side="left")
+        return counts
     counts = np.zeros(u.shape, np.int64)
     for k in range(n):
         cdf = _special().bdtr(k, n, p)
