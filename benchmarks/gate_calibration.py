@@ -21,6 +21,9 @@ left out (one violation fails the gate by design, not by chance).
 (f) `--parts runs [flags]`: A/A and power when runs differ as a whole (a run x cell effect of chosen
     intra-class correlation, and a run-level effect of a model-played user), against a baseline of
     one run and of several (gate_runs.py).
+(g) `--parts paired [--pairs 60] [--seed 1] [--workers 2] [--scenarios aa_noise,broad_seeded,broad_noise,goal]`:
+    the paired test (runs of one seed, scripted user) against the unpaired test on the same pairs:
+    its A/A under runtime noise with a Wilson interval, its power on +5 points and a broken goal.
 
     .venv/bin/python benchmarks/gate_calibration.py [--pairs 200] [--parts aa,localized,broad]
                                                     [--seed 1] [--workers N]
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import math
 import os
 import sys
@@ -363,11 +367,183 @@ def advice_table(settings: GateSection, out: Report) -> None:
     out.say(f"    for +{100 * BROAD_RISE:.0f} pts" + "".join(f"  {str(n) + ' reps':>10s}" for n in needed))
 
 
+# --- (g) paired: the paired test against the unpaired one, on the same seeded pairs ----------------
+#
+# Each pair shares its run seed (a scripted user replays every conversation of a cell and
+# repetition alike) and is judged twice by `gate_verdict` with the thresholds of budgets.toml:
+# paired (both summaries say the seed, as two stored runs of one seed do) and unpaired (the
+# candidate's summary says another seed; the conversations are the same). What is planted:
+#
+# - **A/A, reproduced**: the candidate is the baseline run again (TripDesk seeds its faults by
+#   session): nothing differs in any pair, so the paired gate cannot alarm; checked once.
+# - **A/A, runtime noise**: the runtime's faults are seeded apart from the run (a runtime whose own
+#   randomness is not pinned by run.seed, such as a model-backed agent): within a pair the two
+#   conversations are exchangeable, the paired test's null. Its false alarms, with a Wilson 95%
+#   interval, beside the unpaired test's on the same pairs.
+# - **+5 pts**: dead_end raised by 5 points in every cell (its fault raised), the runtime seeded by
+#   the run (a seeded runtime: only the planted change differs) and seeded apart (runtime noise too).
+# - **broken goal**: one goal's dead_end raised by 60 points, the goal changing from pair to pair.
+#
+#     .venv/bin/python benchmarks/gate_calibration.py --parts paired [--pairs 60] [--seed 1] [--workers 2]
+#         [--repetitions 5] [--scenarios aa_noise,broad_seeded,broad_noise,goal]
+#
+# It exits 1 if the paired A/A's interval lies wholly above alpha.
+
+RUNTIME_APART = 1_000_003       # added to the run seed for a runtime seeded apart from the run
+PAIRED_SCENARIOS = ("aa_noise", "broad_seeded", "broad_noise", "goal")
+
+
+def seeded_run(seed: int, runtime_seed: int, repetitions: int, faults: dict[str, float] | None = None,
+               goal_faults: tuple[str, dict[str, float]] | None = None) -> DemoRun:
+    """The demo matrix of run seed `seed` (the scripted user's and every conversation's), against
+    TripDesk with its faults seeded by `runtime_seed`."""
+    from simrun.examples.tripdesk import TripDesk
+    from simrun.simulator import PythonRuntime, ScriptedUser, converse, matrix
+
+    faults = RUNTIME_FAULTS if faults is None else faults
+    runtime = (ByGoal(faults, *goal_faults, runtime_seed) if goal_faults
+               else TripDesk(faults=faults, fault_seed=runtime_seed))
+    user = ScriptedUser(faults=USER_FAULTS, fault_seed=seed)
+    adapter = PythonRuntime(runtime)
+
+    async def go():
+        return [await converse(cell, user, adapter) for cell in matrix(demo_dataset(), repetitions, seed)]
+
+    return DemoRun(seed, tuple((c.cell.persona.id, c.cell.goal.id, c.cell.repetition, scorecard_counts(c.scorecard))
+                               for c in asyncio.run(go())))
+
+
+def paired_summary(run: DemoRun, repetitions: int, run_id: str) -> RunSummary:
+    return summary_from_counts(run_id, demo_dataset().hash, repetitions, run.conversations,
+                               seed=run.seed, user_backend="scripted")
+
+
+def _caught(result: GateResult, cls: str, goal: str | None = None) -> bool:
+    verdict = next(c for c in result.classes if c.cls == cls)
+    if goal is None:
+        return verdict.failed
+    return any(s.failed and s.dimension == "goal" and s.name == goal for s in verdict.slices)
+
+
+def paired_judge(base: RunSummary, cand: RunSummary, settings: GateSection, cls: str,
+                 goal: str | None = None) -> dict:
+    """One pair judged twice: paired, and unpaired (the candidate's summary says another seed)."""
+    paired = gate_verdict(base, cand, settings)
+    unpaired = gate_verdict(base, dataclasses.replace(cand, seed=(cand.seed or 0) + 1), settings)
+    assert paired.pairing.paired and not unpaired.pairing.paired
+    return {"paired": {"alarm": not paired.passed, "caught": _caught(paired, cls, goal)},
+            "unpaired": {"alarm": not unpaired.passed, "caught": _caught(unpaired, cls, goal)},
+            "differ": sum(1 for f in paired.flips or () if f.cls == cls)}
+
+
+def paired_pair_job(args: tuple) -> dict:
+    i, plan, seed0, repetitions, scenarios = args
+    _, cls = PLANTED
+    settings = plan.settings
+    seed = seed0 + i
+    base = paired_summary(seeded_run(seed, seed, repetitions), repetitions, "base")
+    out: dict = {}
+    if "aa_noise" in scenarios:
+        cand = paired_summary(seeded_run(seed, seed + RUNTIME_APART, repetitions), repetitions, "cand")
+        out["aa_noise"] = paired_judge(base, cand, settings, cls)
+    if "broad_seeded" in scenarios:
+        cand = paired_summary(seeded_run(seed, seed, repetitions, plan.broad_faults), repetitions, "cand")
+        out["broad_seeded"] = paired_judge(base, cand, settings, cls)
+    if "broad_noise" in scenarios:
+        cand = paired_summary(seeded_run(seed, seed + RUNTIME_APART, repetitions, plan.broad_faults), repetitions,
+                              "cand")
+        out["broad_noise"] = paired_judge(base, cand, settings, cls)
+    if "goal" in scenarios and plan.local_faults:
+        goal = sorted(plan.local_faults)[i % len(plan.local_faults)]
+        cand = paired_summary(seeded_run(seed, seed, repetitions, goal_faults=(goal, plan.local_faults[goal])),
+                              repetitions, "cand")
+        out["goal"] = paired_judge(base, cand, settings, cls, goal)
+    return out
+
+
+def paired_main(argv: list[str] | None = None) -> int:
+    """The paired test's power against the unpaired test's, on the same pairs of seeded demo runs (part g)."""
+    parser = argparse.ArgumentParser(prog="gate_calibration.py --parts paired", description=paired_main.__doc__)
+    parser.add_argument("--pairs", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=1, help="first run seed; pair i uses seed + i")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--repetitions", type=int, default=None, help="default: simrun.toml's run.repetitions")
+    parser.add_argument("--scenarios", default=",".join(PAIRED_SCENARIOS),
+                        help="any of " + ",".join(PAIRED_SCENARIOS))
+    args = parser.parse_args(argv)
+    scenarios = tuple(s for s in args.scenarios.split(",") if s)
+    if not set(scenarios) <= set(PAIRED_SCENARIOS):
+        parser.error(f"--scenarios: any of {','.join(PAIRED_SCENARIOS)}")
+    settings = load_budgets(ROOT / "budgets.toml").gate
+    repetitions = args.repetitions or load_project(ROOT / "simrun.toml").run.repetitions
+    t0 = time.perf_counter()
+    plan: Plan = plan_from(pilot_runs(repetitions, args.seed, pilot=2), settings, repetitions)
+    dataset = demo_dataset()
+    print(f"paired gate: demo matrix {len(dataset.personas)} personas x {len(dataset.goals)} goals x {repetitions} "
+          f"repetitions; {args.pairs} pairs of one run seed each (seed {args.seed} on); alpha {settings.alpha}, "
+          f"min effect {settings.min_effect} ({settings.min_effect_slice} in a slice), {settings.permutations} "
+          "permutations", flush=True)
+    # Reproduced: the same seed and an unchanged, seeded runtime replay every conversation.
+    again = [paired_summary(seeded_run(args.seed, args.seed, repetitions), repetitions, n) for n in ("base", "cand")]
+    same = gate_verdict(again[0], again[1], settings)
+    reproduced = again[0].cells == again[1].cells and same.flips == ()
+    print(f"A/A, reproduced (same seed, seeded runtime): {'every conversation alike' if reproduced else 'NOT alike'}; "
+          f"paired gate {'passed' if same.passed else 'FAILED'} ({same.tests} hypotheses could vary)")
+    jobs = [(i, plan, args.seed, repetitions, scenarios) for i in range(args.pairs)]
+    results: list[dict] = []
+
+    def done(result: dict) -> None:
+        # One line a pair, as it ends: a long batch shows its progress, and a cut one its tallies so far.
+        results.append(result)
+        print(f"  pair {len(results)}/{len(jobs)}: " + ", ".join(
+            f"{key} {'/'.join('x' if r[what] else '.' for r in (row['paired'], row['unpaired']))}"
+            for key, row in result.items() for what in ("alarm" if key == "aa_noise" else "caught",)),
+            flush=True)
+
+    if args.workers <= 1:
+        for job in jobs:
+            done(paired_pair_job(job))
+    else:
+        with ProcessPoolExecutor(args.workers) as pool:
+            for result in pool.map(paired_pair_job, jobs):
+                done(result)
+    n = len(results)
+    unmet = []
+    titles = {"aa_noise": "A/A, runtime noise (runtime seeded apart): false alarms",
+              "broad_seeded": f"+{100 * plan.broad_rise:.0f} pts dead_end, seeded runtime: caught",
+              "broad_noise": f"+{100 * plan.broad_rise:.0f} pts dead_end, runtime noise: caught",
+              "goal": "broken goal (+60 pts dead_end in one goal), seeded runtime: caught naming the goal"}
+    for key in scenarios:
+        rows = [r[key] for r in results if key in r]
+        if not rows:
+            continue
+        what = "alarm" if key == "aa_noise" else "caught"
+        flipped = sum(r["differ"] for r in rows) / len(rows)
+        print(f"\n{titles[key]} ({len(rows)} pairs; dead_end flipped (clean to fired) in {flipped:.1f} "
+              "pairs of conversations per run pair, on average)")
+        for test in ("paired", "unpaired"):
+            k = sum(r[test][what] for r in rows)
+            print(f"  {test:8s} {k:4d}/{len(rows)} = {100 * k / len(rows):5.1f}% (95% Wilson {wilson(k, len(rows))})")
+        if key == "aa_noise":
+            k = sum(r["paired"]["alarm"] for r in rows)
+            low = float(wilson(k, len(rows)).split("%")[0])
+            if low > 100 * settings.alpha:
+                unmet.append("the paired A/A's interval lies above alpha")
+        else:
+            p = sum(r["paired"][what] for r in rows)
+            u = sum(r["unpaired"][what] for r in rows)
+            print(f"  power ratio paired / unpaired: {p / u:.2f}" if u else "  power ratio: unpaired caught none")
+    print(f"\n{n} pairs in {time.perf_counter() - t0:.0f} s; " + ("NOT MET: " + ", ".join(unmet) if unmet else "OK"))
+    return 1 if unmet else 0
+
+
 def main() -> int:
     if sys.argv[1:3] == ["--parts", "sequential"]:
         return __import__("gate_sequential").main(sys.argv[3:])
     if sys.argv[1:3] == ["--parts", "runs"]:
         return __import__("gate_runs").main(sys.argv[3:])
+    if sys.argv[1:3] == ["--parts", "paired"]:
+        return paired_main(sys.argv[3:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--parts", default=",".join(PARTS), help="any of " + ",".join(PARTS))

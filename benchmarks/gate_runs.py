@@ -16,18 +16,23 @@ Modes, per rho in `--rho` (0 included as a check):
   variation and widens its null. A/A false alarms (required: its 95% interval reaches 5% or
   below), and the power for +5 points in every cell of dead_end beside it.
 - user: a run-level effect for a model-played user: every cell of a run moves together (a logit
-  shift of sd `--user-shift` for simulator_error and goal_not_reached, drawn per run), beside the
-  run x cell effect.
+  shift of sd `--user-shift` for simulator_error and goal_not_reached, drawn per run; a list
+  gives a line each), beside a run x cell effect of `--user-rho`; the baseline is `--runs` runs.
 - sequential: the sequential gate's A/A where its pass side can hardly stop early (`--cells 10`,
-  `--beta 0.001`, a baseline of `--baseline-reps 5`, 20 rounds of one repetition), runs
-  exchangeable by construction, so that the alpha spent over the recalculated looks is measured.
+  `--beta 0.001`, 20 rounds of one repetition), against a baseline of `--seq-runs` runs of
+  `--baseline-reps` repetitions each: with `--seq-runs 1` and no effect the runs are
+  exchangeable by construction; with `--seq-shift` (and `--seq-rho`) every run, the candidate's
+  20 rounds included, carries its own whole-run (and run x cell) effect, so that the alpha spent
+  over the recalculated looks is measured where runs differ.
 
     .venv/bin/python benchmarks/gate_runs.py [--pairs 200] [--rho 0,0.005,0.02,0.05]
-        [--modes one,runs,user] [--runs 3] [--repetitions 5] [--permutations 2000] [--workers 2]
+        [--modes one,runs,user] [--runs 3] [--repetitions 5] [--user-shift 0.5,1.0]
+        [--permutations 2000] [--workers 2]
 
 A pair is a baseline and a candidate drawn from one null (A/A), or with the candidate's
-dead_end raised by `--rise` in every cell (power). It exits 1 when a requirement is not met,
-judging each by its 95% interval, never by the point estimate alone.
+dead_end raised by `--rise` in every cell (power; runs and user modes). It exits 1 when a
+requirement is not met, judging each by its 95% interval, never by the point estimate alone: NOT
+MET only when the interval's lower end is above 5%.
 """
 
 from __future__ import annotations
@@ -126,7 +131,9 @@ def pair(args: tuple) -> dict:
     from simrun.scoring.gate import _variation
 
     _variation.BOUND = bound
-    rng = np.random.default_rng([seed, i, int(rho * 1e6), hash(mode) % 1000])
+    # The mode's index, not hash(mode): a str's hash changes from one interpreter to the next.
+    rng = np.random.default_rng([seed, i, int(rho * 1e6), ("one", "runs", "user").index(mode),
+                                 int(user_shift * 1000)])
     shift = user_shift if mode == "user" else 0.0
     k = runs if mode in ("runs", "user") else 1
     base_runs = [one_run(rng, rates, rho, repetitions, f"b{j}", shift) for j in range(k)]
@@ -137,6 +144,7 @@ def pair(args: tuple) -> dict:
     if aa.variation is not None:
         out["rho"] = dict(zip(aa.variation.classes, aa.variation.rho))
         out["bound"] = dict(zip(aa.variation.classes, aa.variation.bound))
+        out["shift"] = {cls: aa.variation.shift(cls) for cls in aa.variation.classes}
     if rise:
         broken = one_run(rng, rates, rho, repetitions, "d", shift, rise=rise)
         result = gate_verdict(base, broken, settings)
@@ -151,10 +159,11 @@ def sequential_pair(args: tuple) -> dict:
     from simrun.scoring._settings import SequentialSection
     from simrun.scoring.gate._sequential import sequential_gate
 
-    i, rates, baseline_reps, settings, beta, exact, rounds, seed = args
+    i, rates, baseline_reps, settings, beta, exact, rounds, seed, runs, shift, rho = args
     rng = np.random.default_rng([seed, i, 4242])
-    base = one_run(rng, rates, 0.0, baseline_reps, "b")
-    cand = one_run(rng, rates, 0.0, rounds, "c")
+    parts = [one_run(rng, rates, rho, baseline_reps, f"b{j}", shift) for j in range(runs)]
+    base = merge_runs(parts) if runs > 1 else parts[0]
+    cand = one_run(rng, rates, rho, rounds, "c", shift)           # one run: one effect over all its rounds
     seq = SequentialSection(max_rounds=rounds, beta=beta, exact=exact)
     result = sequential_gate(base, cand, settings, seq, finished=True)
     return {"decision": result.decision, "rounds": len(result.looks)}
@@ -163,8 +172,8 @@ def sequential_pair(args: tuple) -> dict:
 def sequential_aa(args: argparse.Namespace, settings, rates: np.ndarray) -> list[str]:
     """`--modes sequential`: the sequential gate's A/A where the pass side cannot stop early."""
     small = rates[:args.cells]
-    jobs = [(i, small, args.baseline_reps, settings, args.beta, not args.union, 20, args.seed)
-            for i in range(args.pairs)]
+    jobs = [(i, small, args.baseline_reps, settings, args.beta, not args.union, 20, args.seed, args.seq_runs,
+             args.seq_shift, args.seq_rho) for i in range(args.pairs)]
     if args.workers > 1:
         with ProcessPoolExecutor(args.workers) as pool:
             rows = list(pool.map(sequential_pair, jobs))
@@ -175,7 +184,10 @@ def sequential_aa(args: argparse.Namespace, settings, rates: np.ndarray) -> list
     passed = sum(r["decision"] == "passed" for r in rows)
     low, high = wilson(failed, n)
     ok = low <= MAX_AA
-    return [f"sequential A/A, {args.cells} cells, baseline {args.baseline_reps} repetitions, beta {args.beta}, "
+    effect = (f"whole-run shift sd {args.seq_shift:g} (logit), rho {args.seq_rho:g}"
+              if args.seq_shift or args.seq_rho else "runs exchangeable")
+    return [f"sequential A/A, {args.cells} cells, baseline {args.seq_runs} run(s) of {args.baseline_reps} "
+            f"repetitions, {effect}, beta {args.beta}, "
             f"{'union bound' if args.union else 'exact levels'}, 20 rounds: failed {failed}/{n} = {failed / n:.1%} "
             f"(95% {100 * low:.1f}%–{100 * high:.1f}%) {'OK' if ok else 'NOT MET'}; passed {passed}, "
             f"undecided {n - failed - passed}; mean looks {np.mean([r['rounds'] for r in rows]):.1f}", ok]
@@ -195,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--permutations", type=int, default=2_000)
     parser.add_argument("--rise", type=float, default=0.05, help="power: dead_end raised by this in every cell")
-    parser.add_argument("--user-shift", type=float, default=0.3, help="user mode: sd of a run's logit shift")
+    parser.add_argument("--user-shift", default="0.5,1.0", help="user mode: sd of a run's logit shift (a list: "
+                        "a line each)")
+    parser.add_argument("--user-rho", type=float, default=0.02, help="user mode: the run x cell effect beside it")
     parser.add_argument("--synthetic", action="store_true", help="synthetic base rates (no demo pilot)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--seed", type=int, default=1)
@@ -203,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beta", type=float, default=0.001, help="sequential mode: the pass side's beta")
     parser.add_argument("--baseline-reps", type=int, default=5, help="sequential mode: the baseline's repetitions")
     parser.add_argument("--union", action="store_true", help="sequential mode: the union bound, not exact levels")
+    parser.add_argument("--seq-runs", type=int, default=1, help="sequential mode: runs blessed in the baseline")
+    parser.add_argument("--seq-shift", type=float, default=0.0, help="sequential mode: sd of a run's logit shift")
+    parser.add_argument("--seq-rho", type=float, default=0.0, help="sequential mode: the run x cell effect")
     parser.add_argument("--bound", type=float, default=None,
                         help="the confidence of the bound on rho the gate uses (default: the gate's own)")
     args = parser.parse_args(argv)
@@ -226,9 +243,11 @@ def main(argv: list[str] | None = None) -> int:
             print(line, flush=True)
             unmet += [] if ok else ["sequential A/A"]
             continue
-        for rho in (float(x) for x in args.rho.split(",")):
-            jobs = [(i, rates, rho, mode, args.runs, args.repetitions, settings, args.user_shift,
-                     args.rise if mode == "runs" else 0.0, args.seed, bound) for i in range(args.pairs)]
+        cases = ([(args.user_rho, float(x)) for x in args.user_shift.split(",")] if mode == "user"
+                 else [(float(x), 0.0) for x in args.rho.split(",")])
+        for rho, shift in cases:
+            jobs = [(i, rates, rho, mode, args.runs, args.repetitions, settings, shift,
+                     args.rise if mode != "one" else 0.0, args.seed, bound) for i in range(args.pairs)]
             if args.workers > 1:
                 with ProcessPoolExecutor(args.workers) as pool:
                     rows = list(pool.map(pair, jobs))
@@ -237,11 +256,12 @@ def main(argv: list[str] | None = None) -> int:
             n, alarms = len(rows), sum(r["aa"] for r in rows)
             low, high = wilson(alarms, n)
             base = "1 run" if mode == "one" else f"{args.runs} runs"
-            line = (f"{mode:4s} rho {rho:<6g} baseline {base}: A/A failed {alarms}/{n} = {alarms / n:.1%} "
+            line = (f"{mode:4s} rho {rho:<6g}{f' shift sd {shift:g}' if mode == 'user' else ''} baseline {base}: "
+                    f"A/A failed {alarms}/{n} = {alarms / n:.1%} "
                     f"(95% {100 * low:.1f}%–{100 * high:.1f}%)")
             if mode != "one":
                 ok = low <= MAX_AA
-                unmet += [] if ok else [f"A/A {mode} rho {rho}"]
+                unmet += [] if ok else [f"A/A {mode} rho {rho} shift {shift}"]
                 line += f" {'OK' if ok else 'NOT MET'}"
             if "power" in rows[0]:
                 caught = sum(r["power"] for r in rows)
@@ -252,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
                 measured = np.mean([r["rho"]["dead_end"] for r in rows])
                 line += (f"; rho measured (mean over pairs, dead_end) {measured:.4f}"
                          f", bound {np.mean([r['bound']['dead_end'] for r in rows]):.4f}")
+                line += ("; whole-run logit shift sd measured (mean over pairs) "
+                         + ", ".join(f"{cls} {np.mean([r['shift'][cls] for r in rows]):.2f}"
+                                     for cls in ("dead_end", *USER_CLASSES)))
             print(line, flush=True)
             for r in rows:
                 if r["aa"] and r["where"]:

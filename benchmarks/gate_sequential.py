@@ -218,6 +218,15 @@ def pair_job(args) -> dict:
 
 # --- the figures ---------------------------------------------------------------------------------
 
+def meets(k: int, n: int, target: float) -> bool:
+    """A rate of false alarms meets its target unless the target is below its 95% interval:
+    NOT MET only when the interval's lower end exceeds it (an exact test at 5% gives more than
+    5% on half its samples)."""
+    from scipy import stats as st
+
+    return bool(st.binomtest(k, n).proportion_ci(0.95, method="wilson").low <= target)
+
+
 def tally(part: str, results: list[dict], seq: SequentialSection, cells: int, alpha: float,
           sizes: dict = FIXED_SIZES) -> list[str]:
     n = len(results)
@@ -226,8 +235,8 @@ def tally(part: str, results: list[dict], seq: SequentialSection, cells: int, al
         rules = [rule for r in results for rule in r["rules"]]
         kinds = {kind: sum(rule.startswith(kind) for rule in rules) for kind in ("guarantee", "overall", "slice")}
         return [f"fixed-aa: the fixed gate (5 repetitions each, slices on) failed {alarms}/{n} A/A pairs = "
-                f"{alarms / n:.1%} (95% {wilson(alarms, n)}); required <= {alpha:.0%}: "
-                + ("OK" if alarms / n <= alpha else "NOT MET"),
+                f"{alarms / n:.1%} (95% {wilson(alarms, n)}); required: its interval reaching {alpha:.0%} or below: "
+                + ("OK" if meets(alarms, n, alpha) else "NOT MET"),
                 "    the rules that fired: " + ", ".join(f"{k} {v}" for k, v in kinds.items()),
                 *(f"      {rule}" for rule in rules)]
     counts = {d: sum(r["decision"] == d for r in results) for d in ("failed", "passed", "inconclusive")}
@@ -237,8 +246,8 @@ def tally(part: str, results: list[dict], seq: SequentialSection, cells: int, al
              f"mean {mean_conv:.0f} candidate conversations ({mean_conv / cells:.1f} rounds), "
              f"median {np.median([r['rounds'] for r in results]):.0f} rounds, cap {seq.max_rounds}"]
     if part == "aa":
-        lines[-1] += (f"; false alarms required <= {alpha:.0%}: "
-                      + ("OK" if counts["failed"] / n <= alpha else "NOT MET"))
+        lines[-1] += (f"; false alarms required: their interval reaching {alpha:.0%} or below: "
+                      + ("OK" if meets(counts["failed"], n, alpha) else "NOT MET"))
     if part == "local":
         named = sum(bool(r["named"]) for r in results)
         lines.append(f"    the goal named in the deciding look: {named}/{n} = {named / n:.1%} (95% {wilson(named, n)})")

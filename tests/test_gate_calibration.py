@@ -63,3 +63,17 @@ def test_a_broad_rise_is_caught_at_the_repetitions_the_advice_names(pilots):
     assert all(0.6 <= r["predicted"][rise] <= 1.0 for r in rows), rows
     assert rise - 0.03 <= sum(r["rise"] for r in rows) / len(rows) <= rise + 0.04
     assert BROAD_RISE == 0.05       # the benchmark's figure, in the README, is for five points
+
+
+def test_the_paired_part_catches_on_runs_of_one_seed_what_the_unpaired_test_misses(plan):
+    """Part (g), one pair: a 5-point rise against a seeded runtime, on runs of one seed. Judged
+    paired (both summaries say seed 1 and the scripted user) it is caught; the same conversations
+    said to be of another seed are judged unpaired, and at 5 repetitions the rise is within that
+    test's noise. An A/A with the runtime seeded apart stays quiet either way."""
+    from benchmarks.gate_calibration import paired_pair_job
+
+    out = paired_pair_job((0, plan, 1, plan.repetitions, ("aa_noise", "broad_seeded")))
+    broad = out["broad_seeded"]
+    assert broad["paired"]["caught"] and not broad["unpaired"]["caught"], broad
+    assert broad["differ"] > 0      # the flips of the planted rise, listed because the runs are paired
+    assert not out["aa_noise"]["paired"]["alarm"] and not out["aa_noise"]["unpaired"]["alarm"]

@@ -11,6 +11,7 @@
     baseline    the blessed baseline file: written, read from a file or from git, checked
     stats       the permutation test over cells and slices, and its power
     joint       reassigning whole conversations between the runs, every class at once
+    paired      when two runs of one seed are paired by cell and repetition, and the sign-flip test
     text        a verdict as text: the console, Markdown and JUnit XML
     formats     how rates, differences and p-values are written
     release     what a run must meet, beyond its guarantees, to be released
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from simrun.scoring.gate._compare import gate_verdict
     from simrun.scoring.gate._competence import DEFAULT_THRESHOLD, competence, measure
     from simrun.scoring.gate._formats import pct, size
+    from simrun.scoring.gate._paired import Pairing
     from simrun.scoring.gate._run_verdict import RunVerdict, verdict_of_run
     from simrun.scoring.gate._sequential import Sequential, sequential_gate
     from simrun.scoring.gate._summary import GATE_CLASSES, RunSummary, merge_runs, summary_from_store
@@ -46,6 +48,7 @@ __all__ = [
     "GateResult",
     "Kind",
     "Line",
+    "Pairing",
     "RunSummary",
     "RunVerdict",
     "Scope",
@@ -75,6 +78,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "GateResult": ("simrun.scoring.gate._verdict", "GateResult"),
     "Kind": ("simrun.scoring.gate._verdict_lines", "Kind"),
     "Line": ("simrun.scoring.gate._verdict_lines", "Line"),
+    "Pairing": ("simrun.scoring.gate._paired", "Pairing"),
     "RunSummary": ("simrun.scoring.gate._summary", "RunSummary"),
     "RunVerdict": ("simrun.scoring.gate._run_verdict", "RunVerdict"),
     "Scope": ("simrun.scoring.gate._verdict_lines", "Scope"),

@@ -8,7 +8,9 @@ still load: format 2 (no content hashes) gates only a candidate of the same data
 (no repetitions either) cannot list the conversations that flipped. Format 5 is a baseline
 blessed from several runs (`simrun baseline bless RUN RUN ...`): their repetitions side by side,
 run j's after run j-1's, and `runs` naming them, so that the gate can measure how far a cell's
-rate moves from run to run (`simrun.scoring.gate._variation`).
+rate moves from run to run (`simrun.scoring.gate._variation`). Format 6 is format 4 with the
+run's `seed`: a candidate of the same seed, both with a scripted user, is judged by the paired
+test (`simrun.scoring.gate._paired`); a file of an older format, or of several runs, never is.
 
 A baseline may come from the pull request it judges, so it is untrusted: its size, its JSON,
 its text fields and its counts are checked, and every error names the file and field.
@@ -48,7 +50,7 @@ from simrun.scoring.gate._summary import (
 from simrun.scoring.store import RUN_ID, Store
 
 FORMAT = "simrun-baseline"
-FORMAT_VERSION = 4             # of one run's baseline; several runs blessed together are format 5
+FORMAT_VERSION = 6             # of one run's baseline; several runs blessed together are format 5
 MAX_RUNS = 100                 # runs blessed together
 COUNT_FIELDS = ("fired", "scored", "unverifiable")
 MAX_BYTES = 64 * 2**20          # a baseline of a million cells is far smaller
@@ -83,9 +85,10 @@ class RepetitionsOfCell(_Model):
 
 class BaselineFile(_Model):
     format: Literal["simrun-baseline"] = Field(description="Always 'simrun-baseline'.")
-    format_version: Literal[1, 2, 3, 4, 5] = Field(description="Version of this file's layout (1: without "
-                                                   "repetitions; 2: without the persona and goal hashes; 3: without "
-                                                   "the user backend; 5: blessed from several runs).")
+    format_version: Literal[1, 2, 3, 4, 5, 6] = Field(description="Version of this file's layout (1: without "
+                                                      "repetitions; 2: without the persona and goal hashes; 3: "
+                                                      "without the user backend; 4: without the seed; 5: blessed "
+                                                      "from several runs; 6: one run, with its seed).")
     run_id: str = Field(pattern=f"^{RUN_ID.pattern}$", description="The blessed run.")
     dataset_hash: str = Field(pattern=r"^[0-9a-f]{16}$", description="Hash of the personas and goals the run used.")
     scorer_version: str = Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,31}$",
@@ -93,6 +96,9 @@ class BaselineFile(_Model):
     simrun_version: str = Field(pattern=r"^[0-9A-Za-z][0-9A-Za-z._+-]{0,31}$", description="simrun that blessed it.")
     user_backend: str | None = Field(None, pattern=USER_BACKEND, description="Who played the user: scripted, or "
                                      "backend:model (format 4): a candidate measured with another is refused.")
+    seed: int | None = Field(None, strict=True, ge=-(2**63), lt=2**63,
+                             description="The run's seed, run.seed (format 6): a candidate of the same seed, "
+                                         "both with a scripted user, is paired with it by cell and repetition.")
     blessed_at: str = Field(pattern=r"^\d{4}-\d\d-\d\dT[0-9:.]+(Z|[+-]\d\d:\d\d)?$",
                             description="When it was blessed (UTC, ISO 8601).")
     matrix: MatrixShape
@@ -137,10 +143,12 @@ class BaselineFile(_Model):
             raise ValueError("repetitions: formats 2 and 3 hold them, format 1 does not")
         if (self.items is None) != (self.format_version < 3):
             raise ValueError("items: formats 3 and 4 hold the persona and goal hashes, formats 1 and 2 do not")
-        if self.format_version < 5 and (self.user_backend is None) != (self.format_version < 4):
-            raise ValueError("user_backend: format 4 names who played the user, formats 1 to 3 do not")
-        if (self.runs is None) != (self.format_version < 5):
-            raise ValueError("runs: format 5 names the runs blessed together, formats 1 to 4 hold one run")
+        if self.format_version != 5 and (self.user_backend is None) != (self.format_version < 4):
+            raise ValueError("user_backend: formats 4 and 6 name who played the user, formats 1 to 3 do not")
+        if (self.seed is None) != (self.format_version != 6):
+            raise ValueError("seed: format 6 keeps the run's seed, formats 1 to 5 do not")
+        if (self.runs is None) != (self.format_version != 5):
+            raise ValueError("runs: format 5 names the runs blessed together, the other formats hold one run")
         if self.runs is not None:
             if len(set(self.runs)) != len(self.runs):
                 raise ValueError("runs: a run is named twice")
@@ -162,13 +170,16 @@ def baseline_json(summary: RunSummary, *, simrun_version: str) -> str:
         # is blessed as format 2: it gates candidates of its own dataset only.
         "format": FORMAT,
         "format_version": 5 if summary.runs else 2 if summary.items is None else
-                          FORMAT_VERSION if summary.user_backend else 3,
+                          3 if not summary.user_backend else 4 if summary.seed is None else FORMAT_VERSION,
         "run_id": summary.run_id,
         **({"runs": list(summary.runs)} if summary.runs else {}),
         "dataset_hash": summary.dataset_hash, "scorer_version": summary.scorer_version,
         "simrun_version": simrun_version,
         **({"user_backend": summary.user_backend}
            if (summary.items is not None or summary.runs) and summary.user_backend else {}),
+        # Kept for one run only: several runs have several seeds, and are never paired.
+        **({"seed": summary.seed} if summary.seed is not None and summary.items is not None and summary.user_backend
+           and not summary.runs else {}),
         "blessed_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "matrix": {"personas": summary.personas, "goals": summary.goals,
                    "repetitions": summary.repetitions, "cells": len(summary.cells),
@@ -251,7 +262,8 @@ def parse_baseline(data: bytes, where: str, fix: str) -> RunSummary:
     why = "" if held is not None else (f"the baseline {where} was blessed before simrun kept repetitions "
                                         "(format 1); bless it again to list them")
     summary = RunSummary(model.run_id, model.dataset_hash, model.scorer_version, model.matrix.repetitions,
-                         cells, where, held, why, model.items, model.user_backend, tuple(model.runs or ()))
+                         cells, where, held, why, model.items, model.user_backend, tuple(model.runs or ()),
+                         model.seed)
     try:
         validate_summary(summary)
     except BaselineError as exc:

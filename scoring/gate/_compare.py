@@ -15,9 +15,16 @@ runtime_error and goal_not_reached. Guarantees are decided by the zero rule, so 
 out of the correction's family: a test there could never change the verdict, and spending
 alpha on it would only blunt the others.
 
-Besides the verdict, the result names what moved: the cells whose rate rose most, and the
-conversations that flipped (clean at a cell and repetition in the baseline, fired at the same
-cell and repetition in the candidate).
+When both runs say the same seed and a scripted user (and the baseline is one run of the same
+repetitions), a conversation at a cell and repetition is replayed alike by an unchanged runtime,
+and the test is paired: a sign-flip permutation test over the pairs (`simrun.scoring.gate._paired`),
+with the same max-T family and minimum-effect rule. The result says which test it used, and why.
+
+Besides the verdict, the result names what moved: the cells whose rate rose most (descriptive),
+and, for paired runs only, the conversations that flipped (clean at a cell and repetition in the
+baseline, fired at the same cell and repetition in the candidate). Between unpaired runs
+repetition i of one is unrelated to repetition i of the other, so a flip there is a chance match,
+and a list of them would invite chasing noise: it is not made.
 
 Two runs are compared only where the baseline is fit to judge the candidate: on the cells whose
 persona and goal are unchanged by content (`simrun.scoring.gate._sharing`: the other cells are listed as
@@ -37,6 +44,7 @@ from simrun.scoring.gate import _stats as stats
 from simrun.scoring.gate._advice import Advice, advice_rates
 from simrun.scoring.gate._formats import pts, pval, size
 from simrun.scoring.gate._joint import conversations_of
+from simrun.scoring.gate._paired import Pairing, compare_paired, pairing, pairs_of
 from simrun.scoring.gate._sharing import Sharing, sharing
 from simrun.scoring.gate._summary import GATE_CLASSES, TESTED, Cell, Counts, RunSummary, validate_summary
 from simrun.scoring.gate._variation import run_variation
@@ -93,9 +101,17 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSect
     # Runs that differ as a whole: the variation a baseline of several runs measured widens the null.
     variation = run_variation(baseline, shared, TESTED)
     extra = None if variation is None else variation.extra_variance(base_fired + cand_fired, base_scored + cand_scored)
-    family = stats.Family(base_fired, base_scored, cand_fired, cand_scored, mask, conversations, extra)
-    tested = stats.compare(family, alpha=settings.alpha, correction=settings.correction,
-                           permutations=settings.permutations)
+    whole = None if variation is None else variation.whole_run(base_fired + cand_fired, base_scored + cand_scored)
+    paired = pairing(baseline, candidate, shared)
+    if paired.paired:       # a baseline of one run: no run-to-run variation to hold in the null
+        assert baseline.repetitions_held is not None and candidate.repetitions_held is not None
+        tested = compare_paired(pairs_of(baseline.repetitions_held, candidate.repetitions_held, shared, TESTED),
+                                len(shared), mask, alpha=settings.alpha, correction=settings.correction,
+                                permutations=settings.permutations)
+    else:
+        family = stats.Family(base_fired, base_scored, cand_fired, cand_scored, mask, conversations, extra, whole)
+        tested = stats.compare(family, alpha=settings.alpha, correction=settings.correction,
+                               permutations=settings.permutations)
     advice = Advice(advice_rates(base_fired, base_scored),
                      advice_rates(base_fired, base_scored, upper=SAFE_SIDE), mask,
                      settings.alpha, settings.correction, settings.min_effect)
@@ -118,10 +134,10 @@ def gate_verdict(baseline: RunSummary, candidate: RunSummary, settings: GateSect
                     for cls in GATE_CLASSES for c in shared
                     if _rose(baseline.cells[c][cls], candidate.cells[c][cls])),
                    key=lambda m: (-m.rise, -m.candidate.fired, GATE_CLASSES.index(m.cls), m.cell))
-    flips, why = _flips(baseline, candidate, shared, verdicts)
+    flips, why = _flips(baseline, candidate, shared, verdicts, paired)
     return GateResult(baseline, candidate, settings.alpha, settings.min_effect, settings.min_effect_slice,
                       settings.correction, settings.permutations, tested.tests, len(shared), tuple(verdicts),
-                      tuple(moved), flips, why, shares, advice, variation)
+                      tuple(moved), flips, why, shares, advice, variation, paired)
 
 
 def _rose(base: Counts, cand: Counts) -> bool:
@@ -181,15 +197,15 @@ def _decide(delta: float, p_adj: float | None, upper: float, min_effect: float,
 
 
 def _flips(baseline: RunSummary, candidate: RunSummary, shared: list[Cell],
-           verdicts: list[ClassVerdict]) -> tuple[tuple[Flip, ...] | None, str]:
+           verdicts: list[ClassVerdict], paired: Pairing) -> tuple[tuple[Flip, ...] | None, str]:
     base_held, cand_held = baseline.repetitions_held, candidate.repetitions_held
-    if baseline.runs:
-        # Repetition i of one of several runs has no counterpart in the candidate.
-        return None, (f"flipped conversations are not listed: the baseline is {len(baseline.runs)} runs, so no "
-                      "conversation of it is the candidate's at the same cell and repetition")
     if base_held is None or cand_held is None:
         unsaid = baseline if base_held is None else candidate
         return None, f"flipped conversations cannot be listed: {unsaid.why_no_repetitions}"
+    if not paired.paired:
+        # Only a pair replays one conversation: elsewhere a "flip" is two unrelated conversations.
+        return None, (f"flipped conversations are not listed: the runs are not paired ({paired.reason}), so no "
+                      "conversation of the baseline is the candidate's at the same cell and repetition")
     failed = {v.cls for v in verdicts if v.failed}
     out = []
     for cls in GATE_CLASSES:

@@ -86,7 +86,7 @@ class Reassignment:
     shuffling the conversations one by one, at a fraction of the cost."""
 
     def __init__(self, conversations: Conversations, cells: int, membership: np.ndarray,
-                 extra: np.ndarray | None = None) -> None:
+                 extra: np.ndarray | None = None, whole=None) -> None:
         self.conv, self.cells = conversations, cells
         self.classes = classes = conversations.fired.shape[1]
         self.n_candidate = np.bincount(conversations.cell, weights=conversations.candidate,
@@ -103,6 +103,12 @@ class Reassignment:
         # The variance a run x cell effect adds to each active column (0 when runs are taken alike).
         self.extra = np.zeros(len(self.active)) if extra is None else np.asarray(extra, float).ravel()[self.active]
         self.membership = membership[self.active]
+        # A whole-run effect (`simrun.scoring.gate._variation.WholeRun`): one shift per class
+        # shared by every cell, each active column's weight in it, and its class.
+        self.whole = whole
+        self.whole_of = (np.zeros(len(self.active)) if whole is None
+                         else np.asarray(whole.weights, float).ravel()[self.active])
+        self.class_of = self.active % classes
         column = {int(a): j for j, a in enumerate(self.active)}
         # Every cell's kinds of conversation (alike in what they fired and were scored for), one
         # row each, and what a kind adds to the active columns of its cell.
@@ -133,10 +139,12 @@ class Reassignment:
         self.scored_of, self.fired_of = sparse.csc_matrix(self.scored_of), sparse.csc_matrix(self.fired_of)
         self.membership = sparse.csc_matrix(self.membership)     # a column is in a few hypotheses
 
-    def statistics(self, na: np.ndarray, fa: np.ndarray, effects: np.ndarray | None = None) -> np.ndarray:
+    def statistics(self, na: np.ndarray, fa: np.ndarray, effects: np.ndarray | None = None,
+                   shifts: np.ndarray | None = None) -> np.ndarray:
         """The candidate's scored and fired counts (reassignments x active columns) ->
         reassignments x hypotheses. `effects`: a run x cell effect drawn for each active column
-        (standard normal, scaled here by its variance), added to its rate difference."""
+        (standard normal, scaled here by its variance), added to its rate difference; `shifts`:
+        a whole-run shift drawn per class (reassignments x classes), added to every cell's."""
         both, diff, var = cell_terms(fa, na, self.fired_total[None] - fa, self.total[None] - na)
         if self.extra.any():
             var = var + np.where(both, self.extra[None], 0.0)
@@ -144,6 +152,11 @@ class Reassignment:
                 diff = diff + np.where(both, effects * np.sqrt(self.extra)[None], 0.0)
         sums = np.asarray(diff @ self.membership)
         spread = np.asarray(var @ self.membership)
+        if self.whole is not None:
+            weight = np.where(both, self.whole_of[None], 0.0)
+            spread = spread + np.asarray((weight * self.whole.standard[self.class_of][None]) @ self.membership) ** 2
+            if shifts is not None:
+                sums = sums + np.asarray((weight * shifts[:, self.class_of]) @ self.membership)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(spread > 0, sums / np.sqrt(np.where(spread > 0, spread, 1.0)), -np.inf)
 
@@ -160,7 +173,9 @@ class Reassignment:
                                                                                  size=size)
             at += len(counts)
         effects = rng.standard_normal((size, len(self.active))) if self.extra.any() else None
-        return self.statistics(np.asarray(picked @ self.scored_of), np.asarray(picked @ self.fired_of), effects)
+        shifts = None if self.whole is None else self.whole.draw(rng, size)
+        return self.statistics(np.asarray(picked @ self.scored_of), np.asarray(picked @ self.fired_of), effects,
+                               shifts)
 
     def observed(self) -> np.ndarray:
         na = np.zeros((self.cells, self.classes))
@@ -185,7 +200,7 @@ def reassignments(family, hyp: np.ndarray, where: np.ndarray, weights: np.ndarra
         membership = np.zeros((cells * classes, len(hyp)))
         for h, (k, g) in enumerate(hyp):
             membership[np.arange(cells) * classes + k, h] = family.slices[g]
-        return Reassignment(family.conversations, cells, membership, family.extra).draw, most
+        return Reassignment(family.conversations, cells, membership, family.extra, family.whole).draw, most
     cell_of, class_of = where[:, 0], where[:, 1]
     fired, total = fb + fa, nb + na
     good, bad, drawn = fired[cell_of, class_of], (total - fired)[cell_of, class_of], na[cell_of, class_of]
@@ -193,11 +208,15 @@ def reassignments(family, hyp: np.ndarray, where: np.ndarray, weights: np.ndarra
     shift = good / nb[cell_of, class_of]
 
     spread = None if family.extra is None else np.sqrt(np.asarray(family.extra, float)[cell_of, class_of])
+    whole = family.whole
+    shared = None if whole is None else np.asarray(whole.weights, float)[cell_of, class_of]
 
     def draw(rng: np.random.Generator, size: int) -> np.ndarray:
         diffs = rng.hypergeometric(good, bad, drawn, size=(size, len(where))) * scale - shift
         if spread is not None and spread.any():
             diffs = diffs + rng.standard_normal((size, len(where))) * spread
+        if shared is not None:
+            diffs = diffs + whole.draw(rng, size)[:, class_of] * shared
         return diffs @ weights
 
     return draw, most

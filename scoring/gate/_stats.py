@@ -38,8 +38,11 @@ p-values is offered too: simpler, and more conservative.
 across runs once each run's cell rate has moved by a run x cell effect of the measured variance.
 Each cell's variance then adds that effect's (`Family.extra`), in the statistic's denominator and
 in its null distribution: every reassignment adds to each cell's difference a normal draw of that
-variance, so the max-T threshold and the p-values account for it. The test is no longer exact:
-it is as calibrated as the variance estimate and the normal effect are, which
+variance, so the max-T threshold and the p-values account for it. A whole-run shift, shared by
+every cell of a run (`Family.whole`), is one draw per class and reassignment added to every cell
+of the class by its weight, and adds to a hypothesis's variance the square of its summed weight
+(cells that share a shift do not average it out). The test is no longer exact: it is as
+calibrated as the variance estimates and the normal effects are, which
 `benchmarks/gate_calibration.py --parts runs` measures.
 
 **The reassignments are drawn from a seed of the compared data** (`seed_of`): the same two
@@ -62,6 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simrun.scoring.gate._joint import Conversations, cell_terms, could_vary, reassignments
+from simrun.scoring.gate._variation import WholeRun
 
 CONFIDENCE = 0.95
 POWER = 0.80
@@ -111,6 +115,9 @@ class Family:
     # Cells x classes: the variance run-to-run variation adds to each cell's rate difference
     # (`simrun.scoring.gate._variation`), or None where the runs are taken not to differ as a whole.
     extra: np.ndarray | None = None
+    # A whole-run effect (`simrun.scoring.gate._variation.WholeRun`): one shift per class shared
+    # by every cell of a run, or None where the baseline's runs could not show one.
+    whole: WholeRun | None = None
 
     def __post_init__(self) -> None:
         shapes = {a.shape for a in (self.fired_base, self.scored_base, self.fired_cand, self.scored_cand,
@@ -165,6 +172,10 @@ def _hypotheses(family: Family):
     members = family.slices[None, :, :] & both.T[:, None, :]            # classes x slices x cells
     cells = members.sum(2)
     total_var = np.einsum("kgc,ck->kg", members, var)
+    if family.whole is not None:
+        # A shift shared by the cells adds the square of its summed weight, not a sum of squares.
+        shared = np.einsum("kgc,ck->kg", members, np.where(both, family.whole.weights, 0.0))
+        total_var = total_var + (shared * family.whole.standard[:, None]) ** 2
     testable = total_var > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         sums = np.einsum("kgc,ck->kg", members, rate_a - rate_b)
@@ -231,15 +242,32 @@ def compare(family: Family, *, alpha: float, correction: str = "max-t", permutat
             rows = (class_of == k) & members[k, g, cell_of]
             weights[rows, h] = 1.0 / math.sqrt(total_var[k, g])
     observed = np.where(testable, t, -np.inf)[in_family]
-    raw_hits = np.zeros(len(hyp))
-    step_hits = np.zeros(len(hyp))
-    order = np.argsort(-observed, kind="stable")
-    tol = _TIE * np.maximum(1.0, np.abs(observed))
     draw, chunk = reassignments(family, hyp, where, weights, _CHUNK)
     rng = np.random.default_rng(seed_of(family) if seed is None else seed)
+    raw, adjusted, critical = family_test(observed, draw, chunk, rng, alpha=alpha, correction=correction,
+                                          permutations=permutations)
+    p = np.full(testable.shape, np.nan)
+    p_adjusted = np.full(testable.shape, np.nan)
+    shown = testable[in_family]                                          # the others have no p-value to show
+    p[testable], p_adjusted[testable] = raw[shown], adjusted[shown]
+    return Tested(cells, base, cand, delta, se, t, p, p_adjusted, int(len(hyp)), critical)
+
+
+def family_test(observed: np.ndarray, draw: Callable[[np.random.Generator, int], np.ndarray], chunk: int,
+                rng: np.random.Generator, *, alpha: float, correction: str, permutations: int
+                ) -> tuple[np.ndarray, np.ndarray, float]:
+    """The family's p-values from its observed statistics (one per hypothesis) and draws of them
+    under the null (`draw(rng, size)` -> draws x hypotheses, `chunk` at a time): the raw
+    one-sided p-values, those corrected over the family, and the critical value. The one
+    procedure of the unpaired test (`compare`) and the paired one (`simrun.scoring.gate._paired`)."""
+    hypotheses = len(observed)
+    raw_hits = np.zeros(hypotheses)
+    step_hits = np.zeros(hypotheses)
+    order = np.argsort(-observed, kind="stable")
+    tol = _TIE * np.maximum(1.0, np.abs(observed))
     largest = np.full(permutations, -np.inf)
     done = 0
-    while done < permutations and len(hyp):
+    while done < permutations and hypotheses:
         size = min(chunk, permutations - done)
         stats = draw(rng, size)                                          # reassignments x hypotheses
         raw_hits += (stats >= observed - tol).sum(0)
@@ -251,24 +279,20 @@ def compare(family: Family, *, alpha: float, correction: str = "max-t", permutat
         largest[done:done + size] = tail_max[:, 0]
         done += size
     raw = (1 + raw_hits) / (permutations + 1)
-    if not len(hyp):
+    if not hypotheses:
         critical = math.inf
     elif correction == "max-t":
         critical = float(np.quantile(largest, 1 - alpha))
     else:
-        critical = float(_isf(alpha / len(hyp)))
+        critical = float(_isf(alpha / hypotheses))
     if correction == "max-t":
         adjusted = (1 + step_hits) / (permutations + 1)
         adjusted[order] = np.maximum.accumulate(adjusted[order])         # keep the step-down monotone
     else:
-        names = [str(i) for i in range(len(hyp))]
+        names = [str(i) for i in range(hypotheses)]
         corrected = correct(dict(zip(names, raw)), correction)
         adjusted = np.array([corrected[n] for n in names])
-    p = np.full(testable.shape, np.nan)
-    p_adjusted = np.full(testable.shape, np.nan)
-    shown = testable[in_family]                                          # the others have no p-value to show
-    p[testable], p_adjusted[testable] = raw[shown], adjusted[shown]
-    return Tested(cells, base, cand, delta, se, t, p, p_adjusted, int(len(hyp)), critical)
+    return raw, adjusted, critical
 
 
 def holm(pvalues: Mapping[str, float]) -> dict[str, float]:

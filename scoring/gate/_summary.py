@@ -96,6 +96,14 @@ class RunSummary:
     # measure how far a cell's rate moves from run to run (`simrun.scoring.gate._variation`).
     # Empty for one run.
     runs: tuple[str, ...] = ()
+    # The run's seed (`run.seed`): with a scripted user, the same seed replays every conversation
+    # of a cell and repetition alike, which is what pairs two runs (`simrun.scoring.gate._paired`).
+    # None where it is not known: a baseline file blessed before it was kept (formats 1 to 5), a
+    # baseline of several runs, or conversations scored in process without one.
+    seed: int | None = None
+    # The first repetitions of a run judged in rounds (`first_repetitions`): a sequential look,
+    # whose levels are worked out for the unpaired test, so it is never paired.
+    look: bool = False
 
     def total(self, cls: str) -> Counts:
         out = ZERO
@@ -136,9 +144,11 @@ def summary_from_store(store: Store, run: str | None) -> RunSummary:
              for cell in sorted(counts)}
     held, why = _repetitions_from_rows(R.cell_repetitions(store, run_id))
     backend = row.get("user_backend")
+    seed = row.get("seed")
     summary = RunSummary(run_id, row["dataset_hash"], row["scorer_version"], int(row["repetitions"]),
                          cells, source, held, why, _items_of(row.get("dataset"), row["dataset_hash"]),
-                         backend if isinstance(backend, str) and re.fullmatch(USER_BACKEND, backend) else None)
+                         backend if isinstance(backend, str) and re.fullmatch(USER_BACKEND, backend) else None,
+                         seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
     validate_summary(summary)
     return summary
 
@@ -188,17 +198,21 @@ def scorecard_counts(scorecard: Scorecard) -> dict[str, Counts]:
 
 def summary_from_scorecards(run_id: str, dataset_hash: str, repetitions: int,
                             scored: Iterable[tuple[str, str, int, Scorecard]],
-                            scorer_version: str = SCORER_VERSION, items: Mapping[str, str] | None = None) -> RunSummary:
+                            scorer_version: str = SCORER_VERSION, items: Mapping[str, str] | None = None, *,
+                            seed: int | None = None, user_backend: str | None = None) -> RunSummary:
     """A summary of conversations scored in process: (persona, goal, repetition, scorecard) each."""
     return summary_from_counts(run_id, dataset_hash, repetitions,
                                [(p, g, r, scorecard_counts(card)) for p, g, r, card in scored], scorer_version,
-                               items)
+                               items, seed=seed, user_backend=user_backend)
 
 
 def summary_from_counts(run_id: str, dataset_hash: str, repetitions: int,
                         conversations: Iterable[tuple[str, str, int, Mapping[str, Counts]]],
-                        scorer_version: str = SCORER_VERSION, items: Mapping[str, str] | None = None) -> RunSummary:
-    """A summary of conversations given as (persona, goal, repetition, `scorecard_counts`) each."""
+                        scorer_version: str = SCORER_VERSION, items: Mapping[str, str] | None = None, *,
+                        seed: int | None = None, user_backend: str | None = None) -> RunSummary:
+    """A summary of conversations given as (persona, goal, repetition, `scorecard_counts`) each;
+    `seed` and `user_backend` as the run would record them (the gate pairs two runs only when
+    both say the same seed and a scripted user)."""
     cells: dict[Cell, dict[str, Counts]] = {}
     rows: list[tuple[str, str, int, str, str | None, str]] = []     # as _repetitions_from_rows reads them
     for persona, goal, rep, counts in conversations:
@@ -211,7 +225,7 @@ def summary_from_counts(run_id: str, dataset_hash: str, repetitions: int,
                 rows.append((persona, goal, rep, cid, cls, "fired" if add.fired else "unscored"))
     held, why = _repetitions_from_rows(rows)
     return RunSummary(run_id, dataset_hash, scorer_version, repetitions, {c: cells[c] for c in sorted(cells)},
-                      f"run {run_id} (in process)", held, why, items)
+                      f"run {run_id} (in process)", held, why, items, user_backend, seed=seed)
 
 
 def first_repetitions(summary: RunSummary, n: int) -> RunSummary:
@@ -237,7 +251,7 @@ def first_repetitions(summary: RunSummary, n: int) -> RunSummary:
         cells[cell] = counts
         held[cell] = CellRepetitions(kept, fired, unscored, {r: i for r, i in reps.ids.items() if r < n})
     return dataclasses.replace(summary, repetitions=max(1, min(n, summary.repetitions)), cells=cells,
-                               repetitions_held=held)
+                               repetitions_held=held, look=True)
 
 
 def merge_runs(summaries: Sequence[RunSummary]) -> RunSummary:
@@ -289,7 +303,7 @@ def merge_runs(summaries: Sequence[RunSummary]) -> RunSummary:
                                      fired, unscored, ids_of)
     merged = dataclasses.replace(first, run_id=summaries[-1].run_id, repetitions=step * len(summaries), cells=cells,
                                  source=f"{len(summaries)} runs ({', '.join(ids)})", repetitions_held=held,
-                                 runs=tuple(ids))
+                                 runs=tuple(ids), seed=None)     # not one run's: never paired
     validate_summary(merged)
     return merged
 

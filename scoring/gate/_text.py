@@ -79,9 +79,9 @@ def flip_summary(result: GateResult) -> str:
     for f in result.flips:
         by_class[f.cls] = by_class.get(f.cls, 0) + 1
     counts = ", ".join(f"{cls} {n}" for cls, n in by_class.items())
+    # Listed only for paired runs (same seed, scripted user: `simrun.scoring.gate._paired`).
     return (f"{len(result.flips)} flipped (clean in the baseline, fired in the candidate, at the same cell and "
-            f"repetition): {counts}; a pair only where both runs share run.seed and the user is deterministic, "
-            "else chance matches")
+            f"repetition of runs paired by seed): {counts}")
 
 
 def flip_lines(result: GateResult, limit: int = FLIPS_SHOWN) -> tuple[list[str], str]:
@@ -131,21 +131,36 @@ def variation_text(result: GateResult) -> str:
     v = result.variation
     if v is None:
         return ("the baseline holds one run, so the test assumes runs do not differ as a whole (a cell's conversations "
-                "exchangeable across runs); bless several to measure how far they do "
-                "(`simrun baseline bless RUN RUN RUN --out FILE`)")
+                "exchangeable across runs; a model-played user's shift from one day to the next is not measurable "
+                "from one run); bless several runs made apart, five or more, to measure how far they do "
+                "(`simrun baseline bless RUN RUN RUN RUN RUN --out FILE`)")
     moved = [(cls, rho, sd) for cls, rho, sd in zip(v.classes, v.bound, v.spread) if rho > 0]
     said = ", ".join(f"{cls} {rho:.3f} (a cell ±{100 * sd:.1f} pts)" for cls, rho, sd in moved)
+    shifts = [(cls, v.shift(cls)) for cls in v.classes if v.shift(cls) > 0]
+    whole = (f"; a whole-run shift (every cell of a run together; sd on the logit scale, from {v.runs - 1} "
+             f"degrees of freedom, held in the test with its uncertainty): "
+             + (", ".join(f"{cls} {sd:.2f}" for cls, sd in shifts) if shifts else "none beyond sampling"))
     return (f"run-to-run variation, measured over the baseline's {v.runs} runs and held in the test: "
             + (f"intra-class correlation ({BOUND:.0%} upper bound) {said}" if moved
-               else "none beyond sampling in any class"))
+               else "none beyond sampling in any class") + whole
+            + (f"; {v.runs} runs leave a whole-run shift poorly known, which costs power over all cells: bless five "
+               "or more" if v.runs < 5 else ""))
+
+
+def which_test(result: GateResult) -> str:
+    """Which test the gate used: paired by cell and repetition, or unpaired and why."""
+    return result.pairing.text
 
 
 def method_text(result: GateResult) -> str:
     how = ("max-T step-down over every class and slice" if result.correction == "max-t"
            else f"{result.correction} over every class and slice")
+    test = (f"a one-sided paired permutation test ({result.permutations:,} draws swapping the two conversations of "
+            f"each pair at random; {which_test(result)})" if result.pairing.paired else
+            f"a one-sided permutation test ({result.permutations:,} reassignments of conversations within their "
+            f"cells; {which_test(result)})")
     return (f"unit: the cell (persona × goal), {result.cells} cells; each class over all cells and within each "
-            f"goal and persona ({result.tests} tests), by a one-sided permutation test ({result.permutations:,} "
-            f"reassignments of conversations within their cells), corrected by {how} so that the chance of any "
+            f"goal and persona ({result.tests} tests), by {test}, corrected by {how} so that the chance of any "
             f"false alarm stays at alpha {result.alpha}; a regression also needs the rise's one-sided "
             f"{1 - result.alpha:.0%} upper bound to reach {size(result.min_effect)} ({size(result.min_effect_slice)} "
             f"in a goal or persona); guarantees fail on any violation; delta is the mean cell difference with its "
@@ -169,6 +184,7 @@ def markdown(result: GateResult) -> str:
         lines += [f"- **{line}**" for line in result.regressions()] + [""]
     lines += [("" if result.variation is not None else "ℹ️ ") + variation_text(result)[:1].upper()
               + variation_text(result)[1:] + ".", ""]
+    lines += ["Test: " + which_test(result) + ".", ""]
     if result.left_out:
         lines += [f"⚠️ {subset_text(result)}", ""] + [f"- {line}" for line in sharing_lines(result)] + [""]
     lines += ["| " + " | ".join(title for _, title in cols) + " |",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from simrun.scoring.checks import kind_of
 from simrun.scoring.gate._advice import Advice
+from simrun.scoring.gate._paired import Pairing
 from simrun.scoring.gate._sharing import NewSlice, Sharing, new_slices
 from simrun.scoring.gate._summary import TESTED, Cell, Counts, RunSummary
 from simrun.scoring.gate._variation import RunVariation
@@ -111,13 +112,15 @@ class GateResult:
     cells: int                      # cells compared
     classes: tuple[ClassVerdict, ...]
     moved: tuple[MovedCell, ...]    # every cell and class whose rate rose, most first
-    flips: tuple[Flip, ...] | None  # None: the repetitions are not known (see why_no_flips)
+    flips: tuple[Flip, ...] | None  # None: not paired, or the repetitions are not known (see why_no_flips)
     why_no_flips: str
     sharing: Sharing                # the cells compared, and those new or removed (not gated)
     _advice: Advice = field(repr=False, compare=False)
     # How far a cell's rate moves from run to run, measured by a baseline of several runs; None
     # for a baseline of one run (the gate then assumes runs do not differ as a whole).
     variation: RunVariation | None = None
+    # Which test was used: paired by cell and repetition (same seed, scripted user), or not and why.
+    pairing: Pairing = field(default_factory=lambda: Pairing(False, "unpaired"))
 
     @property
     def left_out(self) -> tuple[Cell, ...]:

@@ -161,13 +161,20 @@ def _scope(scope: Scope) -> dict[str, Any]:
 
 
 def gate_document(gate: GateResult) -> dict[str, Any]:
-    """The gate against the baseline: its settings, and every class's counts, rates, rise, p-values
-    and verdict, with the goals and personas it regressed in."""
+    """The gate against the baseline: its settings, which test it used (paired or not, and why),
+    every class's counts, rates, rise, p-values and verdict, with the goals and personas it
+    regressed in, and the conversations that flipped (paired runs only, else null)."""
+    pairing = gate.pairing
     return {"baseline": {"run_id": gate.baseline.run_id, "source": gate.baseline.source},
             "candidate": gate.candidate.run_id, "passed": gate.passed, "cells": gate.cells,
             "alpha": gate.alpha, "min_effect": gate.min_effect, "min_effect_slice": gate.min_effect_slice,
             "correction": gate.correction, "tests": gate.tests,
-            "classes": [_class(c) for c in gate.classes]}
+            "test": {"paired": pairing.paired, "pairs": pairing.pairs, "left_out": pairing.left_out,
+                     "seed": pairing.seed, "text": pairing.text},
+            "classes": [_class(c) for c in gate.classes],
+            "flips": None if gate.flips is None or not pairing.paired else [
+                {"class": f.cls, "persona": f.cell[0], "goal": f.cell[1], "repetition": f.repetition,
+                 "conversation_id": f.conversation_id, "baseline_id": f.baseline_id} for f in gate.flips]}
 
 
 def _class(c: ClassVerdict) -> dict[str, Any]:

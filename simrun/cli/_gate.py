@@ -70,7 +70,8 @@ def bless(run: list[str] = typer.Argument(..., help="Run id, or 'latest'; severa
               f"scorer {summary.scorer_version}) -> {path}", highlight=False, soft_wrap=True)
     if not summary.runs:
         say("a baseline of one run, so the gate will assume runs do not differ as a whole; bless several "
-            "(`simrun baseline bless RUN RUN RUN --out FILE`) to measure how far they do")
+            "runs made apart, five or more (`simrun baseline bless RUN RUN RUN RUN RUN --out FILE`), to measure "
+            "how far they do")
 
 
 # --- gate ------------------------------------------------------------------------------------

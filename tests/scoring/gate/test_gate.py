@@ -40,10 +40,12 @@ BASE_ID, CAND_ID = "r20261130-000000-aaaaaa", "r20261130-000001-bbbbbb"
 
 
 def summary(rates_by_class: dict[str, np.ndarray], *, reps=5, run_id=BASE_ID, dataset=DATASET, scorer="1",
-            rng=None, personas=7, goal_names=None, like: RunSummary | None = None) -> RunSummary:
+            rng=None, personas=7, goal_names=None, like: RunSummary | None = None, seed: int | None = None,
+            user: str | None = None) -> RunSummary:
     """Cells drawn as binomial counts at the given per-cell rates (zero for classes not given),
     each class firing in a random choice of the cell's repetitions; with `like`, only the
-    classes given are drawn, and the others are copied from it."""
+    classes given are drawn, and the others are copied from it. `seed` and `user`: what the run
+    says of its seed and user (a scripted user of one seed pairs two runs)."""
     rng = rng or np.random.default_rng(0)
     cells = len(next(iter(rates_by_class.values())))
     out, held = {}, {}
@@ -62,7 +64,10 @@ def summary(rates_by_class: dict[str, np.ndarray], *, reps=5, run_id=BASE_ID, da
             fired[cls] = frozenset(int(r) for r in rng.choice(reps, k, replace=False))
         out[cell] = counts
         held[cell] = CellRepetitions(frozenset(range(reps)), {c: f for c, f in fired.items() if f}, {})
-    return RunSummary(run_id, dataset, scorer, reps, out, f"test {run_id}", held)
+    return RunSummary(run_id, dataset, scorer, reps, out, f"test {run_id}", held, user_backend=user, seed=seed)
+
+
+PAIRED = {"seed": 7, "user": "scripted"}     # two runs that say this are paired by cell and repetition
 
 
 def verdict_of(result, cls: str):
@@ -76,9 +81,9 @@ def test_one_goal_broken_outright_fails_the_gate_naming_the_goal():
     """The issue's case: 4 personas x 7 goals x 2 repetitions; every renew-loan conversation a dead
     end in the candidate, everything else clean. The overall rise is 14.3 points over 28 cells."""
     clean = {cls: np.zeros(28) for cls in TESTED}
-    base = summary(clean, reps=2, personas=4, goal_names=GOALS)
+    base = summary(clean, reps=2, personas=4, goal_names=GOALS, **PAIRED)
     broken = np.array([1.0 if GOALS[i // 4] == "renew-loan" else 0.0 for i in range(28)])
-    cand = summary({**clean, "dead_end": broken}, reps=2, personas=4, goal_names=GOALS, run_id=CAND_ID)
+    cand = summary({**clean, "dead_end": broken}, reps=2, personas=4, goal_names=GOALS, run_id=CAND_ID, **PAIRED)
     result = gate_verdict(base, cand, SETTINGS)
     assert not result.passed and result.exit_code == 1
     dead_end = verdict_of(result, "dead_end")
@@ -101,7 +106,7 @@ def test_one_goal_broken_outright_fails_the_gate_naming_the_goal():
 def test_an_identical_run_and_an_a_a_pair_pass():
     rng = np.random.default_rng(12)
     rates = {cls: np.full(70, 0.08) for cls in TESTED}
-    base = summary(rates, rng=rng)
+    base = summary(rates, rng=rng, **PAIRED)
     same = gate_verdict(base, base, SETTINGS)
     assert same.passed and same.exit_code == 0 and same.flips == () and same.moved == ()
     assert all(c.delta == 0 for c in same.classes if c.delta is not None)
@@ -182,9 +187,9 @@ def test_holm_and_bonferroni_are_offered_and_agree_on_a_clear_case(correction):
 def test_markdown_and_junit_say_the_verdict_and_name_what_moved():
     rng = np.random.default_rng(2)
     rates = {cls: np.full(70, 0.05) for cls in TESTED}
-    base = summary(rates, rng=rng)
+    base = summary(rates, rng=rng, **PAIRED)
     cand = summary({"not_understood": np.full(70, 0.35), "wrong_record": np.full(70, 0.02)},
-                   rng=rng, run_id=CAND_ID, like=base)
+                   rng=rng, run_id=CAND_ID, like=base, **PAIRED)
     result = gate_verdict(base, cand, SETTINGS)
     md = markdown(result)
     assert md.startswith("## ❌ simrun gate FAILED: guarantees broken: wrong_record; regressions: not_understood")
@@ -285,7 +290,7 @@ def test_a_format_1_baseline_still_gates_and_says_flips_cannot_be_listed(tmp_pat
 
 
 @pytest.mark.parametrize("mutate, says", [
-    (lambda d: d.update(format_version=6), "(format_version)"),
+    (lambda d: d.update(format_version=7), "(format_version)"),
     (lambda d: d["cells"]["p0/g0"].update(loop=[6, 5, 0]), "fired 6 > scored 5"),
     (lambda d: d["cells"]["p0/g0"].pop("loop"), "missing ['loop']"),
     (lambda d: d.pop("dataset_hash"), "(dataset_hash)"),

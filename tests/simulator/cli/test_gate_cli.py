@@ -124,7 +124,7 @@ def test_misuse_is_one_line_and_exit_2(cli, project):
     goal.write_text(goal.read_text().replace("title: ", "title: Edited ", 1))
     other = run(cli, "--seed", "3")
     # A baseline of format 2 keeps only the dataset hash: it cannot tell what another dataset shares.
-    old = {k: v for k, v in data.items() if k not in ("items", "user_backend")} | {"format_version": 2}
+    old = {k: v for k, v in data.items() if k not in ("items", "user_backend", "seed")} | {"format_version": 2}
     (project / "format-2.json").write_text(json.dumps(old))
     one_error_line(cli("gate", "--baseline", "format-2.json", "--candidate", other),
                    "dataset mismatch", data["dataset_hash"], "keeps only that hash", "bless a new baseline")
@@ -286,7 +286,7 @@ def test_a_baseline_records_who_played_the_user_and_another_user_is_refused_nami
     (project / "baselines").mkdir()
     assert cli("baseline", "bless", base, "--out", "baselines/main.json").exit_code == 0
     blessed = json.loads((project / "baselines" / "main.json").read_text())
-    assert (blessed["format_version"], blessed["user_backend"]) == (4, "scripted")
+    assert (blessed["format_version"], blessed["user_backend"], blessed["seed"]) == (6, "scripted", 1)
     cand = run(cli, "--seed", "2")
     con = duckdb.connect(str(project / "simrun.duckdb"))
     con.execute("UPDATE runs SET user_backend = 'openai:gpt-4.1-mini' WHERE run_id = ?", [cand])
@@ -294,6 +294,6 @@ def test_a_baseline_records_who_played_the_user_and_another_user_is_refused_nami
     one_error_line(cli("gate", "--baseline", "baselines/main.json", "--candidate", cand),
                    "user mismatch", "with the user scripted", "with openai:gpt-4.1-mini", "--user scripted")
     # A baseline blessed before the user was kept (format 3) cannot tell, and gates as before.
-    older = {k: v for k, v in blessed.items() if k != "user_backend"} | {"format_version": 3}
+    older = {k: v for k, v in blessed.items() if k not in ("user_backend", "seed")} | {"format_version": 3}
     (project / "baselines" / "format-3.json").write_text(json.dumps(older))
     assert cli("gate", "--baseline", "baselines/format-3.json", "--candidate", cand).exit_code in (0, 1)
