@@ -10,8 +10,8 @@ whatever its size), with the CPU each process spent per turn over the same stret
 
 **Throughput** (`--part throughput`): a model-played user (the real openai SDK) talks to the
 local fake of the API (its own process), which answers every call after `--latency` (50 ms):
-one simrun process is CPU-bound long before it has that many calls in flight (about 2.6 ms of
-CPU per model call, benchmarks/README.md). The reference runtime runs over HTTP, started by
+one simrun process is CPU-bound long before it has that many calls in flight (a few ms of
+CPU per model call: benchmarks/README.md). The reference runtime runs over HTTP, started by
 simrun: one server in-process, one per worker on Ray. Both keep `--in-flight` conversations in
 flight (on Ray, shared out among the workers), so both have the same latency-bound ideal,
 C x 3600 / (T x L) conversations an hour; each figure comes with its share of it, and of the

@@ -21,6 +21,8 @@ SMALL = {
     "throughput.py": (["--latency", "0.05", "--concurrency", "4", "--waves", "1"],
                       r"\n\s+4\s+\d+\s+[\d,]+\s+[\d,]+\s+[\d.]+%"),
     "prompt_caching.py": (["--repetitions", "1"], r"\d+%"),
+    "http_clients.py": (["--in-flight", "4", "--pairs", "5", "--rounds", "1"],
+                        r"http1\s+\d+\s+[\d.]+ (.|\n)+aiohttp\s+\d+\s+[\d.]+ (.|\n)+httpx\s+\d+\s+[\d.]+ "),
     "call_cpu.py": (["--latency", "0.005", "--in-flight", "4", "--waves", "1"],
                     r"CPU ms per model call: harness [\d.]+ (.|\n)+model client\s+[\d.]+%"),
     # The openai SDK's own client, kept in benchmarks/sdk_client.py for the comparison.
@@ -64,3 +66,22 @@ def test_every_benchmark_script_is_covered():
     scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py")} - {"gate_calibration.py"}
     assert scripts - {"sdk_client.py"} == {name.split()[0] for name in SMALL}
     assert "call_cpu.py --client sdk" in SMALL
+
+
+def test_the_readme_is_a_reference_to_every_script():
+    """benchmarks/README.md says, for every script, what it measures, how to run it and its latest
+    figures: a section whose heading names the script, a command in it, and a **Latest** line; the
+    history of passes lives in the CHANGELOG, not here."""
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    sections = re.split(r"\n(?=#{2,3} )", readme)
+    scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if "__main__" in p.read_text())
+    for script in scripts:
+        own = [s for s in sections if s.startswith("#") and f"`{script}`" in s.splitlines()[0]]
+        assert own, f"benchmarks/README.md has no section headed by {script}"
+        body = own[0]
+        assert re.search(rf"benchmarks/{re.escape(script)}\b", body), f"no command for {script}"
+        assert "**Latest**" in body and "FIGURES-" not in body, f"no latest figures for {script}"
+        assert "**Measures**" in body or "measures" in body, f"{script}: what it measures is not said"
+    # A pass log reads "before ... after" pass by pass; the reference keeps one latest sitting.
+    assert not re.search(r"^#+ .*\bpass\b", readme, re.M), "a pass's history belongs in CHANGELOG.md"
+    assert "## Benchmark history" in (ROOT / "CHANGELOG.md").read_text()
