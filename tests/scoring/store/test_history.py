@@ -5,10 +5,10 @@ bucket (moto's S3 server, started for real on 127.0.0.1), read back by `simrun r
 from __future__ import annotations
 
 import json
-import tempfile
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import duckdb
