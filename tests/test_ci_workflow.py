@@ -16,19 +16,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from simrun.simulator._demo import FILES
-from tests.fixtures.venvs import fresh_venv, offline_env
-
-ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "CONTRIBUTING.md",
-           "simrun", "simulator", "scoring", *FILES)
+from tests.fixtures.venvs import copy_sources, fresh_venv, offline_env
 
 pytestmark = pytest.mark.xdist_group("ci-workflow")
 
@@ -50,13 +44,7 @@ def fresh_environment(where: Path) -> tuple[Path, dict[str, str]]:
 @pytest.fixture(scope="module")
 def simrun_repo(tmp_path_factory) -> tuple[Path, str]:
     """simrun's sources as a git repository: (its folder, the commit)."""
-    src = tmp_path_factory.mktemp("simrun-src")
-    for name in SOURCES:
-        if (ROOT / name).is_symlink() or not (ROOT / name).is_dir():
-            shutil.copy2(ROOT / name, src / name, follow_symlinks=False)
-        else:
-            shutil.copytree(ROOT / name, src / name, symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    src = copy_sources(tmp_path_factory.mktemp("simrun-src"))
     git(src, "init", "-q", "-b", "main")
     git(src, "add", "-A")
     git(src, "commit", "-q", "-m", "simrun")

@@ -23,12 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from simrun.simulator._demo import FILES
-from tests.fixtures.venvs import borrow, fresh_venv, pip_only, purelib
+from tests.fixtures.venvs import borrow, copy_sources, fresh_venv, pip_only, purelib
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "CONTRIBUTING.md",
-           "simrun", "simulator", "scoring", *FILES)
 
 pytestmark = pytest.mark.xdist_group("install")
 
@@ -37,13 +34,7 @@ pytestmark = pytest.mark.xdist_group("install")
 def built(tmp_path_factory) -> tuple[Path, Path]:
     """(sdist, wheel): the sources copied as a clone has them (simrun/simulator and simrun/scoring
     are links to the top-level folders), then built as `python -m build` builds them."""
-    src = tmp_path_factory.mktemp("src")
-    for name in SOURCES:
-        if (ROOT / name).is_symlink() or not (ROOT / name).is_dir():
-            shutil.copy2(ROOT / name, src / name, follow_symlinks=False)
-        else:
-            shutil.copytree(ROOT / name, src / name, symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    src = copy_sources(tmp_path_factory.mktemp("src"))
     out = tmp_path_factory.mktemp("dist")
     done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(out), str(src)],
                           capture_output=True, text=True, timeout=600)
