@@ -308,14 +308,21 @@ def test_an_interim_100_answer_is_passed_over_for_the_real_one():
     assert run(go()) == (200, b"real")
 
 
-def test_tls_verifies_the_certificate_by_the_system_s_trust(tmp_path, monkeypatch):
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+def self_signed(folder) -> tuple:
+    """A certificate for 127.0.0.1 that nobody vouches for, made by openssl in `folder`: (its
+    file, a server's TLS context serving it)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
     made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
                            "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True)
     assert made.returncode == 0, made.stderr
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
+    return cert, context
+
+
+def test_tls_verifies_the_certificate_by_the_system_s_trust(tmp_path, monkeypatch):
+    cert, context = self_signed(tmp_path)
 
     async def go():
         async with Server(lambda r: ok(b"secure"), ssl_context=context) as server:
@@ -376,13 +383,7 @@ async def _tunnel_proxy(seen: list[bytes], answer: bytes = b"HTTP/1.1 200 Connec
 
 
 def test_https_through_a_proxy_is_a_connect_tunnel_with_tls_end_to_end(tmp_path, monkeypatch):
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                           "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-                           "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True)
-    assert made.returncode == 0, made.stderr
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
+    cert, context = self_signed(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     seen: list[bytes] = []
 
