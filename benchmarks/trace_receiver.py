@@ -105,24 +105,15 @@ async def conversation(turns: int, tools: int, traced: bool) -> tuple[float, int
     return spent, events
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
 def flood_body(traceparent: str, empty: int) -> bytes:
     """One export: a tool span of the turn of `traceparent`, and `empty` empty spans, on the wire."""
     from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
+    from tests.fixtures.otlp_flood import flood
+
     _, trace, _, _ = traceparent.split("-")
-    scope = ScopeSpans(spans=[Span(trace_id=bytes.fromhex(trace), span_id=os.urandom(8),
-                                   name="execute_tool rebook")]).SerializeToString() + b"\x12\x00" * empty
-    resource_spans = b"\x12" + _varint(len(scope)) + scope
-    return b"\x0a" + _varint(len(resource_spans)) + resource_spans
+    return flood(ScopeSpans(spans=[Span(trace_id=bytes.fromhex(trace), span_id=os.urandom(8),
+                                        name="execute_tool rebook")]).SerializeToString(), empty)
 
 
 async def flood_part(way: str, empty: int) -> None:

@@ -18,28 +18,12 @@ import time
 from simrun.simulator.adapters._otlp import TraceReceiver
 from simrun.simulator.adapters._spans import Span as BookSpan
 from simrun.simulator.adapters._spans import Tool, TraceBook
+from tests.fixtures.otlp_flood import flood
 from tests.security.test_trace_receiver import export, post, tool_span
 
 # The most CPU time the loop's thread may spend between two ticks of a probe that wakes every
 # 5 ms, while the flood is received (as tests/security/test_reply_scale.py measures it).
 LAG_BOUND_S = 0.3
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def flood(real: bytes, empty_spans: int) -> bytes:
-    """One export: the spans of `real` (a serialized ScopeSpans' spans) and `empty_spans` empty
-    spans, two bytes each, written on the wire directly (building them costs seconds)."""
-    scope = real + b"\x12\x00" * empty_spans
-    resource = b"\x12" + _varint(len(scope)) + scope
-    return b"\x0a" + _varint(len(resource)) + resource
 
 
 def receiving(test, **bounds):
