@@ -42,7 +42,7 @@ os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 from benchmarks.sdk_client import SdkOpenAIProvider  # noqa: E402
 from benchmarks.throughput import MeteredRuntime, cpu_seconds, start_fake_api  # noqa: E402
-from simrun.scoring._settings import load_budgets  # noqa: E402
+from simrun._settings import load_budgets  # noqa: E402
 from simrun.scoring.store._database import Store  # noqa: E402
 from simrun.simulator import _eventloop as eventloop  # noqa: E402
 from simrun.simulator import load_dataset, run_matrix  # noqa: E402

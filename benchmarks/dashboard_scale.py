@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simrun.scoring._settings import Budgets  # noqa: E402
+from simrun._settings import Budgets  # noqa: E402
 from simrun.scoring.checks._scorer import ALL_CLASSES, kind_of  # noqa: E402
 from simrun.scoring.pages import _dashboard as dashboard  # noqa: E402
 from simrun.scoring.store._database import Store, reading  # noqa: E402

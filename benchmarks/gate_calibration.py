@@ -52,7 +52,7 @@ from scipy import stats as st
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simrun.scoring._settings import GateSection, load_budgets, load_project  # noqa: E402
+from simrun._settings import GateSection, load_budgets, load_project  # noqa: E402
 from simrun.scoring.dataset._files import Dataset, load_dataset  # noqa: E402
 from simrun.scoring.gate import _stats as stats  # noqa: E402
 from simrun.scoring.gate._compare import gate_verdict  # noqa: E402

@@ -50,7 +50,7 @@ from scipy import stats as st
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simrun.scoring._settings import load_budgets  # noqa: E402
+from simrun._settings import load_budgets  # noqa: E402
 from simrun.scoring.gate._compare import gate_verdict  # noqa: E402
 from simrun.scoring.gate._summary import (  # noqa: E402
     GATE_CLASSES,
@@ -156,7 +156,7 @@ def pair(args: tuple) -> dict:
 def sequential_pair(args: tuple) -> dict:
     """One sequential A/A pair where the pass side can hardly stop early: exchangeable runs (no
     run effect), a small matrix, a tiny beta. Returns the decision and the rounds it took."""
-    from simrun.scoring._settings import SequentialSection
+    from simrun._settings import SequentialSection
     from simrun.scoring.gate._sequential import sequential_gate
 
     i, rates, baseline_reps, settings, beta, exact, rounds, seed, runs, shift, rho = args

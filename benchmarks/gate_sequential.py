@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gate_calibration import BROAD_RISE, LOCAL_RISE, PLANTED, RUNTIME_FAULTS, demo_dataset, demo_run, wilson  # noqa: E402
 
-from simrun.scoring._settings import GateSection, SequentialSection, load_budgets  # noqa: E402
+from simrun._settings import GateSection, SequentialSection, load_budgets  # noqa: E402
 from simrun.scoring.gate._compare import gate_verdict  # noqa: E402
 from simrun.scoring.gate._sequential import sequential_gate  # noqa: E402
 from simrun.scoring.gate._summary import summary_from_counts  # noqa: E402

@@ -27,8 +27,8 @@ os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark-key-not-sent-anywhere")
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
 
+from simrun._settings import load_budgets  # noqa: E402
 from simrun.examples.tripdesk import TripDesk  # noqa: E402
-from simrun.scoring._settings import load_budgets  # noqa: E402
 from simrun.scoring.store._database import Store  # noqa: E402
 from simrun.simulator import PythonRuntime, load_dataset, run_matrix  # noqa: E402
 from simrun.simulator._ledger import Ledger  # noqa: E402

@@ -5,7 +5,7 @@ simrun's own errors). This is the SDK's path for the same calls, for `benchmarks
 --client sdk` (what the light path saves) and for tests/simulator/users/test_wire.py (the light path
 fails as the SDK does, so that retries cannot tell them apart). It posts the finished request
 through the SDK's `post`, answered as bytes, on the SDK's aiohttp client (`openai.DefaultAioHttpClient`),
-and raises the SDK's own exceptions, which `simrun.simulator._retry` classifies by their documented types.
+and raises the SDK's own exceptions, which `simrun.simulator.users._retry` classifies by their documented types.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ os.environ.setdefault("OPENAI_API_KEY", "benchmark-key-not-sent-anywhere")
 
 import httpx  # noqa: E402
 
-from simrun.scoring._settings import load_budgets  # noqa: E402
+from simrun._settings import load_budgets  # noqa: E402
 from simrun.scoring.store._database import Store  # noqa: E402
 from simrun.simulator import _eventloop as eventloop  # noqa: E402
 from simrun.simulator import load_dataset, run_matrix  # noqa: E402

@@ -20,36 +20,41 @@ The package, by layer (tests/test_layering.py holds the rules):
     cli/         the `simrun` command, a thin shell over the API
     examples/    the reference runtimes (TripDesk, LibDesk), written as an outside runtime would be
 
-Names are imported on first use, so that `import simrun.scoring` (a worker, a rescore) does not
-load the simulator.
-
 Imports: `simrun.simulator` and `simrun.scoring`; `simrun.cli` is on top and nothing imports it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from simrun._lazy import exported
+from simrun._api import (
+    GateOutcome,
+    Outcome,
+    PreparedRun,
+    ResumeOptions,
+    RunEvents,
+    RunOptions,
+    RunStart,
+    demo,
+    gate,
+    prepare,
+    prepare_demo,
+    prepare_resume,
+    resume,
+    run,
+    run_async,
+)
+from simrun._errors import (
+    BaselineError,
+    ConfigError,
+    GateError,
+    RuntimeUnavailable,
+    SimrunError,
+    StoreError,
+    UserModelUnavailable,
+)
 from simrun._version import __version__
-
-if TYPE_CHECKING:
-    from simrun._gate import GateOutcome, gate
-    from simrun._run import (
-        Outcome,
-        PreparedRun,
-        ResumeOptions,
-        RunEvents,
-        RunOptions,
-        RunStart,
-        prepare,
-        prepare_resume,
-        resume,
-        run,
-        run_async,
-    )
-    from simrun.scoring import ConfigError, GateError, SimrunError
-    from simrun.scoring.gate import Kind, Line, RunVerdict, Scope, Status
+from simrun.scoring.gate import Kind, Line, RunVerdict, Scope, Sequential, Status, verdict_json
+from simrun.scoring.store import Finished, Store
+from simrun.simulator import Estimate, RunResult
 
 __all__ = [
     # a run, a gate, the demo
@@ -64,24 +69,3 @@ __all__ = [
     "UserModelUnavailable",
     "__version__",
 ]
-_EXPORTS: dict[str, tuple[str, str | None]] = {
-    **{name: ("simrun._run", name) for name in ("run", "run_async", "resume", "prepare", "prepare_resume",
-                                                 "PreparedRun", "Outcome", "RunEvents", "RunStart", "RunOptions",
-                                                 "ResumeOptions", "demo", "prepare_demo")},
-    **{name: ("simrun._gate", name) for name in ("gate", "GateOutcome")},
-    **{name: ("simrun.scoring.gate", name) for name in ("RunVerdict", "Status", "Kind", "Line", "Scope",
-                                                         "Sequential", "verdict_json")},
-    **{name: ("simrun.scoring", name) for name in ("SimrunError", "ConfigError", "GateError", "BaselineError",
-                                                    "StoreError", "RuntimeUnavailable", "UserModelUnavailable")},
-    **{name: ("simrun.scoring.store", name) for name in ("Finished", "Store")},
-    **{name: ("simrun.simulator", name) for name in ("Estimate", "RunResult")},
-}
-
-
-def __getattr__(name: str) -> object:
-    return exported(__name__, _EXPORTS, name)
-
-
-def __dir__() -> list[str]:
-    # The exports are there before their first use: `dir()`, `help()` and completion list them.
-    return sorted({*globals(), *__all__})

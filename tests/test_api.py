@@ -38,8 +38,7 @@ def masked(lines: list[str]) -> list[str]:
 def test_the_api_and_the_command_line_give_the_same_exit_code_and_verdict(project, cli, faulty, code):
     if faulty:
         with_faults(project)
-    outcome = simrun.run(project / "simrun.toml", repetitions=1, seed=5, db=str(project / "api.duckdb"),
-                         step_summary=False)
+    outcome = simrun.run(project / "simrun.toml", repetitions=1, seed=5, db=str(project / "api.duckdb"))
     printed = cli("-n", "1", "--seed", "5", "--db", "cli.duckdb")
     assert outcome.exit_code == printed.exit_code == code, printed.output
     assert masked(outcome.verdict.text().splitlines()) == masked(verdict_lines(printed.output))
@@ -51,8 +50,7 @@ def test_the_api_and_the_command_line_give_the_same_exit_code_and_verdict(projec
 
 def test_a_failing_assert_on_an_outcome_reads_as_the_verdict(project):
     with_faults(project)
-    outcome = simrun.run(project / "simrun.toml", repetitions=1, db=str(project / "api.duckdb"),
-                         step_summary=False)
+    outcome = simrun.run(project / "simrun.toml", repetitions=1, db=str(project / "api.duckdb"))
     with pytest.raises(AssertionError) as failed:
         assert outcome.passed, outcome.verdict
     # pytest shows a message that is not a string by its repr, cut to 240 characters: the verdict's
@@ -99,7 +97,7 @@ class Heard(simrun.RunEvents):
 def test_run_async_tells_its_events_every_conversation_in_order(project):
     heard = Heard()
     outcome = asyncio.run(simrun.run_async(project / "simrun.toml", repetitions=1, events=heard,
-                                           db=str(project / "api.duckdb"), step_summary=False))
+                                           db=str(project / "api.duckdb")))
     assert heard.said == ["started 70", "judged passed finished", "ended"]
     assert len(heard.finished) == outcome.conversations == 70
 
@@ -109,7 +107,7 @@ def test_a_run_made_from_python_keeps_its_release_criteria_for_a_later_report(pr
     budgets = project / "budgets.toml"
     default = budgets.read_text()
     budgets.write_text(default + "\n[release.max_rate]\ndead_end = 0.01\n")
-    outcome = simrun.run(project / "simrun.toml", repetitions=1, step_summary=False)
+    outcome = simrun.run(project / "simrun.toml", repetitions=1)
     assert outcome.exit_code == 1
     ceiling = [line for line in outcome.verdict.text().splitlines() if "release.max_rate.dead_end" in line]
     assert ceiling and ceiling[0].startswith("FAILED: release.max_rate.dead_end: dead_end "), ceiling
@@ -122,11 +120,11 @@ def test_a_run_made_from_python_keeps_its_release_criteria_for_a_later_report(pr
 
 
 def test_the_gate_from_python_gives_what_simrun_gate_gives(project, cli):
-    base = simrun.run(project / "simrun.toml", repetitions=2, seed=1, step_summary=False)
+    base = simrun.run(project / "simrun.toml", repetitions=2, seed=1)
     (project / "baselines").mkdir()
     assert cli("baseline", "bless", base.run_id, "--out", "baselines/main.json").exit_code == 0
     with_faults(project)
-    candidate = simrun.run(project / "simrun.toml", repetitions=2, seed=2, step_summary=False)
+    candidate = simrun.run(project / "simrun.toml", repetitions=2, seed=2)
     judged = simrun.gate(candidate.run_id, "baselines/main.json", db=str(candidate.db),
                          budgets=project / "budgets.toml")
     printed = cli("gate", "--baseline", "baselines/main.json", "--candidate", candidate.run_id)
@@ -147,7 +145,7 @@ def test_with_no_project_the_demo_runs_and_runtime_options_reach_its_runtime(tmp
     """In an empty folder `simrun.run()` is the bundled demo; options for its runtime (faults)
     keep it so, and a runtime of another transport needs a project, said as such."""
     monkeypatch.chdir(tmp_path)
-    faulty = simrun.run(repetitions=1, step_summary=False,
+    faulty = simrun.run(repetitions=1,
                         runtime={"options": {"faults": "phantom_receipt=0.5", "fault_seed": 7}})
     assert faulty.exit_code == 1 and faulty.verdict.reasons[0].kind == simrun.Kind.GUARANTEES_BROKEN
     with pytest.raises(simrun.ConfigError, match="runtime.nonsense"):
@@ -166,9 +164,9 @@ def test_one_label_is_one_label_and_a_sync_run_in_a_running_loop_says_what_to_do
 
 def test_the_demo_and_the_gate_from_python_write_what_the_commands_write(project, cli, monkeypatch):
     monkeypatch.chdir(project)
-    shown = simrun.demo(repetitions=1, step_summary=False)
+    shown = simrun.demo(repetitions=1)
     assert shown.exit_code == 1 and shown.db.name == "simrun-demo.duckdb"
-    base = simrun.run(project / "simrun.toml", repetitions=1, step_summary=False)
+    base = simrun.run(project / "simrun.toml", repetitions=1)
     judged = simrun.gate(base.run_id, base.run_id, db="simrun.duckdb", verdict_json=project / "gate.json")
     printed = cli("gate", "--baseline", base.run_id, "--candidate", base.run_id, "--verdict-json", "gate-cli.json")
     assert judged.exit_code == printed.exit_code == 0, printed.output

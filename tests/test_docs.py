@@ -11,10 +11,10 @@ import sys
 
 import typer
 
+from simrun._settings import Budgets, Project
 from simrun.cli._main import app
 from simrun.examples.libdesk.truth import FAULTS as LIBDESK_FAULTS
 from simrun.examples.tripdesk.faults import FAULTS
-from simrun.scoring._settings import Budgets, Project
 from simrun.scoring.dataset._models import MANNERS, Goal, Persona, Step
 from tests.conftest import ROOT
 
@@ -47,7 +47,7 @@ def test_the_readme_is_short_and_links_the_site():
 def test_the_readme_says_what_a_run_checks_by_default_and_what_it_does_not():
     """A reader of the README alone learns the defaults the verdict applies, under headings they
     can find, each linking the page that says more; the figures are the code's own."""
-    from simrun.scoring._settings import DEFAULT_GOAL_FLOOR, DEFAULT_PROGRESS_CEILING, ReleaseSection
+    from simrun._settings import DEFAULT_GOAL_FLOOR, DEFAULT_PROGRESS_CEILING, ReleaseSection
 
     sections = {title: README.split(f"### {title}\n", 1)[1].split("\n#", 1)[0]
                 for title in ("Release check", "Gate and baselines", "The dashboard")}
@@ -148,7 +148,7 @@ def config_disagreements(keys: set[str], page: str) -> list[str]:
 def test_every_setting_is_documented_and_every_documented_one_exists():
     assert config_disagreements(config_keys(), CONFIG_PAGE) == []
     # The tables of model prices, rate limits and tools: every key of their entries.
-    from simrun.scoring._settings import Limit, Price, ToolSection
+    from simrun._settings import Limit, Price, ToolSection
 
     for model in (Price, Limit, ToolSection):
         for key in model.model_fields:
@@ -159,7 +159,7 @@ def test_the_config_check_fails_on_a_setting_added_without_docs():
     """Control: a section model with one more key than the page names."""
     from pydantic import create_model
 
-    from simrun.scoring._settings import RunSection
+    from simrun._settings import RunSection
 
     grown = create_model("Grown", __base__=RunSection, warp_speed=(bool, False))
     keys = config_keys({**SECTIONS, "simrun.toml [run]": grown})

@@ -18,7 +18,7 @@ import dataclasses
 import pytest
 
 from benchmarks.gate_calibration import BROAD_RISE, PLANTED, RUNTIME_FAULTS, pilot_runs, plan_from, run_pairs
-from simrun.scoring._settings import GateSection
+from simrun._settings import GateSection
 from simrun.scoring.gate._summary import TESTED
 
 # On one xdist worker: its pilot runs are made once.

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.fixtures.sources import product_sources
 
 OWN = "simrun"
 # Underscore names the standard library documents as its public interface.
@@ -40,10 +41,7 @@ CALLS_BY_NAME = ("getattr", "setattr", "delattr", "hasattr")
 
 
 def _sources() -> list[Path]:
-    """Every module of the product: the real files, not the package's links to them."""
-    return sorted(p for top in ("scoring", "simulator", "simrun") for p in (ROOT / top).rglob("*.py")
-                  if not p.is_symlink()
-                  and not any(part.is_symlink() for part in p.relative_to(ROOT).parents if str(part) != "."))
+    return product_sources()
 
 
 def _private(name: str) -> bool:
@@ -209,7 +207,7 @@ def test_a_private_name_of_another_package_is_found(code):
 
 
 @pytest.mark.parametrize("code", [
-    "from simrun.scoring.store import _seen\nfrom simrun.scoring._protocol import SNAPSHOT\n",
+    "from simrun.scoring.store import _seen\nfrom simrun._protocol import SNAPSHOT\n",
     "from .._lazy import exported\n",
     "import os\nos._exit(3)\n",
     "import sys\nframe = sys._getframe(1)\n",

@@ -1,7 +1,7 @@
 """One writer for every file simrun writes (issue 39, rule 2): whole, never through a link (at its
 name, dangling or not, or in a folder between the one it was given and the file), never over what
 is there when asked not to. The rule is held at its boundary: a check over simrun's code fails
-when any module writes a file by another way than `simrun.scoring._writing`."""
+when any module writes a file by another way than `simrun._writing`."""
 
 from __future__ import annotations
 
@@ -11,25 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring import SimrunError, append_file, write_file
+from simrun._errors import SimrunError
+from simrun._writing import append_file, write_file
 from tests.conftest import ROOT
+from tests.fixtures.sources import product_sources
 
-WRITER = ROOT / "scoring" / "_writing.py"
+WRITER = ROOT / "simrun" / "_writing.py"
 # Opening a file for writing some other way is allowed only here, each for its reason.
 ALLOWED = {
     # DuckDB's own files: a database being copied aside to be read while another process holds it.
-    ("scoring/store/_database.py", "shutil.copyfile"),
+    ("simrun/scoring/store/_database.py", "shutil.copyfile"),
     # A history file fetched in chunks, bounded as it arrives, into simrun's own temporary folder
     # (O_EXCL: never over anything); it is read from there, never shown to anyone as simrun's output.
-    ("scoring/store/_history.py", "open"),
+    ("simrun/scoring/store/_history.py", "open"),
 }
 WRITE_MODES = set("wax+")
 
 
 def _sources() -> list[Path]:
-    return sorted(p for top in ("scoring", "simulator", "simrun") for p in (ROOT / top).rglob("*.py")
-                  if "examples" not in p.parts and not p.is_symlink() and p.resolve() != WRITER
-                  and not any(part.is_symlink() for part in p.relative_to(ROOT).parents if str(part) != "."))
+    return [p for p in product_sources(examples=False) if p != WRITER]
 
 
 def _dotted(node: ast.expr) -> str:

@@ -10,9 +10,9 @@ import asyncio
 
 import pytest
 
+from simrun._transcript import Transcript, UserTurn
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._transcript import Transcript, UserTurn
 from simrun.scoring.checks._simulated_user import RUNTIME_FAILURES
 from simrun.simulator._conversation import converse
 from simrun.simulator._runner import matrix

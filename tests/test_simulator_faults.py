@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from simrun.scoring._transcript import NOT_THE_RUNTIME
+from simrun._transcript import NOT_THE_RUNTIME
 from simrun.simulator.users._scripted import SIMULATOR_FAULTS
 from tests.conftest import run_demo
 

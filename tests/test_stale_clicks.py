@@ -11,9 +11,9 @@ import asyncio
 
 import pytest
 
+from simrun._transcript import UserTurn
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._transcript import UserTurn
 from simrun.scoring.checks._evidence import shown
 from simrun.simulator._conversation import converse
 from simrun.simulator._runner import matrix

@@ -33,7 +33,7 @@ def test_mypy_is_strict_on_the_public_api_and_the_judge():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
     strict = [o for o in config["overrides"] if o.get("disallow_untyped_defs")]
     modules = {m for o in strict for m in o["module"]}
-    assert {"simrun", "simrun._run", "simrun._gate", "simrun.scoring.checks.*"} <= modules
+    assert {"simrun", "simrun._api.*", "simrun.scoring.checks.*"} <= modules
     assert all(o.get("disallow_any_generics") and o.get("warn_return_any") for o in strict)
 
 

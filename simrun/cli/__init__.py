@@ -11,31 +11,16 @@
     gate        baseline, gate, rescore, export, import: runs compared and moved
     check_user  check-user: a user model measured where the answer is known
 
-Imports: the API (`simrun._run`, `simrun._gate`), `simrun.simulator` and `simrun.scoring`; nothing
+Imports: the API (`simrun._api._run`, `simrun._api._gate`), `simrun.simulator` and `simrun.scoring`; nothing
 imports the command line. A command parses its options, calls a library function a Python user
 could call too, and prints what it gives.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from simrun._lazy import exported
-
-if TYPE_CHECKING:
-    from simrun.cli._main import app, main
+from simrun.cli._main import app, main
 
 __all__ = ["app", "main"]
-_EXPORTS: dict[str, tuple[str, str | None]] = {
-    "app": ("simrun.cli._main", "app"),
-    "main": ("simrun.cli._main", "main"),
-}
 
-
-def __getattr__(name: str) -> object:
-    return exported(__name__, _EXPORTS, name)
-
-
-def __dir__() -> list[str]:
-    # The exports are there before their first use: `dir()`, `help()` and completion list them.
-    return sorted({*globals(), *__all__})
+if __name__ != "simrun.cli":   # one module name per file (simrun/scoring/__init__.py says why)
+    raise ImportError(f"this is simrun.cli; import it as `simrun.cli`, not `{__name__}`")

@@ -8,8 +8,10 @@ from typing import Optional
 import duckdb
 import typer
 
+from simrun._errors import ConfigError, SimrunError
+from simrun._money import parse_usd, usd
+from simrun._settings import Budgets, load_budgets
 from simrun.cli._common import BUDGETS, CONFIG, DB, err_line, fail, out, print_competence, say
-from simrun.scoring import Budgets, ConfigError, SimrunError, load_budgets, parse_usd, usd
 from simrun.scoring.gate import DEFAULT_THRESHOLD, competence
 from simrun.scoring.store import Store
 from simrun.simulator import (

@@ -14,7 +14,9 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from simrun.scoring import CommandGuard, ConfigError, SimrunError, escaped, redact, register_header, without_commands
+from simrun._errors import ConfigError, SimrunError
+from simrun._secrets import redact, register_header
+from simrun._untrusted_text import CommandGuard, escaped, without_commands
 from simrun.scoring.gate import GateResult, RunVerdict, Sequential, Status, competence, pct
 from simrun.scoring.gate import text as T
 from simrun.scoring.gate import verdict_text as V
@@ -70,7 +72,7 @@ class ClosableStdout:
 class TextOnlyConsole(Console):
     """The one console every command prints through, and the one boundary for what it prints:
     whatever the text came from (a runtime's reply, a store, a file), its escape and control
-    sequences, bidi and zero-width characters are shown escaped (`simrun.scoring._untrusted_text`), and
+    sequences, bidi and zero-width characters are shown escaped (`simrun._untrusted_text`), and
     Rich markup is read from no text unless a call asks for it (`markup=False` by default). Rich's
     own styling is untouched: it is added after, to the segments this yields."""
 

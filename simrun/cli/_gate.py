@@ -13,12 +13,14 @@ from typing import Optional
 
 import typer
 
-from simrun._gate import chosen_baseline
-from simrun._gate import gate as judge_gate
-from simrun._step_summary import write_step_summary
+from simrun._api import chosen_baseline
+from simrun._api import gate as judge_gate
+from simrun._errors import SimrunError
+from simrun._settings import Budgets, Project, load_budgets, load_project
+from simrun._writing import write_file
 from simrun.cli._common import fail, out, print_gate, print_rounds, print_verdict, say
 from simrun.cli._history import baseline_from_history, ungated_verdict
-from simrun.scoring import Budgets, Project, SimrunError, load_budgets, load_project, write_file
+from simrun.cli._step_summary import write_step_summary
 from simrun.scoring.dataset import Dataset, load_dataset
 from simrun.scoring.gate import RunSummary, RunVerdict, merge_runs, summary_from_store, verdict_of_run, write_baseline
 from simrun.scoring.gate import verdict_text as V

@@ -13,8 +13,9 @@ import dataclasses
 
 import typer
 
-from simrun._run import write_verdict_json
-from simrun.scoring import Budgets, ConfigError, GateError, StoreError, load_budgets
+from simrun._api import write_verdict_json
+from simrun._errors import ConfigError, GateError, StoreError
+from simrun._settings import Budgets, load_budgets
 from simrun.scoring.gate import RunSummary, RunVerdict, summary_from_store, verdict_of_run
 from simrun.scoring.store import Store, compared_line, history_store, is_url, newest_of_line
 from simrun.simulator import given_file, load_project_file, project_db

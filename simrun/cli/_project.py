@@ -9,6 +9,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from simrun._errors import ConfigError, SimrunError
+from simrun._money import usd
+from simrun._writing import write_file
 from simrun.cli._common import (
     BUDGETS,
     CONFIG,
@@ -24,7 +27,6 @@ from simrun.cli._common import (
     runtime_flags,
 )
 from simrun.cli._tables import fit, tokens
-from simrun.scoring import ConfigError, SimrunError, usd, write_file
 from simrun.scoring.store import Store
 from simrun.simulator import check_goals, estimate, eventloop, load_plan, runtime_for
 

@@ -17,7 +17,9 @@ from typing import Optional
 
 import typer
 
-from simrun._run import Outcome, PreparedRun, RunEvents, RunStart, interrupted_run, prepare, prepare_resume
+from simrun._api import Outcome, PreparedRun, RunEvents, RunStart, interrupted_run, prepare, prepare_resume
+from simrun._errors import ClusterLost, SimrunError
+from simrun._money import usd
 from simrun.cli._common import (
     BUDGETS,
     CONFIG,
@@ -39,8 +41,8 @@ from simrun.cli._common import (
     runtime_flags,
     say,
 )
-from simrun.scoring import ClusterLost, SimrunError, usd
-from simrun.scoring.gate import RunVerdict, Sequential
+from simrun.cli._step_summary import write_step_summary
+from simrun.scoring.gate import RunVerdict, Sequential, markdown
 from simrun.scoring.gate import verdict_text as V
 from simrun.scoring.store import Finished, Store
 from simrun.simulator import Estimate, Plan, RunProgress, RunResult, __version__, eventloop
@@ -133,6 +135,7 @@ def _run_and_report(prepared: PreparedRun, verdict_json: Optional[str] = None) -
                  f"{interrupted_run(prepared.plan.db)} is marked interrupted; run the same command again (or "
                  "`simrun resume`) to finish it")
         raise typer.Exit(130) from None
+    write_step_summary(markdown(outcome.verdict))
     _spend_summary(prepared.plan, outcome)
     out.print(f"database: {outcome.db}   run: {outcome.run_id}", highlight=False)
     out.print(f"report: {outcome.report}", highlight=False)

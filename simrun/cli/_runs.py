@@ -11,24 +11,18 @@ from typing import Optional
 
 import typer
 
-from simrun._gate import chosen_baseline
+from simrun import _secrets as secrets
+from simrun._api import chosen_baseline
+from simrun._commits import short_commit
+from simrun._errors import ConfigError, SimrunError
+from simrun._money import usd
+from simrun._settings import Budgets, load_budgets
+from simrun._transcript import Transcript, TurnRecord, error_evidence
+from simrun._untrusted_text import one_line
 from simrun.cli._common import BUDGETS, DB, fail, out, print_summary, say
 from simrun.cli._gate import BASELINE_REF, SHARED_CELLS_ONLY
 from simrun.cli._history import HISTORY, history_location
 from simrun.cli._tables import WIDTH, fit
-from simrun.scoring import (
-    Budgets,
-    ConfigError,
-    SimrunError,
-    Transcript,
-    TurnRecord,
-    error_evidence,
-    load_budgets,
-    one_line,
-    secrets,
-    short_commit,
-    usd,
-)
 from simrun.scoring.gate import verdict_of_run
 from simrun.scoring.pages import build_report
 from simrun.scoring.store import Store, history_store, keep_run, reading, unverifiable_reasons

@@ -10,10 +10,10 @@ from typing import Optional
 import typer
 import typer.core
 
-from simrun._run import prepare_demo
+from simrun._api import prepare_demo
+from simrun._errors import SimrunError
 from simrun.cli._common import RUNTIME_COMMAND, URL, fail, out
 from simrun.cli._run import _run_and_report
-from simrun.scoring import SimrunError
 from simrun.simulator import eventloop, new_project
 
 TRANSPORTS = ("http", "stdio", "python", "chat", "callable")

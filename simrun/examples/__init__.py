@@ -8,3 +8,6 @@ that the judge can be proven against it. `target = "simrun.examples.tripdesk:Tri
 
 Imports: nothing of simrun's: they speak the protocol as any runtime would.
 """
+
+if __name__ != "simrun.examples":   # one module name per file (simrun/scoring/__init__.py says why)
+    raise ImportError(f"this is simrun.examples; import it as `simrun.examples`, not `{__name__}`")

@@ -1,10 +1,10 @@
-"""The classes' names (simrun.scoring._classes) are the judge's checks, exactly: the settings, the
+"""The classes' names (simrun._classes) are the judge's checks, exactly: the settings, the
 store and the gate read the names at the bottom layer, and the judge scores with its checks, so a
 check added without its name would be scored and never counted, gated or bounded."""
 
 from __future__ import annotations
 
-from simrun.scoring import _classes as classes
+from simrun import _classes as classes
 from simrun.scoring.checks import _scorer as scorer
 from simrun.scoring.checks._guarantees import GUARANTEE_CHECKS
 from simrun.scoring.checks._progress import PROGRESS_CHECKS

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring._errors import ConfigError
-from simrun.scoring._field_errors import did_you_mean
-from simrun.scoring._settings import load_budgets, load_project
+from simrun._errors import ConfigError
+from simrun._field_errors import did_you_mean
+from simrun._settings import load_budgets, load_project
 from simrun.scoring.dataset._files import load_model
 from simrun.scoring.dataset._models import Goal, Persona
 from tests.conftest import ROOT

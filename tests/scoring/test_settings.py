@@ -1,4 +1,4 @@
-"""The settings (simrun.scoring._settings): one set of models for the simulator, the judge and the
+"""The settings (simrun._settings): one set of models for the simulator, the judge and the
 gate, read from budgets.toml and from a store with the same bounds.
 
 A store is read strictly (the types simrun writes) and a value out of bounds there is refused with
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from simrun.scoring._errors import ConfigError, StoreError
-from simrun.scoring._settings import (
+from simrun._errors import ConfigError, StoreError
+from simrun._settings import (
     Budgets,
     GateSection,
     ReleaseSection,

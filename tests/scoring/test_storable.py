@@ -10,7 +10,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring._storable import MAX_INT_DIGITS, first_unstorable, json_text_problem, unstorable
+from simrun._storable import MAX_INT_DIGITS, first_unstorable, json_text_problem, unstorable
 
 # Integers around every power of ten and of two near the bound, of either sign.
 near_the_bound = st.builds(lambda base, shift, sign: sign * (base + shift),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun._transcript import Transcript, TurnRecord, UserTurn
 
 
 def turn(index: int, user: UserTurn, result: dict | None) -> TurnRecord:

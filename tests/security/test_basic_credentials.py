@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from simrun.scoring import _secrets as secrets
+from simrun import _secrets as secrets
 from simrun.simulator._http1 import Pool
 
 

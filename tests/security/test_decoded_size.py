@@ -9,7 +9,7 @@ import tracemalloc
 
 from aiohttp import web
 
-from simrun.scoring._errors import RuntimeFault
+from simrun._errors import RuntimeFault
 from simrun.simulator.adapters._http import HttpRuntime
 
 INFLATED = 200 * 1024 * 1024
@@ -60,7 +60,7 @@ def test_a_bad_bundle_costs_memory_in_proportion_to_its_size(tmp_path):
     not an error object per item)."""
     import json
 
-    from simrun.scoring._errors import BundleError
+    from simrun._errors import BundleError
     from simrun.scoring.store._bundle import load_bundle
 
     path = tmp_path / "bad.json"
@@ -85,7 +85,7 @@ def test_a_bad_baseline_costs_memory_in_proportion_to_its_size():
     costs within the same stated factor as a bundle (30x its size), not an error per cell."""
     import json
 
-    from simrun.scoring._errors import BaselineError
+    from simrun._errors import BaselineError
     from simrun.scoring.gate._baseline import parse_baseline
     from simrun.scoring.gate._summary import GATE_CLASSES
 

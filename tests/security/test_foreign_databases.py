@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.scoring._errors import StoreError
+from simrun._errors import StoreError
 from simrun.scoring.store._database import Store
 from tests.security.conftest import one_line_error
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from simrun._transcript import Transcript
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._transcript import Transcript
 from simrun.scoring.checks._goal import goal_status
 from simrun.scoring.dataset import _goal_sql as goal_sql
 from simrun.scoring.dataset import _sql_sandbox as sql_sandbox

@@ -24,9 +24,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from simrun._protocol import Audit, State, TurnEvent, TurnResult
+from simrun._transcript import CheckResult, Transcript, TurnRecord
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._protocol import Audit, State, TurnEvent, TurnResult
-from simrun.scoring._transcript import CheckResult, Transcript, TurnRecord
 from simrun.scoring.checks._goal import goal_status
 from simrun.scoring.checks._guarantees import GUARANTEE_CHECKS
 from simrun.scoring.checks._progress import PROGRESS_CHECKS

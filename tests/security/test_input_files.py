@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring._errors import ConfigError
-from simrun.scoring._input_files import MAX_DEPTH, MAX_FILE_BYTES, load_yaml
+from simrun._errors import ConfigError
+from simrun._input_files import MAX_DEPTH, MAX_FILE_BYTES, load_yaml
 from simrun.scoring.dataset._files import load_dataset
 from tests.security.conftest import one_line_error
 

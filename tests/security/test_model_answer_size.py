@@ -102,7 +102,7 @@ def test_no_private_attribute_of_a_library_is_read_or_set_on_the_model_path():
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2] / "simulator" / "users"
+    root = Path(__file__).resolve().parents[2] / "simrun" / "simulator" / "users"
     private = re.compile(r"\b(?:client|transport|response|request|sdk|inner|http_client)\._[a-z]\w*")
     found = [f"{path.name}: {line.strip()}" for path in sorted(root.glob("*.py"))
              for line in path.read_text().splitlines() if private.search(line) and not line.lstrip().startswith("#")]
@@ -112,8 +112,8 @@ def test_no_private_attribute_of_a_library_is_read_or_set_on_the_model_path():
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_call_given_up_on_says_the_answer_was_too_large(provider, monkeypatch):
     """What the user reads of the failed call names the bound, not only the SDK's 'Connection error.'"""
-    from simrun.scoring._errors import ProviderFailure
-    from simrun.simulator._retry import RetryPolicy
+    from simrun._errors import ProviderFailure
+    from simrun.simulator.users._retry import RetryPolicy
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "not-a-real-key-000")
     monkeypatch.setenv("OPENAI_API_KEY", "not-a-real-key-000")

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring import _secrets as secrets
+from simrun import _secrets as secrets
 from tests.conftest import ROOT
+from tests.fixtures.sources import product_sources
 from tests.security.test_redact_then_cut import SECRET, leaks, registered  # noqa: F401 (a fixture)
 
 # Names that say a value is text.
@@ -29,14 +30,14 @@ TEXT_METHODS = {"decode", "strip", "rstrip", "lstrip", "replace", "join", "lower
                 "splitlines", "split", "rsplit", "partition"}
 # Slices that are no clip of outside text, each with why.
 ALLOWED = {
-    ("scoring/_secrets.py", "text[:limit]"): "the door itself: the text has no secret to cut",
-    ("scoring/_secrets.py", "''.join(parts)[:limit]"): "the door itself: every secret cut out already",
-    ("scoring/pages/_render.py", "text[:limit]"): "the pages' clip: redacts the whole text first, then counts "
+    ("simrun/_secrets.py", "text[:limit]"): "the door itself: the text has no secret to cut",
+    ("simrun/_secrets.py", "''.join(parts)[:limit]"): "the door itself: every secret cut out already",
+    ("simrun/scoring/pages/_render.py", "text[:limit]"): "the pages' clip: redacts the whole text first, then counts "
                                                   "what it leaves out",
-    ("scoring/gate/_competence.py", "str(self.checked_at)[:16]"): "a timestamp simrun wrote",
-    ("simulator/_plan.py", "str(check['checked_at'])[:16]"): "a timestamp simrun wrote",
-    ("simulator/adapters/_base.py", "text[:40]"): "a JSON number's own text: digits, sign and exponent",
-    ("simulator/adapters/_process.py", "line[:keep]"): "a bound on memory that keeps the longest secret past "
+    ("simrun/scoring/gate/_competence.py", "str(self.checked_at)[:16]"): "a timestamp simrun wrote",
+    ("simrun/simulator/_plan.py", "str(check['checked_at'])[:16]"): "a timestamp simrun wrote",
+    ("simrun/simulator/adapters/_base.py", "text[:40]"): "a JSON number's own text: digits, sign and exponent",
+    ("simrun/simulator/adapters/_process.py", "line[:keep]"): "a bound on memory that keeps the longest secret past "
                                                        "the cut, which secrets.cut then takes",
 }
 
@@ -76,8 +77,7 @@ def clips_around_the_door(source: str, where: str) -> list[str]:
 
 
 def _sources() -> list[Path]:
-    return sorted(p for top in ("scoring", "simulator", "simrun") for p in (ROOT / top).rglob("*.py")
-                  if not any(part.is_symlink() for part in p.relative_to(ROOT).parents if str(part) != "."))
+    return product_sources()
 
 
 def test_no_module_clips_a_text_but_through_the_door():

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring._errors import BundleError, ConfigError, RuntimeFault, SimrunError
-from simrun.scoring._protocol import State, violations
-from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun._errors import BundleError, ConfigError, RuntimeFault, SimrunError
+from simrun._protocol import State, violations
+from simrun._transcript import Transcript, TurnRecord, UserTurn
 from simrun.scoring.checks._guarantees import GUARANTEE_CHECKS
 from simrun.scoring.checks._progress import PROGRESS_CHECKS
 from simrun.scoring.checks._simulated_user import simulator_error

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from simrun.scoring import _secrets as secrets
-from simrun.scoring._errors import RuntimeFault
+from simrun import _secrets as secrets
+from simrun._errors import RuntimeFault
 from simrun.simulator.adapters import _base as base
 from simrun.simulator.adapters._process import STDERR_LINE_CHARS, ManagedProcess
 

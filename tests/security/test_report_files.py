@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.scoring._errors import SimrunError
+from simrun._errors import SimrunError
 from simrun.scoring.pages._render import TEXT_CHARS, environment, write_page
 from tests.security.conftest import one_line_error
 

@@ -1,5 +1,5 @@
 """A hostile database is bounded like any input (issue 39): the settings a run keeps are read back
-through the models and bounds of budgets.toml (`simrun.scoring._settings`), never rebuilt as given.
+through the models and bounds of budgets.toml (`simrun._settings`), never rebuilt as given.
 
 A crafted DuckDB file with simrun's schema and one stored setting changed (a round cap of 10**12)
 made `simrun report`, `simrun gate --sequential` and `simrun dashboard` loop without end: the

@@ -32,7 +32,7 @@ def answer(messages, session):
 
 SCRIPT = textwrap.dedent('''
     import asyncio, sys, time
-    from simrun.scoring import RuntimeFault
+    from simrun._errors import RuntimeFault
     from simrun.simulator.adapters import CallableRuntime
 
     async def main():

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.scoring._errors import RuntimeUnavailable
+from simrun._errors import RuntimeUnavailable
 from simrun.simulator.adapters._base import IDENTITY_CHARS, check_health
 from tests.security.conftest import one_line_error
 

@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from simrun.scoring import _secrets as secrets
+from simrun import _secrets as secrets
 from simrun.simulator.adapters._otlp import PATH, TraceReceiver
 from simrun.simulator.adapters._spans import MAX_ARGUMENTS_CHARS, Tool, TraceBook
 

@@ -14,8 +14,8 @@ from decimal import Decimal
 import duckdb
 import pytest
 
-from simrun.scoring._errors import RuntimeFault
-from simrun.scoring._transcript import Scorecard, Transcript, TurnRecord, UserTurn
+from simrun._errors import RuntimeFault
+from simrun._transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simrun.scoring.store._database import Store
 from simrun.scoring.store._rows import Finished, encoded_or_stand_in
 from simrun.simulator.adapters._base import parse_json, read_answer

@@ -11,17 +11,17 @@ from decimal import Decimal
 
 import pytest
 
+from simrun._settings import Price
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._settings import Price
 from simrun.scoring.dataset._files import Dataset
 from simrun.scoring.store._database import Store
 from simrun.simulator._ledger import Ledger
-from simrun.simulator._retry import RetryPolicy
 from simrun.simulator._runner import run_matrix
 from simrun.simulator.adapters._python import PythonRuntime
 from simrun.simulator.users._model import ModelUser
 from simrun.simulator.users._prompt import OPENING, QUOTE, REPAIR, RULES, render_result
 from simrun.simulator.users._providers import OpenAIProvider
+from simrun.simulator.users._retry import RetryPolicy
 from tests.fixtures.model_api import FakeModelAPI
 
 PRICE = Price(input_per_mtok=Decimal("2.00"), cached_input_per_mtok=Decimal("0.50"),

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simrun.scoring import CommandGuard, markdown_text, without_commands
+from simrun._untrusted_text import CommandGuard, markdown_text, without_commands
 from tests.conftest import ROOT, demo_project
 
 COMMAND_LINE = re.compile(r"^[ \t]*::|##\[", re.M)
@@ -75,7 +75,7 @@ def test_what_init_saw_of_a_runtime_stays_inside_its_yaml_comment():
     starter goals through their comment (`simrun validate` would accept them)."""
     import yaml
 
-    from simrun.scoring import RuntimeSection
+    from simrun._settings import RuntimeSection
     from simrun.simulator._scaffold import Seen, files_for
 
     seen = Seen(runtime="desk\nforbidden: []", record_types=("trip\nforbidden: [leak]\ntags: [owned]", "note"))

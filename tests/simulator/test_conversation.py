@@ -8,9 +8,9 @@ import inspect
 
 import pytest
 
+from simrun._errors import RuntimeFault, RuntimeUnavailable
 from simrun.examples.libdesk import LibDesk
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._errors import RuntimeFault, RuntimeUnavailable
 from simrun.scoring.checks._scorer import ALL_CLASSES, score
 from simrun.simulator._conversation import Cell, as_json_setup, converse
 from simrun.simulator._runner import matrix

@@ -96,7 +96,7 @@ def test_a_query_not_yet_run_is_run_off_the_loop(checks, monkeypatch):
 def test_the_empty_transcript_stands_in_only_where_it_changes_nothing(demo):
     """For a goal without answered questions the loop checks the goal with one empty transcript:
     on every store the demo reaches, the answer is the one the conversation so far gave."""
-    from simrun.scoring._transcript import Transcript
+    from simrun._transcript import Transcript
 
     pairs = []
 

@@ -12,9 +12,9 @@ from decimal import Decimal
 
 import pytest
 
+from simrun._errors import ConfigError
+from simrun._labels import clean_labels
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._errors import ConfigError
-from simrun.scoring._labels import clean_labels
 from simrun.scoring.store._database import Store
 from simrun.simulator import _identity as identity
 from simrun.simulator._identity import GitState, git_state, labels_flag, runtime_version

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from simrun.scoring._errors import ConfigError
-from simrun.scoring._settings import Budgets
+from simrun._errors import ConfigError
+from simrun._settings import Budgets
 from simrun.simulator._limits import RateLimiter
 
 
@@ -95,7 +95,7 @@ def test_a_shorter_window_holds_its_share_of_the_minute_in_every_window_of_its_l
 
 
 def test_the_window_is_checked_where_budgets_toml_sets_it(tmp_path):
-    from simrun.scoring._settings import load_budgets
+    from simrun._settings import load_budgets
 
     toml = tmp_path / "budgets.toml"
     toml.write_text('[limits."openai:m"]\nrequests_per_minute = 60\nwindow_s = 1\n')

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring._errors import BudgetSyntaxError, ConfigError
-from simrun.scoring._money import parse_usd
-from simrun.scoring._settings import load_budgets, load_project
+from simrun._errors import BudgetSyntaxError, ConfigError
+from simrun._money import parse_usd
+from simrun._settings import load_budgets, load_project
 from simrun.simulator._ledger import Ledger
 
 
@@ -143,8 +143,8 @@ tokens = st.integers(min_value=0, max_value=20_000_000)
 @given(prices, prices, prices, prices, tokens, tokens, tokens, tokens, st.integers(0, 4_000_000))
 def test_a_cost_is_counted_to_the_store_s_precision_never_below_and_never_above_its_worst_case(
         input_price, cached_price, write_price, output_price, uncached, cached, written, output, extra_bytes):
-    from simrun.scoring._money import UNIT
-    from simrun.scoring._settings import Price
+    from simrun._money import UNIT
+    from simrun._settings import Price
     from simrun.simulator._pricing import Usage, cost, worst_case
 
     price = Price(input_per_mtok=input_price, cached_input_per_mtok=cached_price,

@@ -13,13 +13,13 @@ given to the Anthropic SDK through its documented `http_client=`, built from htt
 from __future__ import annotations
 
 import ast
-import os
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.fixtures.sources import product_sources
 
-THE_CLIENT = "simulator/_http1.py"
+THE_CLIENT = "simrun/simulator/_http1.py"
 CLIENT_LIBRARIES = ("aiohttp", "httpx", "httpx2", "httpcore", "httptools", "h11", "requests", "urllib3",
                     "pycurl", "http.client", "urllib.request")
 # Parts of those that send no request: aiohttp's server, and urllib's reading of the environment.
@@ -29,7 +29,7 @@ ALLOWED = {
     THE_CLIENT: {"httptools"},                       # the one client: its parser
     # The Anthropic SDK's own client, given to it through its documented `http_client=` (issue 43,
     # part 1): the SDK's request path, not a plain request of simrun's.
-    "simulator/users/_bounded.py": {"httpx2"},
+    "simrun/simulator/users/_bounded.py": {"httpx2"},
 }
 
 
@@ -87,20 +87,12 @@ def plain_http_uses(source: str) -> list[tuple[int, str]]:
 
 
 def _sources() -> dict[str, str]:
-    files = {}
-    for top in ("simrun", "simulator", "scoring"):
-        for folder, dirs, names in os.walk(ROOT / top):      # (simrun/simulator and simrun/scoring are links)
-            dirs[:] = [d for d in dirs if d != "__pycache__" and not os.path.islink(os.path.join(folder, d))]
-            for name in names:
-                if name.endswith(".py"):
-                    path = os.path.join(folder, name)
-                    files[os.path.relpath(path, ROOT)] = open(path, encoding="utf-8").read()
-    return files
+    return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in product_sources()}
 
 
 def test_only_the_one_client_sends_plain_http():
     sources = _sources()
-    assert THE_CLIENT in sources and "simulator/adapters/_template.py" in sources
+    assert THE_CLIENT in sources and "simrun/simulator/adapters/_template.py" in sources
     wrong = {path: uses for path, source in sources.items()
              if (uses := [(line, lib) for line, lib in plain_http_uses(source)
                           if lib not in ALLOWED.get(path, set())])}
@@ -111,7 +103,8 @@ def test_only_the_one_client_sends_plain_http():
 def test_each_transport_and_the_model_light_path_send_through_the_one_client():
     """The modules that make simrun's plain requests each import the client, and nothing else does it for them."""
     sources = _sources()
-    for path in ("simulator/adapters/_http.py", "simulator/adapters/_template.py", "simulator/users/_wire.py"):
+    for path in ("simrun/simulator/adapters/_http.py", "simrun/simulator/adapters/_template.py",
+                 "simrun/simulator/users/_wire.py"):
         assert "from simrun.simulator._http1 import" in sources[path], path
 
 

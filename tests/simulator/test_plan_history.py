@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
+from simrun._settings import Budgets
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._settings import Budgets
 from simrun.scoring.store._database import Store
 from simrun.simulator._ledger import Ledger
 from simrun.simulator._plan import estimate

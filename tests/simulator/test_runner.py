@@ -127,7 +127,7 @@ def test_the_heap_is_frozen_during_a_run_and_a_callers_freeze_is_kept(demo):
 
 
 def test_a_named_run_is_finished_only_by_its_own_configuration(demo):
-    from simrun.scoring._errors import ConfigError
+    from simrun._errors import ConfigError
 
     with Store(":memory:") as store:
         first = asyncio.run(run_matrix(demo, PythonRuntime(TripDesk()), ScriptedUser(), store, repetitions=1, seed=1,

@@ -10,3 +10,6 @@ Imports: nothing of simrun's; it was written from the protocol, as an outside te
 from simrun.examples.libdesk.desk import LibDesk, __version__
 
 __all__ = ["LibDesk", "__version__"]
+
+if __name__ != "simrun.examples.libdesk":   # one module name per file (simrun/scoring/__init__.py says why)
+    raise ImportError(f"this is simrun.examples.libdesk; import it as `simrun.examples.libdesk`, not `{__name__}`")

@@ -10,3 +10,6 @@ simrun drives it the way it drives an outside runtime.
 from simrun.examples.tripdesk.runtime import TripDesk, __version__
 
 __all__ = ["TripDesk", "__version__"]
+
+if __name__ != "simrun.examples.tripdesk":   # one module name per file (simrun/scoring/__init__.py says why)
+    raise ImportError(f"this is simrun.examples.tripdesk; import it as `simrun.examples.tripdesk`, not `{__name__}`")

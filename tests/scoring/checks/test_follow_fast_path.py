@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring._transcript import Transcript, TurnRecord
+from simrun._transcript import Transcript, TurnRecord
 from simrun.scoring.checks._evidence import MISSING, get, shown, shown_before
 from simrun.scoring.checks._offers import Take, follow
 from tests.security.test_properties import ids, turn_results, user_turns

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun._transcript import Transcript, TurnRecord, UserTurn
 from simrun.scoring.checks._goal import goal_status
 from simrun.scoring.dataset._goal_sql import check_goal_sql
 from simrun.scoring.dataset._models import Goal

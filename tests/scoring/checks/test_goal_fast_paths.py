@@ -12,7 +12,7 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring._transcript import Transcript, UserTurn
+from simrun._transcript import Transcript, UserTurn
 from simrun.scoring.checks._evidence import lookup
 from simrun.scoring.checks._goal import goal_status
 from simrun.scoring.checks._progress import same_value

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from simrun.scoring._transcript import Transcript, UserTurn
+from simrun._transcript import Transcript, UserTurn
 from simrun.scoring.checks._guarantees import (
     audit_gap,
     card_not_actionable,

@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from simrun.scoring._transcript import Transcript, TurnRecord
+from simrun._transcript import Transcript, TurnRecord
 from simrun.scoring.checks._audit import audit_gap
 from simrun.scoring.checks._simulated_user import simulator_error, user_turn_fault
 from simrun.scoring.checks._stale import stale_click

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from simrun.scoring._transcript import UserTurn
+from simrun._transcript import UserTurn
 from simrun.scoring.checks._goal import goal_status
 from simrun.scoring.checks._guarantees import integrity_leak
 from simrun.scoring.checks._progress import unanswered

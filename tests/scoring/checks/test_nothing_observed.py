@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-from simrun.scoring._classes import ALL_CLASSES
-from simrun.scoring._transcript import Transcript, TurnRecord
+from simrun._classes import ALL_CLASSES
+from simrun._transcript import Transcript, TurnRecord
 from simrun.scoring.checks import score
 from tests.scoring.checks.builders import G, P, msg, result, state, transcript
 

@@ -8,7 +8,7 @@ a runtime's are.
 
 from __future__ import annotations
 
-from simrun.scoring._transcript import UserTurn
+from simrun._transcript import UserTurn
 from simrun.scoring.checks._guarantees import stale_click, wrong_record
 from simrun.scoring.checks._progress import refused_offer
 from tests.scoring.checks.builders import P, ask, click, event, goal, msg, offer, result, state, transcript, turns_of

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun._transcript import Transcript, TurnRecord, UserTurn
 from simrun.scoring.checks._progress import dead_end, loop, not_understood, refused_offer, unanswered
 from simrun.scoring.dataset._models import Goal
 from tests.scoring.checks.builders import (

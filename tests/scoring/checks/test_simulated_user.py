@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun._transcript import Transcript, TurnRecord, UserTurn
 from simrun.scoring.checks._scorer import score
 from simrun.scoring.checks._simulated_user import simulator_error, user_turn_fault
 from simrun.scoring.dataset._models import Goal, Persona

@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring._transcript import UserTurn
+from simrun._transcript import UserTurn
 from simrun.scoring.checks import _simulated_user as su
 from simrun.scoring.checks._simulated_user import user_turn_fault
 from simrun.scoring.dataset._files import load_dataset

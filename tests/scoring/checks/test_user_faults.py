@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from simrun.scoring._transcript import Transcript, TurnRecord, UserTurn
+from simrun._transcript import Transcript, TurnRecord, UserTurn
 from simrun.scoring.checks._simulated_user import FAULT_KINDS, simulator_error, user_turn_fault
 from tests.scoring.checks.test_simulated_user import STATE, G, P
 

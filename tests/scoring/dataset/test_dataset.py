@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from simrun.scoring._errors import ConfigError
+from simrun._errors import ConfigError
 from simrun.scoring.dataset._files import json_schemas, load_dataset
 from simrun.scoring.dataset._models import MANNERS
 from tests.conftest import ROOT

@@ -12,9 +12,9 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pytest
 
+from simrun._errors import BaselineError, GateError
+from simrun._settings import GateSection
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._errors import BaselineError, GateError
-from simrun.scoring._settings import GateSection
 from simrun.scoring.gate._baseline import baseline_json, load_baseline
 from simrun.scoring.gate._compare import gate_verdict
 from simrun.scoring.gate._summary import (

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from simrun.scoring._settings import GateSection
+from simrun._settings import GateSection
 from simrun.scoring.gate._baseline import baseline_json, parse_baseline
 from simrun.scoring.gate._compare import gate_verdict
 from simrun.scoring.gate._paired import Pairs, compare_paired

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from benchmarks.gate_runs import one_run, synthetic_rates
-from simrun.scoring._errors import BaselineError
-from simrun.scoring._settings import GateSection
+from simrun._errors import BaselineError
+from simrun._settings import GateSection
 from simrun.scoring.gate import _text as T
 from simrun.scoring.gate._baseline import baseline_json, parse_baseline
 from simrun.scoring.gate._compare import gate_verdict

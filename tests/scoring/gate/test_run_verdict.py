@@ -16,9 +16,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simrun.scoring._errors import BaselineError, GateError
-from simrun.scoring._settings import GateSection, ReleaseSection, stored_release
-from simrun.scoring._untrusted_text import markdown_text
+from simrun._errors import BaselineError, GateError
+from simrun._settings import GateSection, ReleaseSection, stored_release
+from simrun._untrusted_text import markdown_text
 from simrun.scoring.checks._scorer import ALL_CLASSES, PROGRESS_CLASSES, kind_of
 from simrun.scoring.dataset._files import canonical_json
 from simrun.scoring.gate._baseline import baseline_json, parse_baseline

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simrun.scoring._settings import GateSection, ReleaseSection, SequentialSection
+from simrun._settings import GateSection, ReleaseSection, SequentialSection
 from simrun.scoring.gate._compare import check_comparable, slice_masks
 from simrun.scoring.gate._looks import _largest_level, look_level
 from simrun.scoring.gate._run_verdict import run_verdict

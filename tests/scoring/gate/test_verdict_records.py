@@ -12,7 +12,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from simrun.scoring._settings import ReleaseSection
+from simrun._settings import ReleaseSection
 from simrun.scoring.gate._compare import gate_verdict
 from simrun.scoring.gate._run_verdict import RunVerdict, run_verdict
 from simrun.scoring.gate._verdict_lines import EXIT_CODES, FAILED_ON, REASONS, Kind, Line, Status

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from benchmarks.gate_runs import one_run, synthetic_rates
-from simrun.scoring._settings import GateSection
+from simrun._settings import GateSection
 from simrun.scoring.gate._compare import gate_verdict
 from simrun.scoring.gate._summary import TESTED, merge_runs
 from simrun.scoring.gate._variation import run_variation

@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from simrun.scoring._errors import StoreError
-from simrun.scoring._settings import Budgets, GateSection
+from simrun._errors import StoreError
+from simrun._settings import Budgets, GateSection
 from simrun.scoring.checks._scorer import ALL_CLASSES
 from simrun.scoring.dataset._files import load_dataset
 from simrun.scoring.gate._compare import gate_verdict

@@ -167,7 +167,7 @@ def test_the_listeners_hear_what_the_other_tests_say_is_absent(browser, tmp_path
 def changed_report(tmp_path_factory, demo) -> Path:
     """A candidate run that breaks what its baseline (the same seeds, no fault) did not, reported
     against it: the flipped conversations shown side by side."""
-    from simrun.scoring._settings import GateSection, ReleaseSection
+    from simrun._settings import GateSection, ReleaseSection
     from simrun.scoring.gate._summary import summary_from_store
 
     tmp = tmp_path_factory.mktemp("changed-report")

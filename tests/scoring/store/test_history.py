@@ -15,8 +15,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
+from simrun._errors import StoreError
 from simrun.cli import app
-from simrun.scoring import StoreError
 from simrun.scoring.store import Store, history_store, keep_run
 from simrun.scoring.store import _history as H
 from tests.fixtures.s3_server import s3_server
@@ -224,7 +224,7 @@ def test_an_object_store_without_the_extra_names_it(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_obstore)
-    from simrun.scoring import ConfigError
+    from simrun._errors import ConfigError
     with pytest.raises(ConfigError, match=r"pip install 'simrun\[history\]'"):
         H._object_store("s3://bucket/prefix")
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
+from simrun._errors import StoreError
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._errors import StoreError
 from simrun.scoring.checks._scorer import score
 from simrun.scoring.store import _rates as R
 from simrun.scoring.store._database import Store

@@ -15,7 +15,7 @@ import zlib
 import pytest
 from aiohttp import web
 
-from simrun.scoring._errors import RuntimeFault
+from simrun._errors import RuntimeFault
 from simrun.simulator.adapters._http import HttpRuntime
 from simrun.simulator.adapters._template import ChatRuntime, TemplateRuntime
 from simrun.simulator.users import ModelAPIError

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from simrun.scoring import ConfigError, RuntimeFault
+from simrun._errors import ConfigError, RuntimeFault
 from simrun.simulator._project import load_project
 from simrun.simulator.adapters._callable import CallableRuntime
 
@@ -104,7 +104,7 @@ def test_a_stuck_turn_ends_its_conversation_as_runtime_error_at_its_timeout(proj
 
 
 def test_the_function_loads_in_its_workers_only_and_one_that_cannot_load_is_said_at_startup(project):
-    from simrun.scoring import RuntimeUnavailable
+    from simrun._errors import RuntimeUnavailable
 
     (project / "broken.py").write_text("import os\n"
                                        "open(os.path.join(os.path.dirname(__file__), f'loaded-{os.getpid()}'), 'w')\n"

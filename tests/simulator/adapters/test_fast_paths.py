@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simrun.scoring._errors import RuntimeFault
-from simrun.scoring._storable import MAX_INT_DIGITS
+from simrun._errors import RuntimeFault
+from simrun._storable import MAX_INT_DIGITS
 from simrun.simulator.adapters import _base as base
 from simrun.simulator.adapters._python import _call
 

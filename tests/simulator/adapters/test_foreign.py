@@ -11,8 +11,8 @@ import pytest
 from aiohttp import web
 from opentelemetry import trace
 
-from simrun.scoring._errors import ConfigError, RuntimeFault
-from simrun.scoring._settings import load_project
+from simrun._errors import ConfigError, RuntimeFault
+from simrun._settings import load_project
 from simrun.scoring.dataset._models import Step
 from simrun.simulator.adapters._callable import CallableRuntime
 from simrun.simulator.adapters._template import ChatRuntime, TemplateRuntime, fill, pointer
@@ -350,7 +350,7 @@ def test_a_template_endpoints_receipts_are_read_beside_its_reply():
      "line break")])
 def test_an_endpoint_or_header_no_request_can_carry_is_refused_when_the_transport_is_made(make, says):
     """Through the one client's own check, before a run starts, naming the settings to fix."""
-    from simrun.scoring._errors import RuntimeUnavailable
+    from simrun._errors import RuntimeUnavailable
 
     with pytest.raises(RuntimeUnavailable, match="runtime.url or runtime.headers") as info:
         make()

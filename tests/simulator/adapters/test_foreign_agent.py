@@ -145,7 +145,7 @@ def test_the_same_agent_over_an_openai_compatible_endpoint_with_a_model_user(tmp
 
 
 def _price():
-    from simrun.scoring._settings import Price
+    from simrun._settings import Price
 
     return Price(input_per_mtok=Decimal("1"), output_per_mtok=Decimal("1"))
 

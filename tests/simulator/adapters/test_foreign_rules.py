@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from simrun.scoring._errors import RuntimeFault, RuntimeUnavailable
+from simrun._errors import RuntimeFault, RuntimeUnavailable
 from simrun.scoring.dataset._models import Step
 from simrun.simulator.adapters import _local_spans as local_spans
 from simrun.simulator.adapters._callable import CallableRuntime

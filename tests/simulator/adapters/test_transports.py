@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from simrun._errors import RuntimeFault, RuntimeUnavailable
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._errors import RuntimeFault, RuntimeUnavailable
 from simrun.scoring.dataset._files import load_dataset
 from simrun.scoring.store._database import Store
 from simrun.simulator._runner import run_matrix
@@ -258,7 +258,7 @@ def test_a_started_command_gets_its_env_and_working_directory(tmp_path):
 def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
     from aiohttp import web
 
-    from simrun.scoring._errors import RuntimeFault
+    from simrun._errors import RuntimeFault
 
     seen = []
 
@@ -302,7 +302,7 @@ def test_a_redirect_is_a_fault_and_the_headers_never_follow_it():
 def test_conversations_a_dying_server_takes_down_with_it_are_marked_collateral(transport):
     """A's turn kills the started server; B, still talking to it, fails only because of A (and
     is marked collateral); C starts on a new server, where B's session no longer exists."""
-    from simrun.scoring._errors import RuntimeFault
+    from simrun._errors import RuntimeFault
 
     if transport == "http":
         runtime = HttpRuntime(command=[PY, ODD, "http", "--port", "{port}"], timeout_s=5.0)

@@ -138,7 +138,7 @@ def test_in_a_terminal_init_asks_for_the_transport_and_the_command(tmp_path, mon
 def test_init_writes_a_commented_tools_stanza_for_an_assistant_read_through_its_traces(tmp_path, transport):
     import tomllib
 
-    from simrun.scoring import RuntimeSection
+    from simrun._settings import RuntimeSection
     from simrun.simulator._scaffold import toml_text
 
     given = {"transport": transport, "target": "desk:reply"} if transport == "callable" else \

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from simrun.scoring import RuntimeUnavailable
+from simrun._errors import RuntimeUnavailable
 from simrun.simulator.adapters._python import load_attribute
 
 DESK = '''

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from simrun.scoring._untrusted_text import markdown_text
+from simrun._untrusted_text import markdown_text
 from simrun.scoring.gate._run_verdict import verdict_of_run
 from simrun.scoring.gate._verdict_text import junit_xml, verdict_json
 from simrun.scoring.store._database import Store

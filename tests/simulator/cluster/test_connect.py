@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from simrun.scoring import ConfigError
+from simrun._errors import ConfigError
 from simrun.simulator.cluster import _connect
 
 

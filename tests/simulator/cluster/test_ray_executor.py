@@ -244,7 +244,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_its_held_calls_count_as_spent
 
 def test_a_cluster_that_breaks_ends_the_run_interrupted_and_the_same_command_finishes_it(cluster, project):
     plan = load_plan(config=project / "simrun.toml", repetitions=5)
-    from simrun.scoring._errors import ClusterLost
+    from simrun._errors import ClusterLost
     from simrun.simulator.cluster._executor import RayExecutor
 
     def break_the_budget(conversation) -> None:

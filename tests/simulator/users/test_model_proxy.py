@@ -149,7 +149,7 @@ def test_the_proxy_for_an_address_follows_the_environment(environment, url, no_p
 
 
 def test_the_proxy_s_password_is_a_secret_once_it_is_used(environment):
-    from simrun.scoring import secrets
+    from simrun import _secrets as secrets
 
     environment.setenv("HTTPS_PROXY", "http://me:proxy-pass-0123456789@p:1")
     environment_proxy("https://api.openai.com/v1")

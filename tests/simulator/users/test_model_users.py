@@ -11,9 +11,9 @@ import httpx
 import httpx2
 import pytest
 
+from simrun._errors import ConfigError
+from simrun._settings import Budgets, Price
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._errors import ConfigError
-from simrun.scoring._settings import Budgets, Price
 from simrun.scoring.dataset._files import Dataset, canonical_json
 from simrun.scoring.pages._report import build_report
 from simrun.scoring.store import _rates as R
@@ -22,12 +22,12 @@ from simrun.scoring.store._model_calls import replay_answers, spend
 from simrun.simulator._ledger import Ledger
 from simrun.simulator._plan import estimate
 from simrun.simulator._pricing import Usage, cost, price_for, worst_case
-from simrun.simulator._retry import RetryPolicy
 from simrun.simulator._runner import run_matrix
 from simrun.simulator.adapters._python import PythonRuntime
 from simrun.simulator.users._model import ModelUser, ReplayCache
 from simrun.simulator.users._prompt import OPENING, action_schema, stable_prefix
 from simrun.simulator.users._providers import AnthropicProvider, OpenAIProvider
+from simrun.simulator.users._retry import RetryPolicy
 from tests.conftest import PLANTED_KEY as KEY
 from tests.fixtures.model_api import FakeModelAPI
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from simrun.scoring._transcript import TurnRecord
+from simrun._transcript import TurnRecord
 from simrun.scoring.dataset._models import Goal, Persona
 from simrun.simulator.users._scripted import ScriptedUser, _confirm_action
 

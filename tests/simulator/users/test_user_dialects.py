@@ -12,18 +12,18 @@ import httpx
 import httpx2
 import pytest
 
+from simrun._errors import UserModelUnavailable
+from simrun._transcript import NOT_THE_RUNTIME
 from simrun.examples.tripdesk import TripDesk
-from simrun.scoring._errors import UserModelUnavailable
-from simrun.scoring._transcript import NOT_THE_RUNTIME
 from simrun.scoring.store._database import Store
 from simrun.simulator._ledger import Ledger
-from simrun.simulator._retry import RetryPolicy
 from simrun.simulator._runner import run_matrix
 from simrun.simulator.adapters._process import free_port
 from simrun.simulator.adapters._python import PythonRuntime
 from simrun.simulator.users._model import ModelUser
 from simrun.simulator.users._prompt import REPAIR
 from simrun.simulator.users._providers import AnthropicProvider, OpenAIProvider
+from simrun.simulator.users._retry import RetryPolicy
 from tests.fixtures.model_api import FakeModelAPI, serve
 from tests.simulator.users.test_model_users import PRICE, small
 

@@ -12,10 +12,10 @@ import pytest
 
 from benchmarks.sdk_client import SdkOpenAIProvider
 from simrun.scoring.dataset._files import canonical_json
-from simrun.simulator._retry import RetryPolicy, retry_after, server_message, should_retry
 from simrun.simulator.adapters._process import free_port
 from simrun.simulator.users import ModelAPIError
 from simrun.simulator.users._providers import OpenAIProvider
+from simrun.simulator.users._retry import RetryPolicy, retry_after, server_message, should_retry
 from tests.fixtures.model_api import FakeModelAPI, serve
 
 KEY = "sk-wire-test-0123456789"
