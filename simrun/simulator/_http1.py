@@ -110,8 +110,7 @@ class _Connection(asyncio.Protocol):
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # asyncio.Protocol's stub names the base class; a stream connection is given a Transport.
-        self.transport = transport   # type: ignore[assignment]
+        self.transport = transport   # type: ignore[assignment]  # the stub's BaseTransport: a stream gets a Transport
 
     def data_received(self, data: bytes) -> None:
         if self.waiter is None or self.waiter.done():
