@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from simrun import _secrets as secrets
 from simrun._errors import RuntimeFault
 from simrun._protocol import SNAPSHOT, TURN_FIELDS, Audit, Started, State, TurnResult, violations
+from simrun._storable import Json
 from simrun._transcript import TurnRecord, UserTurn
 from simrun.scoring.checks import shown
 from simrun.scoring.dataset import Goal, Persona, canonical_json
@@ -171,7 +172,7 @@ def _offers(result: Any) -> list[str]:
     return [i for i in shown(result if isinstance(result, dict) else None).offers if isinstance(i, str)]
 
 
-def _probe_turns(goal: Goal | None) -> list[Callable[[list[Any]], UserTurn | None]]:
+def _probe_turns(goal: Goal | None) -> list[Callable[[list[Json]], UserTurn | None]]:
     """The user turns of the probe, each chosen from what the runtime showed so far."""
     step = next((s for s in goal.steps if s.say), None) if goal is not None else None
     values = {**goal.facts, **{k: goal.resolve(v) for k, v in step.arguments.items()}} \
@@ -179,11 +180,11 @@ def _probe_turns(goal: Goal | None) -> list[Callable[[list[Any]], UserTurn | Non
     first = step.say[0].format(**values) if step else "Hello"
     question = goal.questions[0].ask.format(**goal.facts) if goal and goal.questions else "What can you do for me?"
 
-    def click_current(results: list[Any]) -> UserTurn:
+    def click_current(results: list[Json]) -> UserTurn:
         offers = _offers(results[-1])
         return UserTurn("click", offer=offers[0]) if offers else UserTurn("message", "yes")
 
-    def click_expired(results: list[Any]) -> UserTurn | None:
+    def click_expired(results: list[Json]) -> UserTurn | None:
         current = set(_offers(results[-1]))
         old = [o for r in results[:-1] for o in _offers(r) if o not in current]
         return UserTurn("click", offer=old[0]) if old else None
@@ -259,7 +260,7 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
         if state is not None and first != state:
             report.violations.append(Violation("start", "state: the store sent with the start reply is not what "
                                                "the state operation answers right after it", _json(first)))
-    results: list[Any] = []
+    results: list[Json] = []     # the turn results as they came (a malformed one too)
     for choose in _probe_turns(goal):
         user = choose(results)
         if user is None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from simrun import _secrets as secrets
 from simrun._errors import RuntimeFault, RuntimeUnavailable
 from simrun._protocol import SNAPSHOT, Audit, Started, State, TurnResult, violations
-from simrun._storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, unstorable
+from simrun._storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, Json, unstorable
 from simrun._untrusted_text import one_line
 
 if TYPE_CHECKING:
@@ -270,7 +270,7 @@ def _repr(value: Any) -> str:
         return f"a {type(value).__name__} that cannot be shown"
 
 
-def _checked(model: type, value: Any, what: str) -> Any:
+def _checked(model: type, value: Json, what: str) -> Json:
     """`value`, checked against `model` (a protocol shape): what the callers cast it to."""
     problems = violations(model, value)
     if problems:
