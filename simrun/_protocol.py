@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal, Required
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
 # TypedDicts rather than models: validating one builds no object per offer, which is six times
@@ -22,8 +22,8 @@ from typing_extensions import TypedDict
 _WIRE = ConfigDict(extra="allow", strict=True)
 
 
+@with_config(_WIRE)
 class Offer(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     id: Required[str]
     operation: str | None
     record: str | None
@@ -31,14 +31,14 @@ class Offer(TypedDict, total=False):
     label: str | None
 
 
+@with_config(_WIRE)
 class CardAction(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     id: Required[str]
     label: str | None
 
 
+@with_config(_WIRE)
 class Card(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     id: Required[str]
     operation: str | None
     record: str | None
@@ -46,8 +46,8 @@ class Card(TypedDict, total=False):
     actions: list[CardAction] | None
 
 
+@with_config(_WIRE)
 class Ask(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     id: str | None
     operation: str | None
     record: str | None
@@ -55,15 +55,15 @@ class Ask(TypedDict, total=False):
     repeat_reason: str | None
 
 
+@with_config(_WIRE)
 class Verdicts(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     refusal_emitted: bool | None
     hedge_injected: bool | None
     identity_score: float | None
 
 
+@with_config(_WIRE)
 class Event(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     id: Required[str]
     turn: Required[int]
     operation: Required[str]
@@ -74,14 +74,14 @@ class Event(TypedDict, total=False):
     arguments: dict[str, Any] | None
 
 
+@with_config(_WIRE)
 class State(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     records: Required[dict[str, dict[str, Any]]]
     events: Required[list[Event]]
 
 
+@with_config(_WIRE)
 class TurnResult(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     reply: Required[str]
     understood: bool | None
     taken_offer: str | None
@@ -97,27 +97,27 @@ class TurnResult(TypedDict, total=False):
     state: State | None
 
 
+@with_config(_WIRE)
 class TurnEvent(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     turn: Required[int]
     surface: str | None
     verdicts: dict[str, Any] | None
 
 
+@with_config(_WIRE)
 class Audit(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     turns: Required[list[TurnEvent]]
 
 
+@with_config(_WIRE)
 class Health(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     protocol: Required[int]
     runtime: str | None
     version: str | None
 
 
+@with_config(_WIRE)
 class Started(TypedDict, total=False):
-    __pydantic_config__ = _WIRE  # type: ignore[misc]
     session: Required[str]
     # Optional (additive): the store as the session starts, as `state` would answer. A runtime that
     # sends it saves simrun the state request before the first turn (docs/protocol.md).

@@ -33,6 +33,11 @@ MONEY_CEILING = 10 ** (18 - MONEY_PLACES)
 # The most conversations of one cell a run asks for: simrun.toml and -n, baselines and bundles.
 MAX_REPETITIONS = 10_000
 
+# A JSON document as decoded (a runtime's answer, a stored value, a config), before anything has
+# read its shape: Any is the honest type until a model or an isinstance check has looked at it.
+Json = Any
+JsonObject = dict[str, Any]     # a decoded JSON object, its values unchecked
+
 # What a YAML file holds that JSON does not, and simrun turns into JSON itself (ISO dates).
 _DATES = (dt.date, dt.datetime)
 

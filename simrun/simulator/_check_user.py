@@ -17,14 +17,17 @@ stopped (Ctrl-C, SIGTERM, a budget) keeps what it did, and the same command fini
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
+from simrun._settings import Budgets, Project
 from simrun.examples import tripdesk
 from simrun.scoring.dataset import Dataset, load_dataset
 from simrun.scoring.gate import DEFAULT_THRESHOLD, measure
-from simrun.scoring.store import Store, save_user_check, spend
+from simrun.scoring.store import Finished, Store, save_user_check, spend
 from simrun.simulator import _demo as demo
 from simrun.simulator._ledger import Ledger
 from simrun.simulator._plan import Estimate, estimate
@@ -57,7 +60,7 @@ class CheckUser:
     def conversations(self) -> int:
         return len(self.dataset.personas) * len(self.dataset.goals) * self.repetitions
 
-    async def estimate(self, budgets, store: Store | None) -> Estimate:
+    async def estimate(self, budgets: Budgets, store: Store | None) -> Estimate:
         (found,) = await estimate(self.dataset, PythonRuntime(tripdesk.TripDesk()), budgets, self.budget,
                                   repetitions=self.repetitions, seed=SEED, backends=[self.backend], store=store)
         return found
@@ -65,20 +68,21 @@ class CheckUser:
     def runtime(self) -> PythonRuntime:
         return PythonRuntime(tripdesk.TripDesk())
 
-    def earlier(self, checks: Store) -> dict | None:
+    def earlier(self, checks: Store) -> dict[str, Any] | None:
         """The unfinished check of this backend and matrix that the next run of it finishes."""
         key = run_key(self.dataset, CONFIG, seed=SEED, repetitions=self.repetitions, user=self.backend,
                       runtime=self.runtime().identity, shard=None)
         return checks.resumable(key)
 
-    async def run(self, budgets, project, store: Store, checks: Store, *, concurrency: int,
-                  ledger: Ledger | None = None, resume: bool = True, on_user_ready=None,
-                  on_conversation=None) -> tuple[RunResult, dict]:
+    async def run(self, budgets: Budgets, project: Project, store: Store, checks: Store, *, concurrency: int,
+                  ledger: Ledger | None = None, resume: bool = True,
+                  on_user_ready: Callable[[str], None] | None = None,
+                  on_conversation: Callable[[Finished], None] | None = None) -> tuple[RunResult, dict[str, Any]]:
         """Play the check as a run in `checks` (finishing an unfinished one unless `resume` is
         False); store its measure in `store`; return both."""
         ledger = ledger or Ledger(self.budget)
         run = project.run
-        options = {"base_url": run.user_base_url} if run.user_base_url else {}
+        options: dict[str, Any] = {"base_url": run.user_base_url} if run.user_base_url else {}
         user = make_user(self.backend, budgets=budgets, ledger=ledger, settings=project.user,
                          output=run.user_output, **options)
         # The calls in flight at once, kept with the run (not part of its key) for the next plan's pace.

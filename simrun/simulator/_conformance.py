@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from simrun import _secrets as secrets
 from simrun._errors import RuntimeFault
 from simrun._protocol import SNAPSHOT, TURN_FIELDS, Audit, Started, State, TurnResult, violations
+from simrun._storable import Json
 from simrun._transcript import TurnRecord, UserTurn
 from simrun.scoring.checks import shown
 from simrun.scoring.dataset import Goal, Persona, canonical_json
@@ -29,6 +31,8 @@ __all__ = ["NEEDS", "Conformance", "check_runtime"]
 # The GenAI conventions' switch for recording a tool call's arguments, for a runtime whose spans
 # named no convention (the frameworks' own switches: docs/any-assistant.md).
 CONTENT_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"
+
+V = TypeVar("V")
 
 PROBE_PERSONA = Persona(id="conformance", name="Conformance probe")
 
@@ -47,7 +51,7 @@ class Conformance:
     operations: dict[str, str] = field(default_factory=dict)
     turns: list[TurnRecord] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
-    audit: list[dict] | None = None
+    audit: list[dict[str, Any]] | None = None
     crash: dict[str, Any] | None = None     # the evidence of a turn the runtime failed
     traces: dict[str, Any] | None = None    # what the trace receiver saw, for a runtime read through its traces
     tools: tuple[str, ...] = ()              # the tools [runtime.tools] names, for a runtime read through its traces
@@ -168,7 +172,7 @@ def _offers(result: Any) -> list[str]:
     return [i for i in shown(result if isinstance(result, dict) else None).offers if isinstance(i, str)]
 
 
-def _probe_turns(goal: Goal | None):
+def _probe_turns(goal: Goal | None) -> list[Callable[[list[Json]], UserTurn | None]]:
     """The user turns of the probe, each chosen from what the runtime showed so far."""
     step = next((s for s in goal.steps if s.say), None) if goal is not None else None
     values = {**goal.facts, **{k: goal.resolve(v) for k, v in step.arguments.items()}} \
@@ -176,11 +180,11 @@ def _probe_turns(goal: Goal | None):
     first = step.say[0].format(**values) if step else "Hello"
     question = goal.questions[0].ask.format(**goal.facts) if goal and goal.questions else "What can you do for me?"
 
-    def click_current(results):
+    def click_current(results: list[Json]) -> UserTurn:
         offers = _offers(results[-1])
         return UserTurn("click", offer=offers[0]) if offers else UserTurn("message", "yes")
 
-    def click_expired(results):
+    def click_expired(results: list[Json]) -> UserTurn | None:
         current = set(_offers(results[-1]))
         old = [o for r in results[:-1] for o in _offers(r) if o not in current]
         return UserTurn("click", offer=old[0]) if old else None
@@ -225,7 +229,7 @@ async def check_runtime(runtime: RuntimeAdapter, goal: Goal | None = None,
 
 
 async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conformance) -> Conformance:
-    def note(where: str, model, value: Any) -> None:
+    def note(where: str, model: type, value: Any) -> None:
         for problem in violations(model, value):
             report.violations.append(Violation(where, problem, _json(value)))
 
@@ -256,7 +260,7 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
         if state is not None and first != state:
             report.violations.append(Violation("start", "state: the store sent with the start reply is not what "
                                                "the state operation answers right after it", _json(first)))
-    results: list[Any] = []
+    results: list[Json] = []     # the turn results as they came (a malformed one too)
     for choose in _probe_turns(goal):
         user = choose(results)
         if user is None:
@@ -310,7 +314,8 @@ async def _converse(runtime: RuntimeAdapter, goal: Goal | None, report: Conforma
     return report
 
 
-async def _optional(method, session, report, op, note, model, wrap: str | None = None):
+async def _optional(method: Callable[[str], Awaitable[V | None]], session: str, report: Conformance, op: str,
+                    note: Callable[[str, type, Any], None], model: type | None, wrap: str | None = None) -> V | None:
     try:
         value = await method(session)
     except RuntimeFault as fault:

@@ -19,6 +19,7 @@ from typing import Any
 from simrun import _secrets as secrets
 from simrun._errors import BudgetCut, ProviderFailure, RuntimeFault
 from simrun._protocol import split_snapshot
+from simrun._storable import JsonObject
 from simrun._transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simrun.scoring.checks import goal_status, score, user_turn_fault
 from simrun.scoring.dataset import Goal, NotAnswered, Persona, canonical_json, known_answer, per_goal
@@ -49,7 +50,7 @@ class Conversation:
     started_at: float
     duration_s: float
     cost_usd: Decimal = Decimal(0)
-    model_calls: tuple[dict, ...] = ()   # every paid (or replayed) call the simulated user made
+    model_calls: tuple[dict[str, Any], ...] = ()   # every paid (or replayed) call the simulated user made
 
     def finished(self) -> Finished:
         """As the store writes it (its calls are the ledger's to store, and may have been)."""
@@ -146,7 +147,9 @@ async def converse(cell: Cell, user: UserBackend, runtime: RuntimeAdapter) -> Co
                         time.perf_counter() - clock, sum((c["cost_usd"] for c in calls), Decimal(0)), calls)
 
 
-async def _evidence_after_error(runtime: RuntimeAdapter, session: str, final, error: dict):
+async def _evidence_after_error(runtime: RuntimeAdapter, session: str, final: dict[str, Any] | None,
+                               error: dict[str, Any]
+                               ) -> tuple[dict[str, Any] | None, list[dict[str, Any]] | None]:
     """(store, audit) read after a runtime_error, while the runtime still answers; the error's
     evidence says what could be read. A runtime that hung, or whose server died, is not asked:
     its audit stays None, and audit_gap UNVERIFIABLE, as for any runtime gone."""
@@ -177,10 +180,11 @@ async def _evidence_after_error(runtime: RuntimeAdapter, session: str, final, er
 GONE = ("timeout", "connection", "exited", "closed")
 
 
-def as_json_setup(goal: Goal) -> dict:
+def as_json_setup(goal: Goal) -> JsonObject:
     """The goal's setup as the runtime is sent it: a fresh object each time (a runtime may keep
     or change it), from JSON text made once per goal."""
-    return json.loads(per_goal(goal, "setup JSON", lambda g: canonical_json(g.setup)))
+    setup: JsonObject = json.loads(per_goal(goal, "setup JSON", lambda g: canonical_json(g.setup)))
+    return setup
 
 
 OFF_LOOP_ITEMS = 5_000
@@ -197,7 +201,7 @@ def _weight(transcript: Transcript) -> int:
     return items
 
 
-async def _reached(goal: Goal, transcript: Transcript, state) -> tuple[bool | None, str]:
+async def _reached(goal: Goal, transcript: Transcript, state: dict[str, Any] | None) -> tuple[bool | None, str]:
     """Whether the goal is reached now, and why (`goal_status`). A goal whose check would run a
     query is checked off the event loop: the query may run up to its time limit (scoring/dataset/
     goal_sql.py) while other conversations go on. Most checks run none (a record check fails
@@ -216,14 +220,14 @@ async def _reached(goal: Goal, transcript: Transcript, state) -> tuple[bool | No
     return goal_status(goal, transcript, state)
 
 
-def _store_items(state) -> int:
+def _store_items(state: dict[str, Any] | None) -> int:
     """The records and events of a store, as `_weight` counts them."""
     if not isinstance(state, dict):
         return 0
     return sum(len(part) for part in (state.get("records"), state.get("events")) if isinstance(part, (list, dict)))
 
 
-def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state) -> str:
+def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state: dict[str, Any] | None) -> str:
     """A stop before trying anything, or a claim of success the store denies, breaks the brief."""
     if not turns:
         return "simulator_error"
@@ -234,7 +238,7 @@ def _stop_reason(goal: Goal, turns: list[TurnRecord], stop: UserTurn, state) -> 
     return "user_stopped"
 
 
-def _partial(cell: Cell, turns: list[TurnRecord], initial) -> Transcript:
+def _partial(cell: Cell, turns: list[TurnRecord], initial: dict[str, Any] | None) -> Transcript:
     """The conversation so far, for the goal check. Only a goal's answered questions read it
     (`goal_status`): for any other goal the one empty transcript stands in, not one built anew
     on every turn."""
@@ -247,7 +251,7 @@ def _partial(cell: Cell, turns: list[TurnRecord], initial) -> Transcript:
 _NO_TURNS = Transcript("", "", 0, 0, (), "")
 
 
-def _evidence_of(exc: BaseException) -> dict:
+def _evidence_of(exc: BaseException) -> dict[str, Any]:
     """A runtime fault's own evidence; for any other exception (MemoryError, a RecursionError on a
     reply, a bug a reply set off in simrun), its type, message and traceback, so it can be fixed."""
     if isinstance(exc, RuntimeFault):

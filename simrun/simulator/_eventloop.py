@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import signal
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -33,7 +33,7 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 @contextlib.contextmanager
-def _terminate_as_interrupt():
+def _terminate_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from pathlib import Path
+from typing import Protocol
 
-from simrun.scoring.dataset import Persona
+from simrun.scoring.dataset import Dataset, Persona
 from simrun.scoring.store import Store, record_goal_problems
 from simrun.simulator._runner import run_matrix
+from simrun.simulator.adapters import RuntimeAdapter
 from simrun.simulator.users import ScriptedUser
 
 PROBE = Persona(id="validate-probe", name="Validate probe")      # no manners: asks plainly
@@ -27,7 +30,20 @@ class GoalCheck:
     problems: tuple[str, ...]        # one line each, as a run's verdict would give them
 
 
-async def check_goals(plan, runtime) -> GoalCheck:
+class Checked(Protocol):
+    """What `check_goals` reads of a run's plan (`simrun.simulator._project.Plan`)."""
+
+    @property
+    def dataset(self) -> Dataset: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def budget(self) -> Decimal: ...
+    @property
+    def concurrency(self) -> int: ...
+
+
+async def check_goals(plan: Checked, runtime: RuntimeAdapter) -> GoalCheck:
     """Play each goal of `plan` once against `runtime` (which this closes) and name the goals that
     name what its stores never held."""
     dataset = replace(plan.dataset, personas=(PROBE,),

@@ -95,11 +95,11 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.parser = httptools.HttpResponseParser(self)
-        self.waiter: asyncio.Future | None = None
+        self.waiter: asyncio.Future[Answer] | None = None
         self.closed = False
         self.idle_since = 0.0
 
-    def expect(self, waiter: asyncio.Future, limit: int) -> None:
+    def expect(self, waiter: asyncio.Future[Answer], limit: int) -> None:
         self.waiter, self.limit = waiter, limit
         self.headers: dict[str, str] = {}
         self.chunks: list[bytes] = []
@@ -110,8 +110,7 @@ class _Connection(asyncio.Protocol):
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # asyncio.Protocol's stub names the base class; a stream connection is given a Transport.
-        self.transport = transport   # type: ignore[assignment]
+        self.transport = transport   # type: ignore[assignment]  # the stub's BaseTransport: a stream gets a Transport
 
     def data_received(self, data: bytes) -> None:
         if self.waiter is None or self.waiter.done():
@@ -290,7 +289,7 @@ class Pool:
         async with asyncio.timeout(self.timeout_s if timeout_s is None else timeout_s):
             async with self._slot(loop):
                 connection = await self._connection(loop)
-                waiter = loop.create_future()
+                waiter: asyncio.Future[Answer] = loop.create_future()
                 connection.expect(waiter, limit)
                 try:
                     connection.transport.write(message)
@@ -305,7 +304,7 @@ class Pool:
                     self._idle.append(connection)
                 return answer
 
-    def _slot(self, loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore | contextlib.nullcontext:
+    def _slot(self, loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore | contextlib.nullcontext[None]:
         if self._loop is not loop:       # a client may serve several event loops, one after another
             for connection in self._idle:
                 connection.abort()

@@ -29,6 +29,7 @@ class Reservation:
 
 
 R = TypeVar("R", bound=Reservation)
+Figures = dict[str, Decimal | int | bool]     # a ledger's FIGURES, by name
 
 
 class CallLedger(Protocol[R]):
@@ -55,7 +56,7 @@ class Ledger:
         self.exhausted = False      # a reservation was refused: start no new conversation
         self.overruns = 0
         self.in_flight = 0          # reservations held: calls under way (or waiting for a slot)
-        self._records: list[dict] = []
+        self._records: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     @property
@@ -73,7 +74,7 @@ class Ledger:
             self.in_flight += 1
             return Reservation(worst_case)
 
-    async def hold(self, worst_case: Decimal, call: dict | None = None) -> Reservation | None:
+    async def hold(self, worst_case: Decimal, call: dict[str, Any] | None = None) -> Reservation | None:
         """`reserve`, as the model user asks for it: awaited, since a cluster's ledger answers
         over the network. `call` names the call (conversation, turn, backend, model, request
         hash) to a ledger that must record it if its worker dies holding it; this one never has to."""
@@ -85,7 +86,7 @@ class Ledger:
             self.reserved -= reservation.amount
             self.in_flight -= 1
 
-    def settle(self, reservation: Reservation, actual: Decimal, record: dict | None = None) -> None:
+    def settle(self, reservation: Reservation, actual: Decimal, record: dict[str, Any] | None = None) -> None:
         """Free the reservation, count what the call really cost, and keep its record to store.
 
         The spend stays exact even if a provider billed past the worst case (which the worst
@@ -119,7 +120,8 @@ class Ledger:
         with self._lock:
             self.reserved -= amount
 
-    def charge(self, amount: Decimal, calls: int = 0, overruns: int = 0, records: Sequence[dict] = ()) -> None:
+    def charge(self, amount: Decimal, calls: int = 0, overruns: int = 0,
+               records: Sequence[dict[str, Any]] = ()) -> None:
         """What was spent out of a float: from held to spent, with the records of its calls."""
         with self._lock:
             self.reserved -= amount
@@ -128,18 +130,18 @@ class Ledger:
             self.overruns += overruns
             self._records.extend(records)
 
-    def log(self, record: dict) -> None:
+    def log(self, record: dict[str, Any]) -> None:
         """A call that cost nothing (answered from the replay cache): stored all the same."""
         with self._lock:
             self._records.append(record)
 
     FIGURES = ("spent", "reserved", "calls", "exhausted", "overruns", "in_flight")
 
-    def figures(self) -> dict:
+    def figures(self) -> Figures:
         with self._lock:
             return {name: getattr(self, name) for name in self.FIGURES}
 
-    def follow(self, figures: dict, records: list[dict]) -> None:
+    def follow(self, figures: Figures, records: list[dict[str, Any]]) -> None:
         """Mirror a ledger kept elsewhere (the cluster's): its figures, and the records of the
         calls it settled since the last time, for the runner to store."""
         with self._lock:
@@ -147,7 +149,7 @@ class Ledger:
                 setattr(self, name, figures[name])
             self._records.extend(records)
 
-    def take_records(self) -> list[dict]:
+    def take_records(self) -> list[dict[str, Any]]:
         """The records of calls settled since the last take, for the store."""
         with self._lock:
             records, self._records = self._records, []

@@ -24,13 +24,15 @@ import math
 import random
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from simrun._settings import Budgets, Price
 from simrun.scoring.dataset import Dataset, canonical_json
-from simrun.scoring.store import conversation_costs, user_check
+from simrun.scoring.store import Store, conversation_costs, user_check
 from simrun.simulator._conversation import converse
 from simrun.simulator._pricing import Usage, cost
 from simrun.simulator._runner import matrix
+from simrun.simulator.adapters import RuntimeAdapter
 from simrun.simulator.users import OPENING, ScriptedUser, action_json, action_schema, render_result, stable_prefix
 
 BOOTSTRAP = 2000
@@ -76,7 +78,7 @@ class Estimate:
         return min(self.conversations, int(self.budget_usd / self.per_conversation))
 
 
-async def call_shapes(dataset: Dataset, runtime, repetitions: int, seed: int) -> list[list[CallShape]]:
+async def call_shapes(dataset: Dataset, runtime: RuntimeAdapter, repetitions: int, seed: int) -> list[list[CallShape]]:
     """The model calls each conversation of the matrix would make, from a scripted dry run."""
     user = ScriptedUser()
     shapes = []
@@ -133,15 +135,15 @@ def price_shapes(backend: str, price: Price, shapes: list[list[CallShape]], budg
     return Estimate(backend, len(shapes), sum(len(c) for c in shapes), usage, cost(price, usage), budget)
 
 
-def from_history(backend: str, price: Price, samples: list[dict], dataset: Dataset, repetitions: int,
+def from_history(backend: str, price: Price, samples: list[dict[str, Any]], dataset: Dataset, repetitions: int,
                  budget: Decimal, basis: str, source: str = "history", seed: int = 0) -> Estimate:
     """The matrix priced from conversations this backend played before (see the module doc)."""
-    def priced(sample: dict) -> Decimal:
+    def priced(sample: dict[str, Any]) -> Decimal:
         usage = Usage(int(sample["input_tokens"]), int(sample["cached_input_tokens"]),
                       int(sample["cache_write_tokens"]), int(sample["output_tokens"]))
         return cost(price, usage) + Decimal(str(sample.get("unpriced_usd") or 0))
 
-    by_goal: dict[str | None, list[dict]] = {}
+    by_goal: dict[str | None, list[dict[str, Any]]] = {}
     for sample in samples:
         by_goal.setdefault(sample.get("goal"), []).append(sample)
     # Each cell draws from its goal's conversations, or from all of them for a goal never played.
@@ -171,7 +173,7 @@ def from_history(backend: str, price: Price, samples: list[dict], dataset: Datas
     return Estimate(backend, n, total("calls"), usage, p50, budget, high_usd=p90, basis=basis, source=source)
 
 
-def history(store, backend: str) -> tuple[list[dict], str, str] | None:
+def history(store: Store | None, backend: str) -> tuple[list[dict[str, Any]], str, str] | None:
     """The conversations `backend` played before, a line naming where they come from, and its kind."""
     if store is None:
         return None
@@ -186,8 +188,8 @@ def history(store, backend: str) -> tuple[list[dict], str, str] | None:
     return None
 
 
-async def estimate(dataset: Dataset, runtime, budgets: Budgets, budget: Decimal, *, repetitions: int,
-                   seed: int, backends: list[str] | None = None, store=None) -> list[Estimate]:
+async def estimate(dataset: Dataset, runtime: RuntimeAdapter, budgets: Budgets, budget: Decimal, *, repetitions: int,
+                   seed: int, backends: list[str] | None = None, store: Store | None = None) -> list[Estimate]:
     """Each backend's estimate: from its history in `store` where it has one, else the prior
     (one scripted dry run of the matrix, which closes `runtime`)."""
     chosen = [b for b in (backends or sorted(budgets.prices)) if b in budgets.prices]

@@ -38,7 +38,7 @@ class RunProgress:
         self.started = self.last_line = time.monotonic()
         self.waited_before = waited()      # limiters older than this run have waited for others
         self.bar: Progress | None = None
-        self.heartbeat: asyncio.Task | None = None
+        self.heartbeat: asyncio.Task[None] | None = None
         if console.is_terminal:
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TimeElapsedColumn(), TextColumn("{task.fields[status]}"), console=console,
@@ -53,7 +53,7 @@ class RunProgress:
                 self.heartbeat = asyncio.get_running_loop().create_task(self._beat())
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
         if self.heartbeat is not None:

@@ -9,17 +9,20 @@ cap, or when the budget (or the user model) stops the run; undecided then is inc
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from simrun._errors import ConfigError
 from simrun.scoring.gate import Sequential, sequential_gate, summary_from_store
+from simrun.scoring.store import Store
 from simrun.simulator._ledger import Ledger
 from simrun.simulator._project import Plan, execute
 from simrun.simulator._runner import RunResult
+from simrun.simulator.adapters import RuntimeAdapter
 
 
-async def run_in_rounds(plan: Plan, store, *, runtime_for: Callable, resume: bool | str = True,
-                        on_round: Callable[[Sequential], None] | None = None, **execute_args
-                        ) -> tuple[RunResult, Sequential]:
+async def run_in_rounds(plan: Plan, store: Store, *, runtime_for: Callable[[Plan], RuntimeAdapter],
+                        resume: bool | str = True, on_round: Callable[[Sequential], None] | None = None,
+                        **execute_args: Any) -> tuple[RunResult, Sequential]:
     """Round after round of `plan` (a plan made with `sequential=True`: its repetitions are the
     cap) against `plan.baseline`. `runtime_for(plan)` gives each round its runtime (a round's
     end closes it); `execute_args` go to `simrun.simulator._project.execute` (executor, replay, callbacks)."""

@@ -22,6 +22,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from simrun._errors import ConfigError
+from simrun._storable import JsonObject
 from simrun._version import __version__
 from simrun.scoring.checks import SCORER_VERSION
 from simrun.scoring.dataset import Dataset, canonical_json
@@ -38,7 +39,7 @@ MAX_PENDING_WRITES = 2   # batches handed to the writer thread before conversati
 
 
 @contextlib.contextmanager
-def frozen_heap():
+def frozen_heap() -> Iterator[None]:
     """What lives before a run (modules, the dataset, clients) is never garbage; frozen, the
     collector stops scanning it, and its full collections no longer stall every conversation in
     flight for a tenth of a second or more at high concurrency (CHANGELOG.md, benchmark history). What the
@@ -74,11 +75,11 @@ def in_shard(cell_id: str, shard: tuple[int, int] | None) -> bool:
     return int(hashlib.sha256(cell_id.encode()).hexdigest()[:8], 16) % count == index
 
 
-def run_key(dataset: Dataset, config: dict | None, **identity) -> str:
+def run_key(dataset: Dataset, config: JsonObject | None, *, shard: tuple[int, int] | None,
+            **identity: str | int) -> str:
     """What a run is, so that running it again finishes it. The budget and the concurrency are
     left out: a run resumed with more budget, or more workers, is still the same run."""
     body = {k: v for k, v in (config or {}).items() if k not in ("budget_usd", "concurrency")}
-    shard = identity.pop("shard")
     return hashlib.sha256(canonical_json({"config": body, "dataset": dataset.hash, "scorer": SCORER_VERSION,
                                           "shard": list(shard) if shard else None, **identity}).encode()
                           ).hexdigest()[:16]
@@ -137,7 +138,7 @@ class RunResult:
 
 async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBackend, store: Store, *,
                      repetitions: int, seed: int, budget: Decimal, concurrency: int = 8,
-                     config: dict | None = None, run_id: str | None = None, ledger: Ledger | None = None,
+                     config: JsonObject | None = None, run_id: str | None = None, ledger: Ledger | None = None,
                      shard: tuple[int, int] | None = None, resume: bool | str = True,
                      on_conversation: Callable[[Finished], None] | None = None,
                      on_user_ready: Callable[[str], None] | None = None,
@@ -233,7 +234,7 @@ async def run_matrix(dataset: Dataset, runtime: RuntimeAdapter, user: UserBacken
     # failed write is raised at the next flush or at the end, never lost.
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="simrun-writer")
     writes_to = store.for_another_thread()
-    pending: collections.deque[Future] = collections.deque()
+    pending: collections.deque[Future[None]] = collections.deque()
 
     def settle_written() -> None:
         while pending and pending[0].done():

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -26,6 +27,7 @@ from simrun._settings import RuntimeSection
 from simrun._untrusted_text import one_line
 from simrun._writing import write_file
 from simrun.simulator._scaffold_files import FILL_IN, INSTALL, PERSONAS, REFUSAL_GOAL, WORKFLOW
+from simrun.simulator.adapters import RuntimeAdapter
 
 GREETING = "Hello! What can you help me with?"
 # The flags `simrun init` takes for each runtime setting, for errors that name the flag.
@@ -70,7 +72,7 @@ def runtime_section(settings: dict[str, Any]) -> RuntimeSection:
     return section
 
 
-async def probe(runtime) -> Seen:
+async def probe(runtime: RuntimeAdapter) -> Seen:
     """Health, then one greeting: what the runtime offers and what its store holds."""
     name, version = "the runtime", ""
     try:
@@ -239,7 +241,7 @@ def _yaml(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
 
 
-def refuse_existing(folder: Path, names) -> None:
+def refuse_existing(folder: Path, names: Iterable[str]) -> None:
     # lexists: a dangling link is a name taken too (exists() says False for one).
     existing = [str(folder / name) for name in names if os.path.lexists(folder / name)]
     if existing:

@@ -52,7 +52,7 @@ class Patron:
         self.card: Draft | None = None
         self.card_buttons: tuple[Button, Button] | None = None
         self.card_id: str | None = None
-        self.last_ask: tuple | None = None
+        self.last_ask: tuple[str, str | None, tuple[str, ...]] | None = None
         self.last_done: tuple[str, str, dict[str, Any]] | None = None
         self.audit: list[dict[str, Any]] = []
         self._n = itertools.count(1)

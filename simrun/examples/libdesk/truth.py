@@ -62,8 +62,8 @@ Conversation = tuple[str, str, int]     # (persona, goal, seed), as the runtime'
 
 @dataclass
 class TruthLog:
-    opportunities: Counter = field(default_factory=Counter)    # fault -> times it could have fired
-    planted: Counter = field(default_factory=Counter)          # fault -> times it did
+    opportunities: Counter[str] = field(default_factory=Counter)    # fault -> times it could have fired
+    planted: Counter[str] = field(default_factory=Counter)          # fault -> times it did
     seen: dict[str, list[tuple[Conversation, int, str]]] = field(default_factory=dict)  # class -> (who, turn, why)
 
     def conversations(self, cls: str) -> set[Conversation]:

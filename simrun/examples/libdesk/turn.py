@@ -13,7 +13,7 @@ from typing import Any
 from simrun.examples.libdesk.answers import answer, pending, stub
 from simrun.examples.libdesk.catalogue import KIND_OF
 from simrun.examples.libdesk.drafts import advance, carry_out, correct, fill, named
-from simrun.examples.libdesk.patron import Draft, Patron
+from simrun.examples.libdesk.patron import Button, Draft, Patron
 from simrun.examples.libdesk.reply import Out, reply
 from simrun.examples.libdesk.words import CHIT_CHAT, Reading, read
 
@@ -65,7 +65,7 @@ def _press(p: Patron, oid: str, out: Out) -> None:
     return advance(p, draft, out)
 
 
-def _unnamed_eligible(p: Patron, button) -> bool:
+def _unnamed_eligible(p: Patron, button: Button) -> bool:
     """The stale_click_unnamed fault can show on a command button (not a card's) that does not
     merely go on with the draft pending now: that would ask the same again, and the expired
     press would change nothing anyone could see."""
@@ -75,7 +75,7 @@ def _unnamed_eligible(p: Patron, button) -> bool:
     return not (draft and draft.operation == button.operation and draft.args.get("record") in (None, button.record))
 
 
-def _honour_unnamed(p: Patron, button, out: Out) -> None:
+def _honour_unnamed(p: Patron, button: Button, out: Out) -> None:
     """The stale_click_unnamed fault: the expired button starts its command, but the draft
     remembers no button, so the event, when the command is carried out, names none."""
     draft = p.draft = Draft(button.operation)

@@ -12,6 +12,7 @@ import datetime as dt
 import difflib
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from simrun.examples.libdesk.catalogue import BRANCHES
@@ -101,7 +102,7 @@ def read(text: str, titles: list[str]) -> Reading:
 def _topic(lowered: str, words: list[str]) -> str | None:
     if not any(_near(w, QUESTION) for w in words) and "?" not in lowered:
         return None
-    said = lambda *keys: any(_near(w, keys) for w in words)  # noqa: E731
+    said: Callable[..., bool] = lambda *keys: any(_near(w, keys) for w in words)  # noqa: E731
     if said("renew", "renewed", "renewal", "renewals", "extend"):
         return "renewals"
     if said("due", "back", "return"):

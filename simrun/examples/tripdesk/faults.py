@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 FAULTS: dict[str, str] = {
     "dead_end": "dead_end: a reply with no ask, no next step, no card, not ending on a question",
@@ -70,10 +71,10 @@ def parse_faults(spec: dict[str, float] | str | None) -> dict[str, float]:
 class FaultLog:
     """Ground truth: which conversations drew each fault, could show it, and did."""
 
-    eligible: dict[str, list[dict]] = field(default_factory=dict)
-    planted: dict[str, list[dict]] = field(default_factory=dict)
-    drawn: dict[str, list[dict]] = field(default_factory=dict)
-    manifested: dict[str, list[dict]] = field(default_factory=dict)   # by class, not by fault
+    eligible: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    planted: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    drawn: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    manifested: dict[str, list[dict[str, Any]]] = field(default_factory=dict)   # by class, not by fault
 
     def keys(self, fault: str, which: str = "planted") -> set[tuple[str, str, int]]:
         """The conversations of a fault (or, `which="manifested"`, of a class)."""

@@ -215,7 +215,7 @@ def capitalised_phrase(text: str, *, skip: AbstractSet[str] = frozenset()) -> st
     return best
 
 
-def _mend_in_place(m: re.Match) -> str:
+def _mend_in_place(m: re.Match[str]) -> str:
     word = m.group(0)
     # A capitalised word inside a sentence is a name ("Crete", "Dave"), not mended, unless it
     # is a mistyped month, which is capitalised too ("14 Mrach").

@@ -29,7 +29,8 @@ class SessionState:
         self.ask: dict[str, Any] | None = None    # pending ask, with the arguments known so far
         self.card: dict[str, Any] | None = None   # pending confirmation
         self.last_given: dict[str, Any] | None = None  # the last value the user gave, for corrections
-        self.shown_ask: tuple | None = None       # (operation, record, arguments) asked last turn
+        # (operation, record, arguments) asked last turn
+        self.shown_ask: tuple[str, str | None, tuple[str, ...]] | None = None
         self.audit: list[dict[str, Any]] = []
         self.on_screen: set[str] = set()
         # The expired offer whose click (honoured by the stale_click_ask fault) started the ask

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TextIO
 
 from simrun.examples.tripdesk.runtime import TripDesk
 from simrun.examples.tripdesk.wire import arguments, dispatch
 
 
-def serve(desk: TripDesk, stdin=sys.stdin, stdout=sys.stdout) -> None:
+def serve(desk: TripDesk, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> None:
     for line in stdin:
         if not line.strip():
             continue

@@ -116,7 +116,7 @@ def kept_for_short_texts(read: Callable[..., T]) -> Callable[..., T]:
     def reading(text: str, *args: Any) -> T:
         return kept(text, *args) if len(text) <= KEPT_CHARS else read(text, *args)
 
-    reading.cache_info = kept.cache_info     # type: ignore[attr-defined]
+    reading.cache_info = kept.cache_info     # type: ignore[attr-defined]  # a function takes attributes at run time
     return reading
 
 

@@ -66,7 +66,7 @@ class Advice:
         return self._needed[rise]
 
 
-def advice_rates(fired, scored, *, upper: float | None = None) -> np.ndarray:
+def advice_rates(fired: np.ndarray, scored: np.ndarray, *, upper: float | None = None) -> np.ndarray:
     """Cells x classes: the rate of each cell the sample-size advice assumes.
 
     A cell's observed rate (k of a few conversations) is noisy: most cells of a class at 9%

@@ -25,7 +25,8 @@ def critical_value(base_rates: np.ndarray, repetitions: int, slices: np.ndarray,
 
 
 @functools.lru_cache(maxsize=256)
-def _remembered(rates, rates_shape, repetitions, slices, slices_shape, alpha, correction, draws, seed) -> float:
+def _remembered(rates: bytes, rates_shape: tuple[int, ...], repetitions: int, slices: bytes,
+                slices_shape: tuple[int, ...], alpha: float, correction: str, draws: int, seed: int) -> float:
     return _critical_value(np.frombuffer(rates).reshape(rates_shape), repetitions, np.frombuffer(
         slices, bool).reshape(slices_shape), alpha=alpha, correction=correction, draws=draws, seed=seed)
 

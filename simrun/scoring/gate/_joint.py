@@ -15,10 +15,15 @@ counts included (a conversation not scored for a class moves with the rest of it
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from simrun.scoring.gate._summary import Cell, CellRepetitions
+from simrun.scoring.gate._variation import WholeRun
 
 
 @dataclass(frozen=True)
@@ -34,8 +39,8 @@ class Conversations:
     scored: np.ndarray
 
 
-def conversations_of(baseline_held: Mapping, candidate_held: Mapping, cells: Sequence, classes: Sequence[str]
-                     ) -> Conversations:
+def conversations_of(baseline_held: Mapping[Cell, CellRepetitions], candidate_held: Mapping[Cell, CellRepetitions],
+                     cells: Sequence[Cell], classes: Sequence[str]) -> Conversations:
     """From two runs' `CellRepetitions` (simrun.scoring.gate._summary), in the order of `cells`."""
     rows: list[tuple[int, bool, list[bool], list[bool]]] = []
     for c, cell in enumerate(cells):
@@ -53,7 +58,8 @@ def conversations_of(baseline_held: Mapping, candidate_held: Mapping, cells: Seq
                          scored_arr)
 
 
-def cell_terms(fa, na, fb, nb):
+def cell_terms(fa: np.ndarray, na: np.ndarray, fb: np.ndarray, nb: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per cell and class, from the candidate's and the baseline's fired and scored counts (any
     leading axes): scored in both runs, the rate difference (candidate minus baseline), and its
     variance under reassignment, F (N - F) / (n_a n_b (N - 1)); 0 where a run scored none. The
@@ -67,13 +73,15 @@ def cell_terms(fa, na, fb, nb):
     return both, diff, var
 
 
-def could_vary(scored, fired, held_base, held_cand) -> np.ndarray:
+def could_vary(scored: np.ndarray, fired: np.ndarray, held_base: ArrayLike, held_cand: ArrayLike) -> np.ndarray:
     """Cells x classes: some reassignment could make the cell's rates differ (both runs hold a
     conversation in the cell, two or more were scored, some but not all of them fired), from
     both runs' scored and fired counts together, and whether each run holds the cell at all.
     Which hypotheses the gate tests follows from this alone, so never from which run each
     conversation came from."""
-    return (scored >= 2) & (fired > 0) & (fired < scored) & (np.asarray(held_base) & np.asarray(held_cand))[:, None]
+    can: np.ndarray = ((scored >= 2) & (fired > 0) & (fired < scored)
+                       & (np.asarray(held_base) & np.asarray(held_cand))[:, None])
+    return can
 
 
 class Reassignment:
@@ -86,7 +94,7 @@ class Reassignment:
     shuffling the conversations one by one, at a fraction of the cost."""
 
     def __init__(self, conversations: Conversations, cells: int, membership: np.ndarray,
-                 extra: np.ndarray | None = None, whole=None) -> None:
+                 extra: np.ndarray | None = None, whole: WholeRun | None = None) -> None:
         self.conv, self.cells = conversations, cells
         self.classes = classes = conversations.fired.shape[1]
         self.n_candidate = np.bincount(conversations.cell, weights=conversations.candidate,
@@ -183,10 +191,34 @@ class Reassignment:
         mine = self.conv.candidate
         np.add.at(na, self.conv.cell[mine], self.conv.scored[mine])
         np.add.at(fa, self.conv.cell[mine], self.conv.fired[mine])
-        return self.statistics(na.ravel()[self.active][None], fa.ravel()[self.active][None])[0]
+        observed: np.ndarray = self.statistics(na.ravel()[self.active][None], fa.ravel()[self.active][None])[0]
+        return observed
 
 
-def reassignments(family, hyp: np.ndarray, where: np.ndarray, weights: np.ndarray, most: int):
+class Counted(Protocol):
+    """What `reassignments` reads of a `simrun.scoring.gate._stats.Family` (whose module imports
+    this one): both runs' counts, the slices, and what the runs say beyond their counts."""
+
+    @property
+    def fired_base(self) -> np.ndarray: ...
+    @property
+    def scored_base(self) -> np.ndarray: ...
+    @property
+    def fired_cand(self) -> np.ndarray: ...
+    @property
+    def scored_cand(self) -> np.ndarray: ...
+    @property
+    def slices(self) -> np.ndarray: ...
+    @property
+    def conversations(self) -> Conversations | None: ...
+    @property
+    def extra(self) -> np.ndarray | None: ...
+    @property
+    def whole(self) -> WholeRun | None: ...
+
+
+def reassignments(family: Counted, hyp: np.ndarray, where: np.ndarray, weights: np.ndarray, most: int
+                  ) -> tuple[Callable[[np.random.Generator, int], np.ndarray], int]:
     """How the reassignments of a `simrun.scoring.gate._stats.Family` are drawn: whole conversations when
     the family has them, else each class's fired count within each cell on its own (a
     hypergeometric draw given the cell's totals). `hyp` lists the hypotheses as (class, slice),
@@ -215,8 +247,9 @@ def reassignments(family, hyp: np.ndarray, where: np.ndarray, weights: np.ndarra
         diffs = rng.hypergeometric(good, bad, drawn, size=(size, len(where))) * scale - shift
         if spread is not None and spread.any():
             diffs = diffs + rng.standard_normal((size, len(where))) * spread
-        if shared is not None:
+        if shared is not None and whole is not None:
             diffs = diffs + whole.draw(rng, size)[:, class_of] * shared
-        return diffs @ weights
+        statistics: np.ndarray = diffs @ weights
+        return statistics
 
     return draw, most

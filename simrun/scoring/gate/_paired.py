@@ -37,11 +37,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from simrun.scoring.gate import _stats as stats
-from simrun.scoring.gate._summary import RunSummary
+from simrun.scoring.gate._summary import Cell, CellRepetitions, RunSummary
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 SCRIPTED = "scripted"           # the only user that replays a conversation from its seed
 _DRAWN_AT_ONCE = 4_000_000      # signs drawn at once (draws x pairs): bounds memory
@@ -97,7 +101,7 @@ def why_not_paired(baseline: RunSummary, candidate: RunSummary) -> str:
     return ""
 
 
-def pairing(baseline: RunSummary, candidate: RunSummary, cells: Sequence) -> Pairing:
+def pairing(baseline: RunSummary, candidate: RunSummary, cells: Sequence[Cell]) -> Pairing:
     """Whether the gate pairs the two runs on `cells` (the cells it compares), from what their
     summaries say; see the module docstring."""
     reason = why_not_paired(baseline, candidate)
@@ -133,7 +137,8 @@ class Pairs:
     scored: np.ndarray
 
 
-def pairs_of(baseline_held: Mapping, candidate_held: Mapping, cells: Sequence, classes: Sequence[str]) -> Pairs:
+def pairs_of(baseline_held: Mapping[Cell, CellRepetitions], candidate_held: Mapping[Cell, CellRepetitions],
+             cells: Sequence[Cell], classes: Sequence[str]) -> Pairs:
     """From two runs' `CellRepetitions` (simrun.scoring.gate._summary), in the order of `cells`."""
     rows: list[tuple[int, int, list[bool], list[bool], list[bool]]] = []
     for c, cell in enumerate(cells):
@@ -213,7 +218,7 @@ def compare_paired(pairs: Pairs, cells: int, slices: np.ndarray, *, alpha: float
     return stats.Tested(n_cells, base, cand, delta, se, t, p, p_adjusted, int(len(hyp)), critical)
 
 
-def _seed_of(matrix) -> int:
+def _seed_of(matrix: sparse.csr_matrix) -> int:
     """The comparison's own seed, from the pairs that differ and their weights (as
     `simrun.scoring.gate._stats.seed_of` for the unpaired test: the same pairs, the same verdict)."""
     digest = hashlib.blake2b(f"{stats.SEED}:paired".encode(), digest_size=8)

@@ -61,8 +61,10 @@ import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from simrun.scoring.gate._joint import Conversations, cell_terms, could_vary, reassignments
 from simrun.scoring.gate._variation import WholeRun
@@ -76,25 +78,26 @@ _NULL_DRAWS = 2_000             # simulated A/A pairs behind a predicted critica
 _TIE = 1e-9
 
 
-def _special():
+def _special() -> ModuleType:
     """scipy.special, imported on first use: the standard normal's functions as scipy.stats.norm
     computes them (its ppf is `ndtri`, its sf `ndtr` of -x), without importing scipy.stats,
     which costs a second that every run writing its dashboard would otherwise pay."""
     from scipy import special
 
-    return special
+    module: ModuleType = special    # (scipy has no type information: mypy sees its modules as Any)
+    return module
 
 
-def _ppf(q):
-    return _special().ndtri(q)
+def _ppf(q: float) -> float:
+    return float(_special().ndtri(q))
 
 
-def _isf(q):
-    return -_special().ndtri(q)
+def _isf(q: float) -> float:
+    return float(-_special().ndtri(q))
 
 
-def _sf(x):
-    return _special().ndtr(-x)
+def _sf(x: float) -> float:
+    return float(_special().ndtr(-x))
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,8 @@ class Tested:
         return float(self.delta[k, g] + _ppf(1 - alpha) * self.se[k, g])
 
 
-def _cell_terms(fb, nb, fa, na):
+def _cell_terms(fb: np.ndarray, nb: np.ndarray, fa: np.ndarray, na: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per cell and class: scored in both runs, rate difference, and its variance under reassignment."""
     fb, nb, fa, na = (np.asarray(a, float) for a in (fb, nb, fa, na))
     both, _, var = cell_terms(fa, na, fb, nb)
@@ -163,7 +167,7 @@ def _cell_terms(fb, nb, fa, na):
     return both, rate_b, rate_a, var
 
 
-def _hypotheses(family: Family):
+def _hypotheses(family: Family) -> tuple[np.ndarray, ...]:
     """Which (class, slice) can be tested, and the weight of each cell in each statistic."""
     both, rate_b, rate_a, var = _cell_terms(family.fired_base, family.scored_base,
                                             family.fired_cand, family.scored_cand)
@@ -198,7 +202,8 @@ def _testable_somehow(family: Family) -> np.ndarray:
     held_base = np.bincount(conv.cell[~conv.candidate], minlength=cells) > 0
     can = could_vary(np.asarray(family.scored_base) + np.asarray(family.scored_cand),
                      np.asarray(family.fired_base) + np.asarray(family.fired_cand), held_base, held_cand)
-    return np.einsum("gc,ck->kg", family.slices.astype(int), can.astype(int)) > 0
+    testable: np.ndarray = np.einsum("gc,ck->kg", family.slices.astype(int), can.astype(int)) > 0
+    return testable
 
 
 def seed_of(family: Family) -> int:
@@ -321,7 +326,8 @@ def correct(pvalues: Mapping[str, float], method: str) -> dict[str, float]:
 
 # --- power and sample-size advice ---------------------------------------------------------------
 
-def _expected_spread(p, var_p, q, var_q, n_base, n_cand) -> float:
+def _expected_spread(p: np.ndarray, var_p: np.ndarray, q: np.ndarray, var_q: np.ndarray, n_base: np.ndarray,
+                     n_cand: np.ndarray) -> float:
     """E[sum of v] over cells when the baseline fires at p and the candidate at q, with the given
     per-conversation variances."""
     mean = n_base * p + n_cand * q
@@ -330,7 +336,8 @@ def _expected_spread(p, var_p, q, var_q, n_base, n_cand) -> float:
     return float(np.sum((total * mean - var - mean ** 2) / (n_base * n_cand * np.maximum(total - 1, 1))))
 
 
-def power_of_rise(rise: float, base_rates, n_base, n_cand=None, *, critical: float, alpha: float,
+def power_of_rise(rise: float, base_rates: ArrayLike, n_base: ArrayLike, n_cand: ArrayLike | None = None, *,
+                  critical: float, alpha: float,
                   min_effect: float) -> float:
     """The chance that the gate flags a class (over all cells) whose rate rises by `rise` in
     every cell, each cell binomial at its base rate in the baseline and at base + rise (capped
@@ -359,7 +366,8 @@ def power_of_rise(rise: float, base_rates, n_base, n_cand=None, *, critical: flo
     return float(_sf((threshold - true_rise) / spread))
 
 
-def detectable_rise(base_rates, n_base, n_cand=None, *, critical: float, alpha: float, min_effect: float,
+def detectable_rise(base_rates: ArrayLike, n_base: ArrayLike, n_cand: ArrayLike | None = None, *, critical: float,
+                    alpha: float, min_effect: float,
                     power: float = POWER) -> float | None:
     """The smallest rise of a class rate the gate catches with `power`: its sample-size advice.
 
@@ -379,7 +387,7 @@ def detectable_rise(base_rates, n_base, n_cand=None, *, critical: float, alpha: 
                                  1e-9, top, xtol=1e-5))
 
 
-def repetitions_for(rise: float, base_rates, critical_at: Callable[[int], float], *, alpha: float,
+def repetitions_for(rise: float, base_rates: ArrayLike, critical_at: Callable[[int], float], *, alpha: float,
                     min_effect: float, power: float = POWER, most: int = 10_000) -> int | None:
     """The fewest repetitions per cell at which a rise of `rise` in every cell is caught with
     `power`; `critical_at(n)` gives the threshold at n repetitions. None: not even at `most`."""

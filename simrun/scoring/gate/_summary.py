@@ -153,7 +153,8 @@ def summary_from_store(store: Store, run: str | None) -> RunSummary:
     return summary
 
 
-def _repetitions_from_rows(rows) -> tuple[dict[Cell, CellRepetitions] | None, str]:
+def _repetitions_from_rows(rows: Iterable[tuple[str, str, int, str, str | None, str]]
+                           ) -> tuple[dict[Cell, CellRepetitions] | None, str]:
     held: dict[Cell, set[int]] = {}
     statuses: dict[Cell, dict[str, dict[str, set[int]]]] = {}
     ids: dict[Cell, dict[int, str]] = {}
@@ -382,7 +383,7 @@ def _items_hash(items: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical_json(dict(sorted(items.items()))).encode()).hexdigest()[:16]
 
 
-def _items_of(stored, dataset_hash: str) -> dict[str, str] | None:
+def _items_of(stored: object, dataset_hash: str) -> dict[str, str] | None:
     """A stored run's persona and goal hashes, if they are those its dataset hash was made of (a
     run written by hand, or damaged, is gated as a baseline of format 2 would gate it)."""
     if not isinstance(stored, dict) or not stored or any(not isinstance(v, str) for v in stored.values()):

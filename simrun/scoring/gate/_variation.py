@@ -98,7 +98,8 @@ class RunVariation:
         a cell's rate difference, from both runs' pooled fired and scored counts."""
         with np.errstate(invalid="ignore", divide="ignore"):
             p = np.where(scored > 0, fired / np.where(scored > 0, scored, 1), 0.0)
-        return np.asarray(self.bound)[None, :] * p * (1 - p) * (1 + 1 / self.runs)
+        extra: np.ndarray = np.asarray(self.bound)[None, :] * p * (1 - p) * (1 + 1 / self.runs)
+        return extra
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,8 @@ class WholeRun:
         from scipy.stats import chi2
 
         median = float(chi2.ppf(0.5, self.runs - 1))
-        return np.sqrt(np.maximum(0.0, (self.runs - 1) * self.whole / median - self.noise))
+        standard: np.ndarray = np.sqrt(np.maximum(0.0, (self.runs - 1) * self.whole / median - self.noise))
+        return standard
 
     def draw(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """Reassignments x classes: one shared shift per class and reassignment, of a variance
@@ -127,7 +129,8 @@ class WholeRun:
         classes = len(self.whole)
         x = rng.chisquare(self.runs - 1, size=(size, classes))
         variance = np.maximum(0.0, (self.runs - 1) * self.whole[None] / x - self.noise[None])
-        return rng.standard_normal((size, classes)) * np.sqrt(variance)
+        shifts: np.ndarray = rng.standard_normal((size, classes)) * np.sqrt(variance)
+        return shifts
 
 
 def run_variation(baseline: RunSummary, cells: Sequence[Cell], classes: Sequence[str]) -> RunVariation | None:

@@ -325,10 +325,10 @@ def import_bundle(store: Store, bundle: Bundle, dataset: Dataset, *, run_id: str
                      user_backend=src.user_backend if src else "imported",
                      runtime=src.runtime if src else "imported", seed=src.seed if src else 0,
                      repetitions=src.repetitions if src else 1 + max((i.repetition for i in bundle.items), default=0),
-                     budget_usd=0)
+                     budget_usd=Decimal(0))
     try:
         store.record_many(run_id, finished)
-        store.finish_run(run_id, status="finished", spent_usd=0)
+        store.finish_run(run_id, status="finished", spent_usd=Decimal(0))
     except BaseException:
         store.discard_run(run_id)
         raise

@@ -25,6 +25,7 @@ import duckdb
 
 from simrun import _secrets as secrets
 from simrun._errors import StoreError
+from simrun.scoring.store._duck import Row
 from simrun.scoring.store._migrations import MIGRATIONS
 
 _COLUMNS = ("SELECT table_name, column_name, data_type, coalesce(column_default, ''), is_generated "
@@ -44,7 +45,7 @@ _NEVER = {
 
 
 @functools.cache
-def _known() -> tuple[frozenset, frozenset]:
+def _known() -> tuple[frozenset[Row], frozenset[Row]]:
     """The columns and constraints of the newest schema, as DuckDB reports them: an older file
     holds a part of them, and nothing else."""
     con = duckdb.connect(":memory:")

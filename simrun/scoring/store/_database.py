@@ -13,21 +13,23 @@ import datetime as dt
 import functools
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import duckdb
 
 from simrun._errors import StoreError
 from simrun._secrets import cut, redact
+from simrun._storable import JsonObject
 from simrun._transcript import Scorecard, Transcript, TurnRecord, UserTurn
 from simrun.scoring.store import _catalog as catalog
 from simrun.scoring.store._duck import insert_rows, reason, transaction
 from simrun.scoring.store._migrations import OlderSchema, check_current, migrate
 from simrun.scoring.store._rows import (
     Finished,
+    ModelCall,
     call_row,
     check_rows,
     finding_rows,
@@ -40,11 +42,14 @@ from simrun.scoring.store._rows import (
 
 DEFAULT_DB = "simrun.duckdb"
 
+P = ParamSpec("P")
+T = TypeVar("T")
 
-def _writes(method):
+
+def _writes(method: Callable[Concatenate[Store, P], T]) -> Callable[Concatenate[Store, P], T]:
     """A write that fails (a full disk, a read-only file) is one line that says so, and why."""
     @functools.wraps(method)
-    def writing(self: Store, *args: Any, **kwargs: Any) -> Any:
+    def writing(self: Store, /, *args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return method(self, *args, **kwargs)
         except duckdb.Error as exc:
@@ -127,7 +132,7 @@ class Store:
     # --- writing ----------------------------------------------------------------------------
 
     @_writes
-    def create_run(self, run_id: str, *, config: dict, dataset_hash: str, dataset: dict,
+    def create_run(self, run_id: str, *, config: JsonObject, dataset_hash: str, dataset: dict[str, str],
                    scorer_version: str, simrun_version: str, user_backend: str, runtime: str,
                    seed: int, repetitions: int, budget_usd: Decimal, labels: tuple[str, ...] | list[str] = (),
                    runtime_version: str | None = None, git_commit: str | None = None,
@@ -190,7 +195,7 @@ class Store:
                                  [[key, state, headline, to_json(classes)]
                                   for key, state, headline, classes in verdicts])
 
-    def set_release_criteria(self, run_id: str, criteria: dict) -> None:
+    def set_release_criteria(self, run_id: str, criteria: JsonObject) -> None:
         """The release criteria the run was judged with, kept in its config (`release`): a report
         written again later, or the dashboard, judges it the same way."""
         self.con.execute("UPDATE runs SET config = json_merge_patch(config, ?::JSON) WHERE run_id = ?",
@@ -201,13 +206,13 @@ class Store:
 
     def record(self, run_id: str, conversation_id: str, transcript: Transcript, scorecard: Scorecard, *,
                started_at: float, duration_s: float, cost_usd: Decimal | float = 0,
-               model_calls: tuple[dict, ...] = ()) -> None:
+               model_calls: tuple[ModelCall, ...] = ()) -> None:
         """Write one finished conversation, all of it or nothing."""
         self.record_many(run_id, [Finished(conversation_id, transcript, scorecard, started_at, duration_s,
                                            Decimal(str(cost_usd)), tuple(model_calls))])
 
     @_writes
-    def record_many(self, run_id: str, finished: list[Finished], calls: list[dict] | tuple = ()) -> None:
+    def record_many(self, run_id: str, finished: list[Finished], calls: Sequence[ModelCall] = ()) -> None:
         """Write finished conversations in one transaction: each is stored whole, or not at all.
 
         The runner writes a batch at a time; a run killed mid-batch loses only conversations that
@@ -234,7 +239,7 @@ class Store:
                 except (duckdb.Error, ValueError, UnicodeError):
                     self._insert(run_id, [], paid_only(calls))
 
-    def _insert(self, run_id: str, finished: list[Finished], calls: list[dict] | tuple) -> None:
+    def _insert(self, run_id: str, finished: list[Finished], calls: Sequence[ModelCall]) -> None:
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         conversations, turns, checks, findings, rows = [], [], [], [], []
         for f in finished:

@@ -8,7 +8,7 @@ import errno
 import itertools
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import duckdb
@@ -16,6 +16,11 @@ import duckdb
 from simrun import _secrets as secrets
 from simrun._errors import StoreError
 from simrun._storable import json_text_problem
+
+# A row as DuckDB gives it, each value of its column's type: what the query names, which
+# DuckDB's own types leave as Any. In the columns' order, or by their names.
+Row = tuple[Any, ...]
+NamedRow = dict[str, Any]
 
 _names = itertools.count()
 # What the operating system said, which DuckDB quotes after the file's name: fixed words, so
@@ -36,7 +41,7 @@ def reason(exc: duckdb.Error) -> str:
     return (head + (" …" if len(head) < len(first) else "") + "".join(f": {w}" for w in said))[:300]
 
 
-def one_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+def one_row(result: duckdb.DuckDBPyConnection) -> Row:
     """The row of an aggregate query without GROUP BY (a count, a sum, a min and max), which SQL
     gives whatever the table holds."""
     row = result.fetchone()
@@ -45,7 +50,8 @@ def one_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
     return row
 
 
-def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list, *, leading: tuple = ()) -> None:
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Sequence[Any]], *,
+                leading: tuple[Any, ...] = ()) -> None:
     """Insert many rows at once: through a DataFrame, which DuckDB reads in bulk, since binding
     parameters row by row (or in one huge statement) costs more than the conversation did.
     `leading`: values that come first in every row (a batch's run id), bound once."""

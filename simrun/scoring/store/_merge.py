@@ -15,14 +15,15 @@ from pathlib import Path
 import duckdb
 
 from simrun._errors import ConfigError
+from simrun._storable import JsonObject
 from simrun.scoring.store._database import Store, reading
-from simrun.scoring.store._duck import first_unstorable, one_row, reason, transaction
+from simrun.scoring.store._duck import NamedRow, first_unstorable, one_row, reason, transaction
 from simrun.scoring.store._run_ids import new_run_id
 
 TABLES = ("conversations", "turns", "findings", "checks", "model_calls")
 
 
-def _shard_runs(paths: list[Path]) -> list[tuple[Path, dict]]:
+def _shard_runs(paths: list[Path]) -> list[tuple[Path, NamedRow]]:
     runs = []
     for path in paths:
         with reading(path) as store:      # a shard is another job's file: read, never written
@@ -103,5 +104,5 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
     return run_id
 
 
-def _unsharded(run: dict) -> dict:
+def _unsharded(run: NamedRow) -> JsonObject:
     return {k: v for k, v in run["config"].items() if k not in ("budget_usd", "concurrency")}

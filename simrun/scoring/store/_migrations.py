@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 
 from simrun._errors import StoreError
-from simrun.scoring.store._duck import transaction
+from simrun.scoring.store._duck import one_row, transaction
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial", """
@@ -171,12 +171,12 @@ class OlderSchema(StoreError):
     """A file written by an older simrun, opened read-only: it cannot be brought up to date in place."""
 
 
-def check_current(con) -> int:
+def check_current(con: duckdb.DuckDBPyConnection) -> int:
     """For a read-only connection, where nothing can be applied: the file's schema must be this
     simrun's (OlderSchema when it lacks migrations; a StoreError when it is newer)."""
     newest = max(v for v, _, _ in MIGRATIONS)
     try:
-        version = con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] or 0
+        version = one_row(con.execute("SELECT max(version) FROM schema_migrations"))[0] or 0
     except duckdb.CatalogException:
         version = 0
     if version > newest:
@@ -187,7 +187,7 @@ def check_current(con) -> int:
     return version
 
 
-def migrate(con) -> int:
+def migrate(con: duckdb.DuckDBPyConnection) -> int:
     """Apply every migration the database lacks; return the schema version."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
                 "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")

@@ -16,11 +16,18 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 from statistics import NormalDist
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from simrun._transcript import NOT_THE_RUNTIME
 from simrun.scoring.checks import ALL_CLASSES, GUARANTEES, kind_of
 from simrun.scoring.store._database import Store
-from simrun.scoring.store._duck import one_row
+from simrun.scoring.store._duck import NamedRow, one_row
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Counts of one rate, or arrays of them: `wilson_bounds` takes either.
+Count = TypeVar("Count", float, "np.ndarray")
 
 EXCLUDED_ENDS = ", ".join(f"'{r}'" for r in sorted(NOT_THE_RUNTIME))
 
@@ -42,7 +49,7 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float | None, floa
     return (0.0 if k == 0 else low), (1.0 if k == n else high)
 
 
-def wilson_bounds(k, n, z: float):
+def wilson_bounds(k: Count, n: Count, z: float) -> tuple[Count, Count]:
     """The interval's two bounds for k in n (n > 0), by arithmetic and powers only, so that k and n
     may be numbers or numpy arrays alike."""
     p = k / n
@@ -160,7 +167,7 @@ class Outcome:
         return self.goal_reached / self.goal_scored if self.goal_scored else None
 
     @property
-    def goal_interval(self):
+    def goal_interval(self) -> tuple[float | None, float | None]:
         return wilson(self.goal_reached, self.goal_scored)
 
     @property
@@ -196,7 +203,7 @@ def guarantee_violations(rates: list[Rate]) -> dict[str, int]:
     return {r.cls: r.turn_occurrences for r in rates if r.cls in GUARANTEES and r.turn_occurrences}
 
 
-def cells(store: Store, run_id: str) -> list[dict]:
+def cells(store: Store, run_id: str) -> list[NamedRow]:
     """Persona x goal: conversations, goal reached, and conversations with each class."""
     cur = store.con.execute(f"""
         SELECT c.persona, c.goal, count(DISTINCT c.conversation_id) AS n,
@@ -216,7 +223,7 @@ SEVERITY = ("Conversations are ranked by: guarantee violations (most first); the
             "findings (most first); then turns taken (most first).")
 
 
-def worst(store: Store, run_id: str, limit: int = 20, cls: str | None = None) -> list[dict]:
+def worst(store: Store, run_id: str, limit: int = 20, cls: str | None = None) -> list[NamedRow]:
     """The worst conversations by SEVERITY; with `cls`, only those where that class fired."""
     only = "AND c.conversation_id IN (SELECT conversation_id FROM checks " \
            "WHERE run_id = c.run_id AND class = ? AND status = 'fired')" if cls else ""
@@ -312,7 +319,7 @@ def cell_repetitions(store: Store, run_id: str) -> list[tuple[str, str, int, str
     return rows
 
 
-def set_aside(store: Store, run_id: str) -> list[dict]:
+def set_aside(store: Store, run_id: str) -> list[NamedRow]:
     """Conversations kept out of the runtime's rates (simulator_error, provider_error, budget_cut)."""
     cur = store.con.execute(f"""
         SELECT conversation_id, end_reason, turns, error->>'message' AS why
@@ -328,7 +335,17 @@ def fired_counts(store: Store, run_id: str) -> dict[str, int]:
                                   "GROUP BY class", [run_id]).fetchall())
 
 
-def pass_k(store: Store, run_id: str) -> list[dict]:
+class PassK(TypedDict):
+    """A goal's pass^1 and pass^k over its cells (`pass_k`)."""
+
+    goal: str
+    k: int
+    cells: int
+    pass1: float
+    passk: float
+
+
+def pass_k(store: Store, run_id: str) -> list[PassK]:
     """Per goal, the chance that every one of k repetitions of a cell reaches the goal.
 
     pass^k of a cell with c successes in n tries is C(c, k) / C(n, k) (an unbiased estimate);
@@ -342,7 +359,7 @@ def pass_k(store: Store, run_id: str) -> list[dict]:
     by_goal: dict[str, list[tuple[int, int]]] = {}
     for goal, _, n, c in rows:
         by_goal.setdefault(goal, []).append((n, c))
-    out = []
+    out: list[PassK] = []
     for goal, cells in by_goal.items():
         k = min(n for n, _ in cells)
         out.append({"goal": goal, "k": k, "cells": len(cells),
@@ -390,7 +407,20 @@ def distributions(store: Store, run_id: str) -> dict[str, list[tuple[str, int]]]
     return out
 
 
-def costs(store: Store, run_id: str) -> dict:
+class Costs(TypedDict):
+    """What a run's model calls cost (`costs`)."""
+
+    calls: int
+    input_tokens: int
+    cached_input_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    spent_usd: Decimal
+    cache_status: dict[str, int]
+    per_conversation: Decimal | None
+
+
+def costs(store: Store, run_id: str) -> Costs:
     """What the simulated user's model calls cost: calls, tokens, cache statuses, cost per
     conversation (the probe's calls count in the total, not per conversation)."""
     calls, uncached, cached, written, output, spent = one_row(store.con.execute(
@@ -406,7 +436,7 @@ def costs(store: Store, run_id: str) -> dict:
             "per_conversation": conversation_cost / conversations if conversations else None}
 
 
-def significant(value, digits: int = 4) -> str:
+def significant(value: Decimal | float, digits: int = 4) -> str:
     """A decimal amount with `digits` significant digits, never in exponent form: 0.0001234."""
     amount = Decimal(str(value))
     if not amount:

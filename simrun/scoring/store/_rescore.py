@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from simrun._errors import RescoreError
 from simrun.scoring.checks import SCORER_VERSION, score
-from simrun.scoring.dataset import Dataset
+from simrun.scoring.dataset import Dataset, Goal, Persona
 from simrun.scoring.store._database import Store
 
 
@@ -27,7 +27,7 @@ class RescoreResult:
     scorer_version: str
 
 
-def dataset_items(dataset: Dataset) -> tuple[dict, dict, dict[str, str]]:
+def dataset_items(dataset: Dataset) -> tuple[dict[str, Persona], dict[str, Goal], dict[str, str]]:
     return ({p.id: p for p in dataset.personas}, {g.id: g for g in dataset.goals}, dataset.item_hashes)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, overload
@@ -17,6 +18,10 @@ from simrun import _secrets as secrets
 from simrun._errors import StoreError
 from simrun._transcript import Scorecard, Transcript
 from simrun.scoring.checks import kind_of
+
+# A model call's record, as the user backend writes it (`call_row` names its keys): what it cost,
+# and what it sent and got back, as decoded JSON.
+ModelCall = dict[str, Any]
 
 
 class JsonText(str):
@@ -102,7 +107,7 @@ class Finished:
     started_at: float
     duration_s: float
     cost_usd: Decimal = Decimal(0)
-    model_calls: tuple[dict, ...] = ()
+    model_calls: tuple[ModelCall, ...] = ()
 
     def encoded(self) -> Finished:
         """This conversation with its transcript encoded."""
@@ -116,18 +121,18 @@ class Finished:
         return t if isinstance(t, EncodedTranscript) else encode(t)
 
 
-def call_row(run_id: str, conversation_id: str, c: dict, now: dt.datetime) -> list:
+def call_row(run_id: str, conversation_id: str, c: ModelCall, now: dt.datetime) -> list[Any]:
     return [run_id, conversation_id, c["turn"], c["backend"], c["model"], c["input_tokens"],
             c["cached_input_tokens"], c["output_tokens"], Decimal(str(c["cost_usd"])), c["latency_ms"],
             c["cache_status"], c["request_hash"], now, c["cache_write_tokens"], to_json(c["request"]),
             to_json(c["answer"]), to_json(c["response"])]
 
-def check_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
+def check_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list[Any]]:
     return [[run_id, conversation_id, cls, kind_of(cls), check.status, len(check.findings),
              check.checked_turns, check.unverifiable_turns, check.reason if check.unverifiable_turns else None]
             for cls, check in scorecard.checks.items()]
 
-def finding_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list]:
+def finding_rows(run_id: str, conversation_id: str, scorecard: Scorecard) -> list[list[Any]]:
     return [[run_id, conversation_id, f.turn, f.cls, kind_of(f.cls), f.detail, to_json(f.evidence)]
             for f in scorecard.findings]
 
@@ -156,6 +161,6 @@ def encoded_or_stand_in(f: Finished) -> Finished:
         return stand_in(f, secrets.cut(f"{type(exc).__name__}: {exc}", 300))   # encoded already
 
 
-def paid_only(calls) -> tuple[dict, ...]:
+def paid_only(calls: Iterable[ModelCall]) -> tuple[ModelCall, ...]:
     """Model calls without their request, answer and response: what they cost, and no more."""
     return tuple({**c, "request": None, "answer": None, "response": None} for c in calls)

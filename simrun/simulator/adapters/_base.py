@@ -16,12 +16,12 @@ import math
 import re
 import signal
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from simrun import _secrets as secrets
 from simrun._errors import RuntimeFault, RuntimeUnavailable
 from simrun._protocol import SNAPSHOT, Audit, Started, State, TurnResult, violations
-from simrun._storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, unstorable
+from simrun._storable import MAX_INT_DIGITS, SUSPECT_ESCAPE, Json, unstorable
 from simrun._untrusted_text import one_line
 
 if TYPE_CHECKING:
@@ -270,7 +270,8 @@ def _repr(value: Any) -> str:
         return f"a {type(value).__name__} that cannot be shown"
 
 
-def _checked(model: type, value: Any, what: str) -> Any:
+def _checked(model: type, value: Json, what: str) -> Json:
+    """`value`, checked against `model` (a protocol shape): what the callers cast it to."""
     problems = violations(model, value)
     if problems:
         raise RuntimeFault("malformed", f"the runtime's {what} breaks protocol 1: {'; '.join(problems[:3])}",
@@ -284,19 +285,19 @@ def check_turn_result(result: Any) -> dict[str, Any]:
         raise RuntimeFault("malformed", "the turn result is not a JSON object", body=json_excerpt(result))
     if not isinstance(result.get("reply"), str):
         raise RuntimeFault("missing_reply", "the turn result has no string 'reply'", body=json_excerpt(result))
-    return _checked(TurnResult, result, "turn result")
+    return cast("dict[str, Any]", _checked(TurnResult, result, "turn result"))
 
 
 def check_started(reply: Any) -> str:
-    return _checked(Started, reply, "start reply")["session"]
+    return cast(str, _checked(Started, reply, "start reply")["session"])
 
 
 def check_state(state: Any) -> dict[str, Any]:
-    return _checked(State, state, "state")
+    return cast("dict[str, Any]", _checked(State, state, "state"))
 
 
 def check_audit(audit: Any) -> list[dict[str, Any]]:
-    return _checked(Audit, audit, "audit")["turns"]
+    return cast("list[dict[str, Any]]", _checked(Audit, audit, "audit")["turns"])
 
 
 class Transport:
@@ -336,10 +337,10 @@ class Transport:
         first: dict[str, Any] | None = self.__dict__.get("_first_states", {}).pop(session, None)
         return first
 
-    def _state(self, raw: Any) -> Any:
+    def _state(self, raw: Any) -> dict[str, Any] | None:
         return check_state(raw) if self.strict else raw
 
-    def _audit(self, raw: Any) -> Any:
+    def _audit(self, raw: Any) -> list[dict[str, Any]] | None:
         if self.strict:
             return check_audit(raw)
         return raw.get("turns") if isinstance(raw, dict) else raw

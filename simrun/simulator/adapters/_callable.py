@@ -29,6 +29,7 @@ import inspect
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from simrun import _secrets as secrets
@@ -41,7 +42,7 @@ from simrun.simulator.adapters._python import TRACEBACK_CHARS, guarded, load_att
 from simrun.simulator.adapters._spans import TraceBook
 
 
-async def in_thread(function, *args) -> Any:
+async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
     """A sync function in a thread of its own, in the current context (the turn's trace). A
     daemon thread: one that never returns while it lets the GIL go costs its conversation (the
     turn's timeout), and neither holds up the others nor keeps simrun from exiting, as a pool's

@@ -26,12 +26,17 @@ import signal
 import sys
 import traceback
 from collections.abc import Iterator
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any
 
 GRACE_S = 2.0      # what closing a worker may take before it is killed: its exporter's last flush
 FLUSH_TIMEOUT_MS = 1500
+# A message on a worker's pipe, as pickle carries it: its kind ("call", "ok", "raised", ...)
+# first, then what that kind holds.
+Message = tuple[Any, ...]
 
 
 @contextlib.contextmanager
@@ -63,7 +68,7 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)      # PR_SET_PDEATHSIG
 
 
-def serve(conn, target: str, folder: str | None) -> None:
+def serve(conn: Connection, target: str, folder: str | None) -> None:
     """The worker: load the function, then answer ("call", messages, session) until "close"."""
     _die_with_parent()
     from simrun.simulator.adapters._python import load_attribute
@@ -90,7 +95,7 @@ def serve(conn, target: str, folder: str | None) -> None:
                 value = function(messages, session)
                 if inspect.isawaitable(value):
                     value = asyncio.run(_awaited(value))
-            answer: tuple = ("ok", value)
+            answer: Message = ("ok", value)
         except BaseException as exc:
             answer = ("raised", type(exc).__name__, str(exc), "".join(traceback.format_exception(exc)))
         try:
@@ -114,7 +119,7 @@ def _flush() -> None:
 
 
 @contextlib.contextmanager
-def apart_from_main():
+def apart_from_main() -> Iterator[None]:
     """While a process is spawned: the child is not made to run simrun's caller's script again
     (spawn re-runs `__main__` by its path, which a script without `if __name__ == "__main__":`
     cannot bear); what a worker runs is simrun's own modules, which need nothing of it."""
@@ -143,7 +148,7 @@ class Raised(Exception):
 SMALL_MESSAGE_BYTES = 32 * 1024
 
 
-async def sent(conn, message: Any) -> None:
+async def sent(conn: Connection, message: Message) -> None:
     """`message` on a worker's pipe, whole. An event loop that watched the pipe (`answer_of`;
     uvloop) may leave it non-blocking, and a message past the pipe's buffer would then fail half
     sent (EAGAIN): the pipe is made blocking for the send, and a large message (an export of
@@ -161,11 +166,11 @@ async def sent(conn, message: Any) -> None:
         await asyncio.to_thread(send)
 
 
-async def answer_of(conn, process, timeout_s: float) -> tuple:
+async def answer_of(conn: Connection, process: BaseProcess, timeout_s: float) -> Message:
     """The next message from a worker's pipe, read when it is there (no thread waits for it);
     TimeoutError past `timeout_s`, `Raised` if the worker has ended."""
     loop = asyncio.get_running_loop()
-    got: asyncio.Future = loop.create_future()
+    got: asyncio.Future[Message] = loop.create_future()
 
     def readable() -> None:
         if got.done():
@@ -219,7 +224,7 @@ class Worker:
             return answer[1]
         raise Raised(*answer[1:])
 
-    async def _answer(self, timeout_s: float) -> tuple:
+    async def _answer(self, timeout_s: float) -> Message:
         try:
             return await answer_of(self.conn, self.process, timeout_s)
         except TimeoutError:

@@ -12,7 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from simrun._errors import RuntimeFault, RuntimeUnavailable
 from simrun.simulator._http1 import ConnectFailed, HttpError, Pool, TooLarge
@@ -112,7 +112,7 @@ class HttpRuntime(Transport):
     async def _send(self, op: str, method: str, path: str, body: Any, optional: bool, session: str | None,
                     check: Callable[[Any], Any] | None, token: int | None) -> Any:
         started = time.perf_counter()
-        elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
+        elapsed: Callable[[], float] = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
         # (A session this transport did not hand out, a caller's own id, belongs to no start.)
         generation = session.generation if isinstance(session, SessionId) else None
         mark = self.process.stderr_lines if self.process is not None else 0
@@ -275,13 +275,13 @@ class HttpRuntime(Transport):
         return self._restarting[1]
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload, session=session,
-                                   check=self._turn)
+        return cast("dict[str, Any]", await self._request("turn", "POST", f"/v1/sessions/{session}/turns", payload,
+                                                          session=session, check=self._turn))
 
     async def state(self, session: str) -> dict[str, Any] | None:
         try:
-            return await self._request("state", "GET", f"/v1/sessions/{session}/state", optional=True,
-                                       session=session, check=self._state)
+            return cast("dict[str, Any] | None", await self._request(
+                "state", "GET", f"/v1/sessions/{session}/state", optional=True, session=session, check=self._state))
         except _NotSupported:
             return None
 
@@ -292,8 +292,8 @@ class HttpRuntime(Transport):
             self._closed_by_audit.add(session)     # (a close that failed is tried again by close)
             return audit
         try:
-            return await self._request("audit", "GET", f"/v1/sessions/{session}/audit", optional=True,
-                                       session=session, check=self._audit)
+            return cast("list[dict[str, Any]] | None", await self._request(
+                "audit", "GET", f"/v1/sessions/{session}/audit", optional=True, session=session, check=self._audit))
         except _NotSupported:
             return None
 
@@ -310,7 +310,7 @@ class HttpRuntime(Transport):
             # A runtime that stops sending it is asked again, as one that never sent it is.
             self._audit_with_close = False
             return None
-        audit = self._audit(reply["audit"])
+        audit: list[dict[str, Any]] | None = self._audit(reply["audit"])
         self._audit_with_close = True
         return audit
 

@@ -15,9 +15,12 @@ come through its exporter, as a server's do.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simrun.simulator.adapters._spans import Span, TraceBook
+
+if TYPE_CHECKING:      # (an optional dependency: imported where it is used)
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
 _watchers: set[LocalSpans] = set()      # the open callable runtimes that read local spans
 _providers: set[int] = set()              # the providers our processor is attached to (by id)
@@ -61,7 +64,7 @@ class LocalSpans:
             pass
 
 
-def _global_sdk_provider():
+def _global_sdk_provider() -> TracerProvider | None:
     """The global tracer provider if it is the OpenTelemetry SDK's, else None."""
     try:
         from opentelemetry import trace
@@ -83,11 +86,11 @@ def span_of(readable: Any) -> Span:
                 status_message=readable.status.description or "", start_ns=readable.start_time or 0)
 
 
-def _processor():
+def _processor() -> SpanProcessor:
     from opentelemetry.sdk.trace import SpanProcessor
 
     class _Processor(SpanProcessor):
-        def on_end(self, span) -> None:
+        def on_end(self, span: ReadableSpan) -> None:
             if not _watchers:
                 return
             try:

@@ -143,7 +143,8 @@ class TraceReceiver:
                 return Decoded(over="its decoder's process ended while reading it", traces=None)
         if answer[0] == "raised":
             raise answer[1]
-        return answer[1]
+        decoded: Decoded = answer[1]
+        return decoded
 
     async def _discard(self, request: web.Request) -> web.Response:
         await request.read()

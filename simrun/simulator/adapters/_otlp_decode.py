@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 
@@ -31,7 +36,7 @@ class Decoded:
     traces: tuple[str, ...] | None = ()     # the trace ids a refused export held; None: not read
 
 
-def serve(conn) -> None:
+def serve(conn: Connection) -> None:
     """The receiver's worker process: answers each (raw, as_json, max_spans, max_attributes)
     with ("ok", Decoded) or ("raised", the exception), until its pipe closes."""
     from simrun.simulator.adapters._callable_worker import die_with_parent
@@ -44,7 +49,7 @@ def serve(conn) -> None:
         except (EOFError, OSError):
             return
         try:
-            answer: tuple = ("ok", decode_bounded(raw, as_json, max_spans, max_attributes))
+            answer: tuple[str, Decoded | Exception] = ("ok", decode_bounded(raw, as_json, max_spans, max_attributes))
         except Exception as exc:
             answer = ("raised", exc)
         try:
@@ -158,11 +163,11 @@ def _hex_ids_to_base64(data: dict[str, Any]) -> int:
     return dropped
 
 
-def _list(value: Any) -> list:
+def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _values(kvs, budget: list[int]) -> dict[str, Any]:
+def _values(kvs: Iterable[KeyValue], budget: list[int]) -> dict[str, Any]:
     """Key-values as a plain map, each value taken from the span's budget of attributes."""
     out = {}
     for kv in kvs:
@@ -173,7 +178,7 @@ def _values(kvs, budget: list[int]) -> dict[str, Any]:
     return out
 
 
-def _value(value, budget: list[int]) -> Any:
+def _value(value: AnyValue, budget: list[int]) -> Any:
     """An attribute's AnyValue as a plain value."""
     kind = value.WhichOneof("value")
     if kind in ("array_value",):

@@ -88,7 +88,8 @@ def free_port() -> int:
     """A TCP port on the loopback that nothing listens on now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 class ManagedProcess:
@@ -104,7 +105,7 @@ class ManagedProcess:
         self.proc: asyncio.subprocess.Process | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self.stderr_lines = 0               # lines read from stderr so far: a mark for `stderr_since`
-        self._drain: asyncio.Task | None = None
+        self._drain: asyncio.Task[None] | None = None
         self._watch: int | None = None       # the write end of the supervisor's pipe
         self.generation = 0                 # how many times it was started: sessions belong to one
         self.down_since: float | None = None   # when this generation was first known to be dead

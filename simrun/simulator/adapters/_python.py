@@ -13,6 +13,7 @@ import inspect
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,7 @@ def _awaitable(value: Any) -> bool:
     return type(value) not in _PLAIN and inspect.isawaitable(value)
 
 
-async def _call(fn, *args):
+async def _call(fn: Callable[..., Any], *args: Any) -> Any:
     value = fn(*args)
     return await value if _awaitable(value) else value
 
@@ -129,7 +130,7 @@ async def _call(fn, *args):
 TRACEBACK_CHARS = 2000
 
 
-async def guarded(what: str, fn, *args) -> Any:
+async def guarded(what: str, fn: Callable[..., Any], *args: Any) -> Any:
     """`fn(*args)`, sync or async; whatever it raises is a `crash` fault with its traceback: the
     innermost frames, where the runtime went wrong, under the usual header, with secrets cut out
     of the whole traceback before its tail is taken."""
@@ -147,7 +148,7 @@ async def guarded(what: str, fn, *args) -> Any:
                            elapsed_ms=round((time.perf_counter() - started) * 1000, 3)) from None
 
 
-_ABSENT = object()
+_ABSENT: Any = object()     # (an optional method the runtime lacks: compared by identity)
 
 
 class PythonRuntime(Transport):

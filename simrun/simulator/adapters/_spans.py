@@ -333,7 +333,8 @@ def _arguments(raw: Any) -> dict[str, Any] | None:
         raise ValueError("the tool call's arguments are not a JSON object")
     if len(json.dumps(raw, default=str)) > MAX_ARGUMENTS_CHARS:
         return None
-    return secrets.redact_value(raw)
+    arguments: dict[str, Any] = secrets.redact_value(raw)
+    return arguments
 
 
 def _record(rule: str | None, arguments: dict[str, Any] | None) -> str | None:

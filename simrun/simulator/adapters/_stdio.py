@@ -17,7 +17,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from simrun._errors import RuntimeFault, RuntimeUnavailable
 from simrun.simulator.adapters._base import (
@@ -109,7 +109,7 @@ class StdioRuntime(Transport):
             message = {"id": rid, "op": op, **({"session": session} if session else {}),
                        **({"body": body} if body is not None else {})}
             started = time.perf_counter()
-            elapsed = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
+            elapsed: Callable[[], float] = lambda: round((time.perf_counter() - started) * 1000, 3)  # noqa: E731
             proc = self.process.proc
             # (Alive, so started; and the stdio transport's child always has its pipes.)
             assert proc is not None and proc.stdin is not None and proc.stdout is not None
@@ -193,17 +193,18 @@ class StdioRuntime(Transport):
         return self.process.session(self._started(await self._call("start", body=request, fresh=True)))
 
     async def turn(self, session: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return await self._call("turn", session, payload, check=self._turn)
+        return cast("dict[str, Any]", await self._call("turn", session, payload, check=self._turn))
 
     async def state(self, session: str) -> dict[str, Any] | None:
         try:
-            return await self._call("state", session, optional=True, check=self._state)
+            return cast("dict[str, Any] | None", await self._call("state", session, optional=True, check=self._state))
         except _NotSupported:
             return None
 
     async def audit(self, session: str) -> list[dict[str, Any]] | None:
         try:
-            return await self._call("audit", session, optional=True, check=self._audit)
+            return cast("list[dict[str, Any]] | None", await self._call("audit", session, optional=True,
+                                                                        check=self._audit))
         except _NotSupported:
             return None
 

@@ -94,7 +94,7 @@ def _reap() -> None:
             return
 
 
-def _stop_group(child: subprocess.Popen) -> None:
+def _stop_group(child: subprocess.Popen[bytes]) -> None:
     group = os.getpgid(0)
     os.killpg(group, signal.SIGTERM)          # the supervisor ignores it; the runtime gets it
     deadline = time.monotonic() + GRACE_S

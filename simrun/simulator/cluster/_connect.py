@@ -113,7 +113,7 @@ def ray_temp_dir() -> Path:
 
 
 def cpus() -> int:
-    return int(ray.cluster_resources().get("CPU", 0))
+    return int(ray.cluster_resources().get("CPU", 0))    # type: ignore[no-untyped-call]  # ray leaves it unannotated
 
 
 def first_line(exc: BaseException) -> str:

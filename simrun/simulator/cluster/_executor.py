@@ -30,7 +30,7 @@ import collections
 import contextlib
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
 from ray.exceptions import ActorUnavailableError, ObjectLostError, OwnerDiedError, RayActorError, RayTaskError
@@ -56,6 +56,11 @@ STOP_S = 10.0          # on the way out: how long workers get to stop their runt
 RETRY_S = 0.5          # how often a restarting worker is asked whether it is back
 
 DIED = (RayActorError, ActorUnavailableError, ObjectLostError, OwnerDiedError)
+
+T = TypeVar("T")
+# A Ray actor's handle (a worker's, the budget's): its methods are found at run time, each
+# called through `.remote`, which Ray's types do not describe.
+Handle = Any
 
 
 class RayExecutor:
@@ -95,15 +100,15 @@ class _Dispatch:
         self.executor, self.cells, self.finish, self.user, self.ledger = executor, cells, finish, user, ledger
         self.concurrency = max(1, concurrency)    # each worker's slots
         self.given_back: collections.deque[Cell] = collections.deque()
-        self.out: dict[asyncio.Future, tuple[Any, list[Cell]]] = {}    # chunks out: (ref, cells)
+        self.out: dict[asyncio.Future[Chunk], tuple[Any, list[Cell]]] = {}    # chunks out: (ref, cells)
         self.changed = asyncio.Event()        # cells were given back, or a chunk came home
         # The cluster's actors (handles to a `Budget` and a `Rates`), and the replay cache in
         # Ray's object store; None until `run` makes them.
         self.budget: Any = None
         self.rates: Any = None
         self.replay: Any = None
-        self.handles: list[Any] = []
-        self.syncing: asyncio.Future | None = None    # the latest take of the cluster's records
+        self.handles: list[Handle] = []
+        self.syncing: asyncio.Future[None] | None = None    # the latest take of the cluster's records
 
     def stopping(self) -> bool:
         return self.ledger.exhausted or bool(self.user.stopped)
@@ -154,8 +159,9 @@ class _Dispatch:
             await runtime.aclose()
             follow = _quiet(asyncio.ensure_future(self._follow()))
             feeders = _quiet(asyncio.gather(*(self._feed(h) for h in self.handles)))
+            racing: set[asyncio.Future[Any]] = {feeders, follow}
             try:
-                await asyncio.wait({feeders, follow}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
                 if follow.done():
                     follow.result()          # it only ends by failing
                 feeders.result()
@@ -199,10 +205,10 @@ class _Dispatch:
         self.executor.alive = len(self.handles)
         self.executor.pids = [s["pid"] for s in started]
 
-    async def _feed(self, handle) -> None:
+    async def _feed(self, handle: Handle) -> None:
         """Keep one worker busy: its slots' worth of cells and a chunk or two more out, until no
         cell is left."""
-        running: set[asyncio.Future] = set()
+        running: set[asyncio.Future[Chunk]] = set()
         up = True
         out = returned = 0            # cells out with this worker; cells it returned finished
         since = None                  # when its first chunk went out (again, after a restart)
@@ -256,7 +262,7 @@ class _Dispatch:
                     self.executor.alive += 1
                     returned, since = 0, None
 
-    async def _give_back(self, chunk: list[Cell], handle) -> None:
+    async def _give_back(self, chunk: list[Cell], handle: Handle) -> None:
         # The dead worker's float first, then its cells: forfeiting after a new attempt had begun
         # would count that attempt's calls too (a worker started again draws a float of its own).
         try:
@@ -265,7 +271,7 @@ class _Dispatch:
             raise _budget_gone(exc) from None
         self.given_back.extend(chunk)
 
-    async def _restart(self, handle) -> bool:
+    async def _restart(self, handle: Handle) -> bool:
         """Whether the worker came back: Ray restarts it (its node permitting, up to MAX_RESTARTS
         times), and it starts its runtime again."""
         deadline = asyncio.get_running_loop().time() + START_S
@@ -314,7 +320,7 @@ class _Dispatch:
         self.syncing = asyncio.ensure_future(self._take(self.syncing, strict))
         await asyncio.shield(self.syncing)
 
-    async def _take(self, before: asyncio.Future | None, strict: bool) -> None:
+    async def _take(self, before: asyncio.Future[None] | None, strict: bool) -> None:
         if before is not None:
             with contextlib.suppress(BaseException):   # its failure was its caller's to raise
                 await before
@@ -360,7 +366,7 @@ def _peek(dispatch: _Dispatch) -> bool:
     return False
 
 
-async def _get(ref) -> Any:
+async def _get(ref: ray.ObjectRef[T]) -> T:
     return await asyncio.wrap_future(ref.future())
 
 
@@ -375,7 +381,7 @@ def _budget_gone(exc: BaseException) -> ClusterLost:
     return ClusterLost(f"the Ray cluster went away: its budget actor stopped answering ({type(exc).__name__})")
 
 
-def _quiet(future: asyncio.Future) -> asyncio.Future:
+def _quiet(future: asyncio.Future[T]) -> asyncio.Future[T]:
     """A future whose failure may go unread (a chunk abandoned on the way out): never reported."""
     future.add_done_callback(lambda f: f.cancelled() or f.exception())
     return future

@@ -56,7 +56,7 @@ class FloatLedger:
         self.drawn_at: float | None = None   # since when `demand` counts
         self.draws = 0
         self._report = Report()
-        self._drawing: asyncio.Future | None = None
+        self._drawing: asyncio.Future[bool] | None = None
         self._timer: asyncio.TimerHandle | None = None
 
     @property
@@ -83,7 +83,7 @@ class FloatLedger:
         self._top_up()
         return FloatHold(worst_case, self.generation)
 
-    def settle(self, reservation: FloatHold, actual: Decimal, record: dict | None = None) -> None:
+    def settle(self, reservation: FloatHold, actual: Decimal, record: dict[str, Any] | None = None) -> None:
         if reservation.generation != self.generation:
             return      # its float was forfeited, and the call counted at its worst case
         actual = Decimal(actual)
@@ -102,7 +102,7 @@ class FloatLedger:
             self.in_flight -= 1
             self.free += reservation.amount
 
-    def log(self, record: dict) -> None:
+    def log(self, record: dict[str, Any]) -> None:
         self._report.records.append(record)
         self._tell_soon()
 
@@ -153,7 +153,8 @@ class FloatLedger:
         generation = self.generation
         self.draws += 1
         try:
-            given, exhausted, forfeited = await self.actor.draw.remote(self.name, report, want, need)
+            drawn: tuple[Decimal, bool, bool] = await self.actor.draw.remote(self.name, report, want, need)
+            given, exhausted, forfeited = drawn     # (`Budget.draw`'s answer)
         except Exception as exc:
             self.lost = True
             raise LedgerLost(f"the cluster's budget actor is gone: {type(exc).__name__}") from exc

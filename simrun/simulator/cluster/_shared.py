@@ -27,13 +27,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from simrun._errors import ClusterLost
 from simrun.simulator._ledger import Ledger
 from simrun.simulator._limits import RateLimiter, RateWindow
 
 FLOAT = "(budget float)"    # the conversation id a dead worker's float is stored under, as the probe's calls are
+T = TypeVar("T")
 
 
 def lost_record(call: dict[str, Any], amount: Decimal) -> dict[str, Any]:
@@ -143,12 +144,12 @@ class Courier:
     HOLD_S = 0.002
     FREE_S = 0.05
 
-    def __init__(self, proxy: Any, send: Callable[[list, list], Awaitable[list]]) -> None:
+    def __init__(self, proxy: Any, send: Callable[[list[Any], list[Any]], Awaitable[list[Any]]]) -> None:
         self.proxy, self.send = proxy, send
-        self.told: list = []
-        self.asked: list[tuple[Any, asyncio.Future]] = []
+        self.told: list[Any] = []
+        self.asked: list[tuple[Any, asyncio.Future[Any]]] = []
         self.timer: asyncio.TimerHandle | None = None
-        self.sending: asyncio.Task | None = None
+        self.sending: asyncio.Task[None] | None = None
 
     async def ask(self, request: Any) -> Any:
         answer = asyncio.get_running_loop().create_future()
@@ -206,14 +207,15 @@ class RemoteLimiter(RateLimiter):
         self.courier = Courier(self, lambda _, tokens: self.actor.book.remote(self.spec, tokens))
 
     async def booking(self, tokens: int) -> float:
-        return await self.courier.ask(tokens)
+        wait: float = await self.courier.ask(tokens)
+        return wait
 
 
 class LedgerLost(ClusterLost):
     """The cluster's budget or rate-limit actor is gone: no call a worker makes can be paid for."""
 
 
-async def _ask(proxy: Any, ref) -> Any:
+async def _ask(proxy: Any, ref: Awaitable[T]) -> T:
     """An actor's answer; if it cannot give one, the proxy is lost for good, and says so."""
     try:
         return await ref

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from simrun.scoring.dataset import Step
+
 FAMILIES = (frozenset({"id", "ids", "ref", "reference", "number", "code", "identifier"}),
             frozenset({"date", "day"}))
 IDENTIFIER = FAMILIES[0]
@@ -78,7 +80,7 @@ def asks_for(reply: str, name: str) -> bool:
     return head not in IDENTIFIER or not qualifiers or any(_forms(q) & said for q in qualifiers)
 
 
-def asked_by_name(reply: str, step) -> list[str]:
+def asked_by_name(reply: str, step: Step) -> list[str]:
     """The step's arguments with `answers` that `reply` asks for, in the step's order."""
     names: Iterable[str] = (name for name in step.answers if name in step.arguments)
     return [name for name in names if asks_for(reply, name)]

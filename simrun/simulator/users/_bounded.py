@@ -27,6 +27,7 @@ import httpx2
 from simrun.simulator.users._wire import KEEPALIVE_S, MAX_ANSWER_BYTES, environment_proxy
 
 DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
+SdkClient = httpx2.AsyncClient      # the client the Anthropic SDK takes (`http_client=`)
 
 
 class AnswerTooLarge(httpx2.ReadError):

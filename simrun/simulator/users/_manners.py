@@ -170,7 +170,7 @@ def typos(segments: list[Segment], rate: float, rng: random.Random) -> tuple[lis
     """(segments with typing errors, words eligible, words changed)."""
     eligible = changed = 0
 
-    def one(m: re.Match) -> str:
+    def one(m: re.Match[str]) -> str:
         nonlocal eligible, changed
         word = m.group(0)
         if len(word) < TYPO_MIN_LETTERS:

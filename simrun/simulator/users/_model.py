@@ -33,7 +33,7 @@ from simrun._settings import Price
 from simrun._transcript import TurnRecord, UserTurn
 from simrun.scoring.dataset import Goal, Persona, canonical_json
 from simrun.scoring.store import JsonText
-from simrun.simulator._ledger import CallLedger
+from simrun.simulator._ledger import CallLedger, Reservation
 from simrun.simulator._limits import RateLimiter
 from simrun.simulator._pricing import Usage, cost, worst_case
 from simrun.simulator.users._prompt import OPENING, REPAIR, action_schema, parse_action, render_result, stable_prefix
@@ -161,7 +161,7 @@ class ModelUser:
         if self.per_conversation is not None and tab.spent + worst > self.per_conversation:
             raise BudgetCut(f"this conversation's budget ({self.per_conversation} USD) cannot cover its next call")
         call = self._call(tab, index, key, request)
-        held = await self._hold(worst, call)
+        held: Reservation | None = await self._hold(worst, call)
         started = time.perf_counter()
 
         async def attempt() -> Completion:
@@ -175,6 +175,7 @@ class ModelUser:
             except MalformedResponse:
                 # A 2xx answer that cannot be read was most likely billed: it is charged at its
                 # worst case, and the next attempt holds a worst case of its own.
+                assert held is not None     # (None only until the hold below returns)
                 self._settle(tab, held, worst, self._record(tab, index, key, request, None, None, Usage(0, 0, 0, 0),
                                                             worst, started, "unreadable", body))
                 held = None
@@ -200,28 +201,30 @@ class ModelUser:
         self._failing = (None, set())
         # Without the usage the exact cost is unknown: the budget is held to the worst case.
         price = cost(self.price, completion.usage) if completion.usage_reported else worst
+        assert held is not None     # (the attempt that answered holds its own)
         self._settle(tab, held, price, self._record(tab, index, key, request, completion.answer, completion.response,
                                                     completion.usage, price, started, completion.cache_status, body))
         return completion
 
-    async def _hold(self, worst: Decimal, call: dict[str, Any]):
-        held = await self.ledger.hold(worst, call)
+    async def _hold(self, worst: Decimal, call: dict[str, Any]) -> Reservation:
+        held: Reservation | None = await self.ledger.hold(worst, call)
         if held is None:
             raise BudgetCut(f"what is left of the run's budget ({self.ledger.remaining:.6f} USD) cannot "
                             f"cover the next call's worst case ({worst:.6f} USD)")
         return held
 
-    def _settle(self, tab: Tab, held, price: Decimal, record: dict[str, Any]) -> None:
+    def _settle(self, tab: Tab, held: Reservation, price: Decimal, record: dict[str, Any]) -> None:
         self.ledger.settle(held, price, record)
         tab.spent += price
 
-    def _call(self, tab: Tab, turn: int, key: str, request: dict) -> dict[str, Any]:
+    def _call(self, tab: Tab, turn: int, key: str, request: dict[str, Any]) -> dict[str, Any]:
         """Which call this is: what its hold names (a cluster's ledger records it if the worker
         dies holding it), and what its record begins with."""
         return {"conversation_id": tab.conversation_id, "turn": turn, "backend": self.name,
                 "model": request.get("model"), "request_hash": key}
 
-    def _record(self, tab: Tab, turn: int, key: str, request: dict, answer: Any, response: dict | None,
+    def _record(self, tab: Tab, turn: int, key: str, request: dict[str, Any], answer: Any,
+                response: dict[str, Any] | None,
                 usage: Usage, price: Decimal, started: float | None, cache_status: str,
                 body: str | None = None) -> dict[str, Any]:
         """`body`: the request as sent, already JSON: stored as it is rather than encoded again."""

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from simrun import _secrets as secrets
+from simrun._storable import JsonObject
 from simrun._transcript import UserTurn
 from simrun.scoring.dataset import Goal, Persona
 
@@ -173,7 +174,7 @@ def json_in(text: str) -> tuple[Any, str | None]:
     return None, f"not JSON ({error})" if raw else "an empty answer"
 
 
-def parse_action(answer: str | dict | None, step_ids: tuple[str, ...] = ()) -> UserTurn:
+def parse_action(answer: str | JsonObject | None, step_ids: tuple[str, ...] = ()) -> UserTurn:
     """The model's answer as a user turn; anything else is flagged for simulator_error, with the
     parse error that the repair step quotes back to the model."""
     data, error = (json_in(answer) if isinstance(answer, str) else (answer, None))
@@ -195,7 +196,7 @@ def parse_action(answer: str | dict | None, step_ids: tuple[str, ...] = ()) -> U
                                          "parse_error": error or "not a JSON object"})
 
 
-def _action_error(data: dict) -> str | None:
+def _action_error(data: JsonObject) -> str | None:
     action = data.get("action")
     if action == "message" and not isinstance(data.get("text"), str):
         return '"action": "message" needs "text", a string'

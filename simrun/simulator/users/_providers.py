@@ -26,13 +26,17 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simrun import _secrets as secrets
 from simrun._errors import ConfigError
+from simrun._storable import JsonObject
 from simrun.scoring.dataset import canonical_json
 from simrun.simulator._pricing import Usage
 from simrun.simulator.users._wire import LightClient, Sender
+
+if TYPE_CHECKING:
+    from simrun.simulator.users._bounded import SdkClient
 
 KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OUTPUT_FORMS = ("json_schema", "json_object", "guided_json", "tools", "prompt")
@@ -41,7 +45,7 @@ TOOL_NAME, TOOL_DESCRIPTION = "act", "Your next move in the conversation."
 
 @dataclass(frozen=True)
 class Completion:
-    answer: str | dict | None     # the structured answer: JSON text (OpenAI) or tool input (Anthropic)
+    answer: str | JsonObject | None     # the structured answer: JSON text (OpenAI) or tool input (Anthropic)
     usage: Usage
     response: dict[str, Any]      # the whole response, for the replay cache
     # Some OpenAI-compatible servers leave usage out, or send it empty: such a call's cost is
@@ -77,7 +81,7 @@ class Provider(Protocol):
     def client(self) -> _Client:
         """The HTTP client its calls go through; the user closes it when the run is over."""
 
-    def request(self, prefix: str, messages: list[dict], max_tokens: int, schema: dict[str, Any],
+    def request(self, prefix: str, messages: list[dict[str, str]], max_tokens: int, schema: dict[str, Any],
                 form: str | None = None) -> dict[str, Any]:
         """The exact request body (no credentials) in `form` (default: `output`): what is cached and replayed by."""
 
@@ -122,7 +126,7 @@ class OpenAIProvider:
     def forms(self) -> tuple[str, ...]:
         return OUTPUT_FORMS
 
-    def request(self, prefix: str, messages: list[dict], max_tokens: int, schema: dict[str, Any],
+    def request(self, prefix: str, messages: list[dict[str, str]], max_tokens: int, schema: dict[str, Any],
                 form: str | None = None) -> dict[str, Any]:
         """The exact request body (no credentials): what is cached and replayed by."""
         body: dict[str, Any] = {
@@ -176,7 +180,8 @@ class AnthropicProvider:
     forms = ("tools",)
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 60.0,
-                 temperature: float = 1.0, output: str = "tools", http_client=None, offline: bool = False) -> None:
+                 temperature: float = 1.0, output: str = "tools", http_client: SdkClient | None = None,
+                 offline: bool = False) -> None:
         import anthropic
 
         from simrun.simulator.users._bounded import bounded_client
@@ -192,7 +197,7 @@ class AnthropicProvider:
             # (A client given is used as it is: tests answer through httpx2's MockTransport.)
             http_client=http_client or bounded_client(anthropic, base_url, timeout_s))
 
-    def request(self, prefix: str, messages: list[dict], max_tokens: int, schema: dict[str, Any],
+    def request(self, prefix: str, messages: list[dict[str, str]], max_tokens: int, schema: dict[str, Any],
                 form: str | None = None) -> dict[str, Any]:
         return {
             "model": self.model, "max_tokens": max_tokens, "temperature": self.temperature,
@@ -255,9 +260,9 @@ def _field(value: Any, name: str, required: bool = True) -> dict[str, Any]:
     return field
 
 
-def _alternating(messages: list[dict]) -> list[dict]:
+def _alternating(messages: list[dict[str, str]]) -> list[dict[str, str]]:
     """Anthropic wants user and assistant turns to alternate, starting with the user."""
-    out: list[dict] = []
+    out: list[dict[str, str]] = []
     for message in messages:
         if out and out[-1]["role"] == message["role"]:
             out[-1] = {"role": message["role"], "content": out[-1]["content"] + "\n\n" + message["content"]}

@@ -25,6 +25,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from simrun._errors import ConfigError
+from simrun._storable import JsonObject
 from simrun._transcript import TurnRecord, UserTurn
 from simrun.scoring.checks import MISSING, get, relates, shown
 from simrun.scoring.dataset import Goal, Persona, Step, per_goal
@@ -98,7 +99,7 @@ class ScriptedSession:
         self.said_tersely: set[int] = set()   # steps already asked for in the short form
         self.seen_offers: dict[str, None] = {}   # offers shown before the last turn, in order (a set with order)
         self._current_offers: set[str] = set()
-        self.seen_kinds: dict[str, dict] = {}   # offer id -> {operation, record}
+        self.seen_kinds: dict[str, dict[str, Any]] = {}   # offer id -> {operation, record}
         self._streams: dict[str, random.Random] = {}
         self.faults_drawn = {
             name for name, rate in backend.faults.items()
@@ -242,8 +243,8 @@ class ScriptedSession:
             return self._take(matching[0]["id"], meta, words=None, step=step, args=args)
         return self._ask_for(step, args, meta)
 
-    def _take(self, offer_id: str | None, meta: dict, *, words: list[m.Segment] | None,
-              step: Step | None = None, args: dict | None = None) -> UserTurn:
+    def _take(self, offer_id: str | None, meta: dict[str, Any], *, words: list[m.Segment] | None,
+              step: Step | None = None, args: dict[str, Any] | None = None) -> UserTurn:
         """Take up an offer: click it, or say it. A stale clicker may press an old one instead."""
         if offer_id is not None and self.rng("clicks").random() < self.persona.clicks:
             stale = [o for o in self.seen_offers if o not in self._current_offers]
@@ -261,7 +262,7 @@ class ScriptedSession:
         assert step is not None and args is not None, "an offer taken without words names its step"
         return self._ask_for(step, args, meta)
 
-    def _answer(self, step: Step, wanted: list[str], args: dict, meta: dict) -> UserTurn:
+    def _answer(self, step: Step, wanted: list[str], args: dict[str, Any], meta: dict[str, Any]) -> UserTurn:
         values = dict(args)
         changeable = [a for a in wanted if a in step.correction and self.step_index not in self.corrected]
         if changeable:
@@ -279,7 +280,7 @@ class ScriptedSession:
             parts += m.render(self.rng("answer").choice(ways), {**self._facts(), **values})
         return self._finish(parts, meta)
 
-    def _ask_for(self, step: Step, args: dict, meta: dict) -> UserTurn:
+    def _ask_for(self, step: Step, args: dict[str, Any], meta: dict[str, Any]) -> UserTurn:
         values = {**self._facts(), **args}
         # A terse person says more when the short form did not get the step done: saying it
         # again, word for word, would be a stuck user, not a terse one.
@@ -312,10 +313,10 @@ class ScriptedSession:
         bank = m.TERSE_CONFIRMS if self.persona.rate("terse") >= 0.5 else m.CONFIRMS
         return [m.Segment(self.rng("confirm").choice(bank))]
 
-    def _message(self, template: str, values: dict, meta: dict) -> UserTurn:
+    def _message(self, template: str, values: dict[str, Any], meta: dict[str, Any]) -> UserTurn:
         return self._finish(m.render(template, values), meta)
 
-    def _finish(self, segments: list[m.Segment], meta: dict) -> UserTurn:
+    def _finish(self, segments: list[m.Segment], meta: dict[str, Any]) -> UserTurn:
         """Apply the persona's manners to a message and record what each did."""
         applied = []
         if self.draw("terse"):
@@ -358,12 +359,13 @@ DECLINE_WORDS = frozenset({"no", "not", "nope", "don't", "dont", "never", "keep"
                            "decline", "reject", "dismiss", "stop", "undo", "later"})
 
 
-def _confirm_action(card: dict) -> str | None:
+def _confirm_action(card: JsonObject) -> str | None:
     """The card's confirm button: the first whose label starts with a confirm word, else the
     first that says no decline word, else none."""
     actions = [a for a in card.get("actions") or [] if isinstance(a, dict) and "id" in a]
     words = [re.findall(r"[a-z']+", str(a.get("label") or "").lower()) for a in actions]
     for action, said in zip(actions, words):
         if said[:1] and said[0] in CONFIRM_WORDS:
-            return action["id"]
+            confirm: str = action["id"]     # (a checked card's action ids are strings)
+            return confirm
     return next((a["id"] for a, said in zip(actions, words) if not DECLINE_WORDS & set(said)), None)
