@@ -17,7 +17,7 @@ NAME=REGEX` (one group, the number). A script the commit does not have, or whose
 not take, fails in the commit's tree, and the run stops there with its error.
 
     .venv/bin/python benchmarks/against.py --commit 289c8df [--pairs 5] -- call_cpu.py --waves 5
-    .venv/bin/python benchmarks/against.py --commit HEAD~3 --figure 'ideal=of ideal ([\\d.]+)%' -- throughput.py
+    .venv/bin/python benchmarks/against.py --commit HEAD~3 --figure 'NAME=REGEX' -- SCRIPT [ARGS]
 """
 
 from __future__ import annotations
