@@ -28,6 +28,11 @@ SMALL = {
     # The openai SDK's own client, kept in benchmarks/sdk_client.py for the comparison.
     "call_cpu.py --client sdk": (["--latency", "0.005", "--in-flight", "4", "--waves", "1", "--client", "sdk"],
                                  r"CPU ms per model call: harness [\d.]+ (.|\n)+model client\s+[\d.]+%"),
+    # This tree against HEAD, checked out into a temporary git worktree (a copy that is no git
+    # work tree says it skipped, and why).
+    "against.py": (["--commit", "HEAD", "--pairs", "1", "--", "call_cpu.py", "--latency", "0.005", "--in-flight", "4",
+                    "--waves", "1"],
+                   r"harness\s+median \w+ [\d.]+, this tree [\d.]+; ratio [\d.]+|skipped: .+ is not a git work tree"),
     "gate_runs.py": (["--pairs", "2", "--rho", "0.02", "--modes", "runs", "--synthetic", "--workers", "1",
                       "--permutations", "200"], r"baseline 3 runs: A/A failed \d+/2 (.|\n)+\+5 pts dead_end caught"),
     "trace_receiver.py": (["--turns", "20", "--flood", "20000"],

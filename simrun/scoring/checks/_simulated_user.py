@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from simrun import _secrets as secrets
 from simrun._transcript import CheckResult, Transcript, TurnRecord, UserTurn
-from simrun.scoring.checks._answers import carries_date, dates_in, kept_for_short_texts
+from simrun.scoring.checks._answers import KEPT_CHARS, carries_date, dates_in, kept_for_short_texts
 from simrun.scoring.checks._evidence import get, runtime_gone
 from simrun.scoring.checks._guarantees import card_not_actionable
 from simrun.scoring.checks._progress import Tally, ask_key, dead_end, loop, not_understood, unanswered, way_forward
@@ -158,9 +159,8 @@ def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...], goal: Goal, person
     users = [t.user for t in row] + [turn]
     if len(users) < REPEATS or any(u.kind != "message" or not (u.text or "").strip() for u in users):
         return False
-    words = [_words(u.text or "") for u in users]
-    if not all(difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= REPEAT_SIMILARITY
-               for a, b in zip(words, words[1:])):
+    texts = [u.text or "" for u in users]
+    if not all(_alike(a, b) for a, b in zip(texts, texts[1:])):
         return False
     results = [t.result if isinstance(t.result, dict) else {} for t in row]
     if any(r.get("understood") is False for r in results) or not any(way_forward(r) for r in results):
@@ -168,6 +168,23 @@ def _repeats(turn: UserTurn, earlier: tuple[TurnRecord, ...], goal: Goal, person
     if _runtime_failed(row[-1], earlier, goal, persona):
         return False
     return not all(_said_again(a, b) for a, b in zip(results, results[1:]))
+
+
+def _alike(before: str, after: str) -> bool:
+    """Whether two messages say nearly the same: their words, in order, at least
+    REPEAT_SIMILARITY alike. Kept for the last pairs of short messages (by their texts): each
+    pair in a row is compared by the checks of two turns, as the loop sends them and again as
+    the scorer reads them, and the comparison is most of a user turn's check."""
+    if len(before) <= KEPT_CHARS and len(after) <= KEPT_CHARS:
+        return _alike_kept(before, after)
+    return _similar(before, after)
+
+
+def _similar(before: str, after: str) -> bool:
+    return difflib.SequenceMatcher(None, _words(before), _words(after), autojunk=False).ratio() >= REPEAT_SIMILARITY
+
+
+_alike_kept = functools.lru_cache(maxsize=1024)(_similar)
 
 
 def _runtime_failed(turn: TurnRecord, earlier: tuple[TurnRecord, ...], goal: Goal, persona: Persona) -> bool:

@@ -43,13 +43,19 @@ class Dataset:
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
+    return _CANONICAL.encode(value)
 
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+# What `json.dumps(value, sort_keys=True, ...)` builds anew on every call (most of its time on a
+# short value; a model call encodes several). An encoder keeps nothing between calls, so one
+# serves every caller, from any thread.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=_json_default)
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
