@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from pathlib import Path
-
 from decimal import Decimal
+from pathlib import Path
 
 import duckdb
 import pytest
