@@ -63,6 +63,7 @@ class ClosableStdout:
         return sys.stdout.encoding
 
 
+# Named here once: the console's `render_str` takes a parameter called `text`, as Rich names it.
 escaped = text.escaped
 
 
@@ -83,7 +84,7 @@ class TextOnlyConsole(Console):
             if segment.control or not segment.text:
                 yield segment
             else:
-                yield Segment(text.escaped(segment.text), segment.style, segment.control)
+                yield Segment(escaped(segment.text), segment.style, segment.control)
 
 
 def _console(**options: Any) -> Console:

@@ -29,11 +29,12 @@ baseline_app = typer.Typer(add_completion=False, rich_markup_mode=None, no_args_
 
 
 @baseline_app.command("bless")
-def bless_command(run: list[str] = typer.Argument(..., help="Run id, or 'latest'; several runs of one matrix (the "
-                                              "same personas, goals, scorer, user and repetitions) let the gate "
-                                              "measure how far a cell's rate moves from run to run."),
-          out_file: str = typer.Option(..., "--out", help="The JSON file to write (commit it)."),
-          db: Optional[str] = DB) -> None:
+def bless_command(
+        run: list[str] = typer.Argument(..., help="Run id, or 'latest'; several runs of one matrix (the "
+                                                  "same personas, goals, scorer, user and repetitions) let the "
+                                                  "gate measure how far a cell's rate moves from run to run."),
+        out_file: str = typer.Option(..., "--out", help="The JSON file to write (commit it)."),
+        db: Optional[str] = DB) -> None:
     """Write the per-cell counts, dataset hash and scorer version of one run, or of several runs
     blessed together, to a baseline file."""
     try:
@@ -59,27 +60,28 @@ SHARED_CELLS_ONLY = typer.Option(False, "--shared-cells-only", hidden=True, help
                                  "content, and lists the others.")
 
 
-def gate_command(baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file, or a run id "
-                                                "(default: gate.baseline of simrun.toml)."),
-         candidate: str = typer.Option(..., "--candidate", help="The run to judge (a run id, or 'latest')."),
-         baseline_ref: Optional[str] = BASELINE_REF,
-         shared_cells_only: bool = SHARED_CELLS_ONLY,
-         db: Optional[str] = DB,
-         budgets: Optional[str] = typer.Option(None, "--budgets", help="Gate thresholds (default: ./budgets.toml)."),
-         markdown: Optional[str] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
-         junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here."),
-         verdict_json: Optional[str] = typer.Option(None, "--verdict-json", help="Write the candidate's verdict "
-                                                    "here as JSON: its status, exit code, typed reasons and the "
-                                                    "gate's per-class results (docs/reference/cli.md, 'The verdict "
-                                                    "as JSON')."),
-         sequential: bool = typer.Option(False, "--sequential", help="Judge the candidate's repetitions as rounds "
-                                         "with the sequential gate (budgets.toml [gate.sequential], or the settings "
-                                         "a run made with `simrun --sequential` ran with): exit 3 when undecided."),
-         history: Optional[str] = typer.Option(None, "--history", help="Gate against the newest run of main (a "
-                                               "pull request's base) kept in this history: a folder or an "
-                                               "object-store URL. With none there yet, say so and judge the "
-                                               "candidate on its guarantees and release criteria alone.")
-         ) -> None:
+def gate_command(
+        baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file, or a run id "
+                                               "(default: gate.baseline of simrun.toml)."),
+        candidate: str = typer.Option(..., "--candidate", help="The run to judge (a run id, or 'latest')."),
+        baseline_ref: Optional[str] = BASELINE_REF,
+        shared_cells_only: bool = SHARED_CELLS_ONLY,
+        db: Optional[str] = DB,
+        budgets: Optional[str] = typer.Option(None, "--budgets", help="Gate thresholds (default: ./budgets.toml)."),
+        markdown: Optional[str] = typer.Option(None, "--markdown", help="Write the Markdown summary here."),
+        junit: Optional[str] = typer.Option(None, "--junit", help="Write JUnit XML here."),
+        verdict_json: Optional[str] = typer.Option(None, "--verdict-json", help="Write the candidate's verdict "
+                                                   "here as JSON: its status, exit code, typed reasons and the "
+                                                   "gate's per-class results (docs/reference/cli.md, 'The verdict "
+                                                   "as JSON')."),
+        sequential: bool = typer.Option(False, "--sequential", help="Judge the candidate's repetitions as rounds "
+                                        "with the sequential gate (budgets.toml [gate.sequential], or the settings "
+                                        "a run made with `simrun --sequential` ran with): exit 3 when undecided."),
+        history: Optional[str] = typer.Option(None, "--history", help="Gate against the newest run of main (a "
+                                              "pull request's base) kept in this history: a folder or an "
+                                              "object-store URL. With none there yet, say so and judge the "
+                                              "candidate on its guarantees and release criteria alone.")
+        ) -> None:
     """Compare a candidate run with a baseline, and give the candidate's verdict: exit 1 on a significant
     regression (over all cells, or in one goal or persona), any guarantee violation, or a failed release
     criterion (budgets.toml [release]), each named in one line; with --sequential, exit 3 when the rounds
@@ -108,9 +110,10 @@ def gate_command(baseline: Optional[str] = typer.Option(None, "--baseline", help
 
 # --- rescore, export, import -----------------------------------------------------------------
 
-def rescore_command(run: str = typer.Argument(..., help="Run id, or 'latest'."), db: Optional[str] = DB,
-            config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS,
-            goals: Optional[str] = GOALS) -> None:
+def rescore_command(
+        run: str = typer.Argument(..., help="Run id, or 'latest'."), db: Optional[str] = DB,
+        config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS,
+        goals: Optional[str] = GOALS) -> None:
     """Score a stored run's transcripts again with the current scorer (no runtime, no model, no cost)."""
     try:
         result = rescore(run, db=db, config=config, personas=personas, goals=goals)
@@ -122,9 +125,10 @@ def rescore_command(run: str = typer.Argument(..., help="Run id, or 'latest'."),
     say(f"verdict of run {result.run_id}: {result.verdict.headline()}")
 
 
-def export_command(run: str = typer.Argument(..., help="Run id, or 'latest'."),
-           out_file: str = typer.Option(..., "--out", help="The bundle file to write."),
-           db: Optional[str] = DB) -> None:
+def export_command(
+        run: str = typer.Argument(..., help="Run id, or 'latest'."),
+        out_file: str = typer.Option(..., "--out", help="The bundle file to write."),
+        db: Optional[str] = DB) -> None:
     """Export a run's conversations as a Plumbline-style bundle (turns, responses, whole records)."""
     try:
         exported = export_bundle(run, out=out_file, db=db)
@@ -133,9 +137,10 @@ def export_command(run: str = typer.Argument(..., help="Run id, or 'latest'."),
     out.print(f"exported run {exported.run_id}: {exported.items} items -> {exported.path}", highlight=False)
 
 
-def import_command(bundle: str = typer.Argument(..., help="A bundle file (from `simrun export` or Plumbline-style)."),
-            db: Optional[str] = DB, config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS,
-            goals: Optional[str] = GOALS) -> None:
+def import_command(
+        bundle: str = typer.Argument(..., help="A bundle file (from `simrun export` or Plumbline-style)."),
+        db: Optional[str] = DB, config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS,
+        goals: Optional[str] = GOALS) -> None:
     """Score the recorded conversations of a bundle into a new run, offline."""
     try:
         result = import_bundle(bundle, db=db, config=config, personas=personas, goals=goals)

@@ -29,14 +29,15 @@ from simrun.cli._tables import fit, tokens
 
 def register(app: typer.Typer) -> None:
     @app.command("validate")
-    def validate_command(config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS,
-                 personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
-                 transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
-                 runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
-                 header: Optional[list[str]] = HEADER,
-                 live: bool = typer.Option(False, "--runtime", help=(
-                     "Also play each goal once with the scripted user (free) against the runtime, and name "
-                     "the goals that name record fields, record types or operations it never held."))) -> None:
+    def validate_command(
+            config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS,
+            personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
+            transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
+            runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
+            header: Optional[list[str]] = HEADER,
+            live: bool = typer.Option(False, "--runtime", help=(
+                "Also play each goal once with the scripted user (free) against the runtime, and name "
+                "the goals that name record fields, record types or operations it never held."))) -> None:
         """Check personas, goals, simrun.toml and budgets.toml, and that the runtime answers."""
         settings = runtime_settings(transport, url, runtime_command, timeout, header)
         try:

@@ -62,14 +62,15 @@ def register(app: typer.Typer) -> None:
 
 
     @app.command("report")
-    def report_command(run: str = typer.Argument("latest", help="Run id, or 'latest'."), db: Optional[str] = DB,
-               reports: str = typer.Option("reports", "--reports", help="Output folder."),
-               baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file or a run id: "
-                                                      "the report shows each class's delta, the gate's verdict and "
-                                                      "the conversations that flipped (side by side, for a run)."),
-               baseline_ref: Optional[str] = BASELINE_REF,
-               shared_cells_only: bool = SHARED_CELLS_ONLY,
-               budgets: Optional[str] = BUDGETS) -> None:
+    def report_command(
+            run: str = typer.Argument("latest", help="Run id, or 'latest'."), db: Optional[str] = DB,
+            reports: str = typer.Option("reports", "--reports", help="Output folder."),
+            baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file or a run id: "
+                                                   "the report shows each class's delta, the gate's verdict and "
+                                                   "the conversations that flipped (side by side, for a run)."),
+            baseline_ref: Optional[str] = BASELINE_REF,
+            shared_cells_only: bool = SHARED_CELLS_ONLY,
+            budgets: Optional[str] = BUDGETS) -> None:
         """Write (again) the HTML report of a stored run, against a baseline if given."""
         try:
             written = report(run, db=db, reports=reports, baseline=baseline, baseline_ref=baseline_ref,
@@ -82,19 +83,20 @@ def register(app: typer.Typer) -> None:
 
 
     @app.command("dashboard")
-    def dashboard_command(db: Optional[list[str]] = typer.Option(None, "--db", help="A DuckDB file to read; repeat for "
-                                                         "several (one per release, or per CI job). Default: the "
-                                                         "project's database."),
-                  history: Optional[str] = typer.Option(None, "--history", help="Draw the runs kept in this "
-                                                        "history too (a folder, or an object-store URL such as "
-                                                        "s3://bucket/prefix); with no --db, only them."),
-                  out_file: Optional[str] = typer.Option(None, "--out", help="The page to write (default: "
-                                                         "index.html in the project's reports folder)."),
-                  baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file "
-                                                         "(default: gate.baseline of simrun.toml): every run is "
-                                                         "judged against it, the newest of each dataset at the "
-                                                         "top, and its rates are drawn in its dataset's charts."),
-                  budgets: Optional[str] = BUDGETS) -> None:
+    def dashboard_command(
+            db: Optional[list[str]] = typer.Option(None, "--db", help="A DuckDB file to read; repeat for "
+                                                   "several (one per release, or per CI job). Default: the "
+                                                   "project's database."),
+            history: Optional[str] = typer.Option(None, "--history", help="Draw the runs kept in this "
+                                                  "history too (a folder, or an object-store URL such as "
+                                                  "s3://bucket/prefix); with no --db, only them."),
+            out_file: Optional[str] = typer.Option(None, "--out", help="The page to write (default: "
+                                                   "index.html in the project's reports folder)."),
+            baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file "
+                                                   "(default: gate.baseline of simrun.toml): every run is "
+                                                   "judged against it, the newest of each dataset at the "
+                                                   "top, and its rates are drawn in its dataset's charts."),
+            budgets: Optional[str] = BUDGETS) -> None:
         """Write the dashboard of every run in one or more databases (read-only, never merged)."""
         try:
             path = dashboard(db, history=history, out=out_file, baseline=baseline, budgets=budgets)
@@ -207,15 +209,16 @@ def register(app: typer.Typer) -> None:
 
 
     @app.command("merge")
-    def merge_command(shards: list[str] = typer.Argument(..., help="The DuckDB files of shards 0..n-1 of one run."),
-              out_file: str = typer.Option(..., "--out", help="The DuckDB file to write the joined run to."),
-              reports: str = typer.Option("reports", "--reports", help="Folder for the joined run's report."),
-              partial: bool = typer.Option(False, "--partial", help="Join shards that did not finish too; the "
-                                           "joined run is then marked interrupted."),
-              baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file or a run "
-                                                     "id (default: gate.baseline of simrun.toml), as for `simrun`."),
-              baseline_ref: Optional[str] = BASELINE_REF,
-              budgets: Optional[str] = BUDGETS) -> None:
+    def merge_command(
+            shards: list[str] = typer.Argument(..., help="The DuckDB files of shards 0..n-1 of one run."),
+            out_file: str = typer.Option(..., "--out", help="The DuckDB file to write the joined run to."),
+            reports: str = typer.Option("reports", "--reports", help="Folder for the joined run's report."),
+            partial: bool = typer.Option(False, "--partial", help="Join shards that did not finish too; the "
+                                         "joined run is then marked interrupted."),
+            baseline: Optional[str] = typer.Option(None, "--baseline", help="A blessed baseline file or a run "
+                                                   "id (default: gate.baseline of simrun.toml), as for `simrun`."),
+            baseline_ref: Optional[str] = BASELINE_REF,
+            budgets: Optional[str] = BUDGETS) -> None:
         """Join the shards of a run (each from `simrun --shard i/n`) into one run, and report it, judged
         as the same run unsharded would be: against gate.baseline too."""
         try:
