@@ -42,7 +42,7 @@ from benchmarks.throughput import cpu_seconds, ideal_makespan, start_fake_api  #
 from simrun.scoring.dataset._goal_sql import forget_answers  # noqa: E402
 from simrun.scoring.store._database import Store  # noqa: E402
 from simrun.simulator import _eventloop as eventloop  # noqa: E402
-from simrun.simulator._project import execute, load_plan  # noqa: E402
+from simrun.simulator import execute, load_plan  # noqa: E402
 
 SPEC = "openai:gpt-4.1-mini"
 CPU_EVERY = 100       # conversations between two reads of the processes' CPU

@@ -22,7 +22,7 @@ _ROOMY = Context(prec=400)
 _AMOUNT = re.compile(r"^\s*(?P<dollar>\$)?\s*(?P<num>[-+]?\d+(?:\.\d+)?|[-+]?\.\d+)\s*(?P<unit>[a-z]+)?\s*$", re.I)
 
 
-def parse_usd(text: str, *, where: str = "--budget") -> Decimal:
+def parse_usd(text: str, *, where: str = "budget") -> Decimal:
     """Parse an amount of US dollars; anything else is refused with the reason."""
     m = _AMOUNT.match(str(text))
     if not m:
@@ -38,12 +38,35 @@ def parse_usd(text: str, *, where: str = "--budget") -> Decimal:
         amount = Decimal(m.group("num"))
     except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
         raise BudgetSyntaxError(f"{text!r} is not an amount of money", field=where) from None
+    return _held(repr(text), amount, where)
+
+
+Money = Decimal | int | float | str
+
+
+def amount_of(value: Money, *, where: str = "budget") -> Decimal:
+    """An amount of US dollars given as a number (`5`, `0.5`, `Decimal("5")`) or as text
+    (`"5usd"`, parsed by `parse_usd`), held to the same rules either way."""
+    if isinstance(value, str):
+        return parse_usd(value, where=where)
+    if isinstance(value, bool) or not isinstance(value, (Decimal, int, float)):
+        raise BudgetSyntaxError(f"{value!r} is not an amount of money; give a number of US dollars (5, 0.5) "
+                                "or text such as '5usd'", field=where)
+    # A float as it is written (0.1, not the binary fraction nearest it): str() gives that.
+    amount = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+    if not amount.is_finite():
+        raise BudgetSyntaxError(f"{value!r} is not an amount of money", field=where)
+    return _held(repr(value), amount, where)
+
+
+def _held(shown: str, amount: Decimal, where: str) -> Decimal:
+    """`amount`, if the store can count it: not negative, under the ceiling, to its precision."""
     if amount < 0:
-        raise BudgetSyntaxError(f"{text!r}: a budget cannot be negative", field=where)
+        raise BudgetSyntaxError(f"{shown}: a budget cannot be negative", field=where)
     if amount >= CEILING:
-        raise BudgetSyntaxError(f"{text!r}: simrun counts budgets below {CEILING:,} USD", field=where)
+        raise BudgetSyntaxError(f"{shown}: simrun counts budgets below {CEILING:,} USD", field=where)
     if amount != amount.quantize(UNIT):
-        raise BudgetSyntaxError(f"{text!r}: simrun counts money to {PLACES} decimal places; write at most "
+        raise BudgetSyntaxError(f"{shown}: simrun counts money to {PLACES} decimal places; write at most "
                                 f"{PLACES} digits after the point", field=where)
     return amount
 

@@ -25,7 +25,7 @@ import os
 import secrets as random_names
 from pathlib import Path
 
-from simrun._errors import SimrunError
+from simrun._errors import ConfigError, SimrunError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -68,6 +68,13 @@ def write_file(path: str | Path, data: str | bytes, *, what: str = "file", root:
         partial.unlink(missing_ok=True)
         raise SimrunError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
     return path
+
+
+def check_folder(path: str | Path | None, *, parameter: str) -> None:
+    """Where a file given to the call (`parameter`) will be written, checked before anything is
+    spent, as every other bad input: its folder exists. None: nothing to write."""
+    if path is not None and not Path(path).parent.is_dir():
+        raise ConfigError(f"the folder {Path(path).parent} does not exist; create it first", field=parameter)
 
 
 def append_file(path: str | Path, text: str, *, what: str = "file") -> Path:

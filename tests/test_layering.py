@@ -12,8 +12,11 @@
     simrun.simulator.cluster    the Ray executor
     simrun.simulator.executors  the one way into it (Ray is optional)
     simrun._api                 the Python API's functions: a run, a gate, a report, ...
-    simrun                      the public API (the package's `__init__`: its exports)
-    simrun.cli                  the command line, a thin shell over the public API
+    simrun                      the public API (the package's `__init__`: its exports, and
+                                `simrun.text`, the words its records are shown in)
+    simrun.cli                  the command line, a thin shell over the public API: it imports
+                                `simrun`'s exported names alone (`from simrun import X`, X in
+                                `simrun.__all__`), and its own modules
     simrun.examples             the reference runtimes
 
 A layer imports itself and the layers listed for it in MAY_IMPORT, and nothing else. Every
@@ -54,7 +57,7 @@ MAY_IMPORT = {
     "simrun.simulator.executors": (*BASE, *SCORING, *SIMULATOR[:2]),
     "simrun._api": (*BASE, *SCORING, *SIMULATOR),
     "simrun": (*BASE, *SCORING, *SIMULATOR, "simrun._api"),
-    "simrun.cli": (*BASE, *SCORING, *SIMULATOR, "simrun._api", "simrun"),
+    "simrun.cli": ("simrun",),
     "simrun.examples": (),
 }
 
@@ -176,8 +179,7 @@ def around_the_exports(edges: dict[str, dict[str, int]], root: Path) -> list[str
         here = package_of(module, root)
         for target, line in sorted(targets.items()):
             there = package_of(target, root)
-            if (not target.rpartition(".")[2].startswith("_") or (here == "simrun.cli" and there == "simrun._api")
-                    or here == there or here.startswith(there + ".")
+            if (not target.rpartition(".")[2].startswith("_") or here == there or here.startswith(there + ".")
                     or (target == there and there.rpartition(".")[0] == here)):   # its own subpackage
                 continue
             path = modules(root)[module].relative_to(root)
@@ -266,6 +268,9 @@ def test_a_planted_import_against_the_layers_is_found(tmp_path):
     })
     assert wrong_way(imports(root), root) == [
         "simrun/_api.py:1 simrun._api -> simrun.cli._main (simrun._api may not import simrun.cli)",
+        # the command line stands on `simrun`'s exports alone, never on a layer beneath them
+        "simrun/cli/_main.py:1 simrun.cli._main -> simrun.simulator._runner (simrun.cli may not import "
+        "simrun.simulator)",
         "simrun/scoring/checks/judge.py:2 simrun.scoring.checks.judge -> simrun.scoring.store._database "
         "(simrun.scoring.checks may not import simrun.scoring.store)",
         "simrun/simulator/_runner.py:2 simrun.simulator._runner -> simrun.cli._main "
@@ -303,3 +308,73 @@ def test_the_command_line_and_a_worker_start_without_the_model_sdks_or_scipy(ent
     pay: each is imported where it is first needed."""
     loaded = loaded_after(entry)
     assert sorted({m.split(".")[0] for m in loaded} & {"openai", "anthropic", "scipy"}) == []
+
+
+def below_the_public_api(root: Path) -> list[str]:
+    """Every import in simrun/cli of something of simrun other than a name `simrun` exports (or
+    the command line's own modules), as 'file:line what': `from simrun import X` with X in
+    `simrun.__all__`, and of a module so exported (`simrun.text`), only the names in its own
+    `__all__`. What `simrun` exports is read from its source, as every other check here reads
+    the files, not from the package imported."""
+    exported = _all_of(root / "simrun" / "__init__.py")
+    public_modules = {name: _all_of(root / "simrun" / f"{name}.py") for name in exported
+                      if (root / "simrun" / f"{name}.py").is_file()}
+    found = []
+    for module, path in sorted(modules(root).items()):
+        if not module.startswith("simrun.cli"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}
+        where = path.relative_to(root)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module == "simrun":
+                    for a in node.names:
+                        if a.name not in exported:
+                            found.append(f"{where}:{node.lineno} from simrun import {a.name}")
+                        elif a.name in public_modules:
+                            aliases[a.asname or a.name] = a.name
+                elif node.module.split(".")[0] == "simrun" and not node.module.startswith("simrun.cli"):
+                    found.append(f"{where}:{node.lineno} from {node.module} import "
+                                 f"{', '.join(a.name for a in node.names)}")
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] == "simrun" and not a.name.startswith("simrun.cli"):
+                        found.append(f"{where}:{node.lineno} import {a.name}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr not in public_modules[aliases[node.value.id]]):
+                found.append(f"{where}:{node.lineno} {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def _all_of(path: Path) -> set[str]:
+    """The names a module's `__all__` lists, read from its source."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def test_the_command_line_imports_nothing_of_simrun_but_its_public_names():
+    assert below_the_public_api(ROOT) == []
+
+
+def test_a_planted_import_below_the_public_api_is_found(tmp_path):
+    root = plant(tmp_path, {
+        "simrun/__init__.py": "from simrun import text\nfrom simrun._api import run\n__all__ = ['run', 'text']\n",
+        "simrun/text.py": "__all__ = ['usd']\ndef usd(x): ...\ndef hidden(x): ...\n",
+        "simrun/_api/__init__.py": "",
+        "simrun/_errors.py": "",
+        "simrun/cli/__init__.py": "from simrun.cli._main import app\n",
+        "simrun/cli/_main.py": ("from simrun import run, text\n"
+                                "from simrun import gate\n"
+                                "from simrun._errors import ConfigError\n"
+                                "def later():\n    import simrun.scoring.store\n"
+                                "print(text.usd(1), text.hidden(2))\n"),
+    })
+    assert below_the_public_api(root) == [
+        "simrun/cli/_main.py:2 from simrun import gate",
+        "simrun/cli/_main.py:3 from simrun._errors import ConfigError",
+        "simrun/cli/_main.py:5 import simrun.scoring.store",
+        "simrun/cli/_main.py:6 text.hidden"]

@@ -4,34 +4,36 @@
 the project is loaded and checked before anything is spent (`prepare`), the runtime's health is
 asked, a model-played user's spend estimated, the matrix run (in rounds against the baseline with
 `sequential=True`), the release criteria kept with the run (so that a later `simrun report`
-judges it the same way), the verdict made once, and the report and the JSON
-verdict written from it. What a run says as it goes (the progress, a resumed run, each round) is
-told to a `RunEvents`; the default says nothing, and the command line's console is one.
+judges it the same way), the verdict made once, and the report and the JSON verdict written
+from it. What a run says as it goes (the progress, a resumed run, each round) is told to a
+`RunEvents`; the default says nothing, and the command line's console is one. It writes nothing
+its caller did not ask for: its database, its report, and the verdict's JSON when asked.
 """
 
 from __future__ import annotations
 
 import asyncio
-import difflib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import Any
 
 import duckdb
 
-from simrun._errors import ConfigError, SimrunError
-from simrun._writing import write_file
-from simrun.scoring.gate import RunVerdict, Sequential, verdict_of_run
+from simrun._errors import ConfigError, Parameter, SimrunError
+from simrun._money import Money
+from simrun._writing import check_folder
+from simrun.scoring.gate import RunVerdict, Sequential, verdict_of_run, write_verdict_json
 from simrun.scoring.pages import build_report
-from simrun.scoring.store import Finished, Store, replay_answers
+from simrun.scoring.store import Finished, Store, keep_run, replay_answers
 from simrun.simulator import (
     ClusterExecutor,
     Estimate,
     Ledger,
     Plan,
     RunResult,
+    checked_shard,
     estimate,
     eventloop,
     execute,
@@ -39,16 +41,14 @@ from simrun.simulator import (
     in_shard,
     load_plan,
     matrix,
-    parse_shard,
     project_db,
     run_in_rounds,
     runtime_for,
+    user_backend,
 )
+from simrun.simulator.adapters import RuntimeAdapter
 from simrun.simulator.executors import executor_for
 from simrun.simulator.users import ReplayCache
-
-if TYPE_CHECKING:
-    from simrun.simulator.adapters import RuntimeAdapter
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class RunEvents:
     `started`, `estimated` (a model-played user), `note` (the user model's output form),
     `conversation` for each one finished, `round` after each round (sequential), `resumed`,
     `judged` (the store still open, for what a caller wants to read beside the verdict),
-    `ended` (also when the run fails)."""
+    `ended` (also when the run fails), `note` (where the run was kept, with run.history set)."""
 
     def note(self, text: str) -> None:
         """A line worth telling (which executor, which output form the user model answers in)."""
@@ -79,7 +79,8 @@ class RunEvents:
         """The runtime answered and nothing has run yet."""
 
     def estimated(self, estimate: Estimate) -> None:
-        """What `simrun plan` would have said of a model-played user's spend, before it is spent."""
+        """What `simrun.plan` would have said of a model-played user's spend, before it is spent
+        (`estimate.cost_usd` over `estimate.budget_usd`: the budget will cut the run short)."""
 
     def conversation(self, finished: Finished) -> None:
         """One conversation finished and stored."""
@@ -91,7 +92,7 @@ class RunEvents:
         """The run finished one an earlier attempt had started; `labels` are those it keeps."""
 
     def judged(self, store: Store, verdict: RunVerdict) -> None:
-        """The run's verdict is made; `store` is open for reading."""
+        """The run's verdict is made; `store` is open for reading (`simrun.run_facts`)."""
 
     def ended(self) -> None:
         """The run is over, or failed: whatever `started` set up can be taken down."""
@@ -102,8 +103,8 @@ class Outcome:
     """What a run came to: its verdict, its exit status and where it is kept.
 
     `exit_code` is the command line's: the verdict's (0 passed, 1 failed, 2 not judged, 3
-    inconclusive), or 2 when the user model stopped the run (`stopped` says why). In a test,
-    `assert outcome.passed, outcome.verdict` fails with the verdict's lines."""
+    inconclusive, 4 incomplete), or 2 when the user model stopped the run (`stopped` says why). In
+    a test, `assert outcome.passed, outcome.verdict` fails with the verdict's lines."""
 
     run_id: str
     verdict: RunVerdict
@@ -132,10 +133,10 @@ class Outcome:
 
 @dataclass(frozen=True)
 class PreparedRun:
-    """A run checked and ready, nothing spent yet: `prepare` makes one, `execute` runs it.
+    """A run checked and ready, nothing spent yet: `prepare` makes one, `execute` (or `run`) runs it.
 
-    Every error in the project, its files or the options is raised by `prepare` (a
-    `simrun.ConfigError` naming the file, line or field), before the runtime is reached."""
+    Every error in the project, its files or the arguments is raised by `prepare` (a
+    `simrun.ConfigError` naming the file, line, field or parameter), before the runtime is reached."""
 
     plan: Plan
     replay: ReplayCache | None = None
@@ -144,186 +145,203 @@ class PreparedRun:
     executor: ClusterExecutor | None = None   # None: in this process (`simrun.simulator.executors`)
 
     async def execute(self, *, events: RunEvents | None = None, verdict_json: str | Path | None = None) -> Outcome:
-        """Run it and judge it. `verdict_json`: also write the verdict there, as JSON."""
+        """Run it and judge it, on the running event loop. `verdict_json`: also write the verdict
+        there, as JSON."""
         return await _execute(self, events or RunEvents(), verdict_json)
 
+    def run(self, *, events: RunEvents | None = None, verdict_json: str | Path | None = None) -> Outcome:
+        """`execute` on an event loop of its own (uvloop where it is installed): for code that is
+        not async already."""
+        return _on_a_loop_of_its_own("run", self.execute(events=events, verdict_json=verdict_json))
 
-class RunOptions(TypedDict, total=False):
-    """What a run may be told, each over simrun.toml's setting as the flag of the same name is on
-    the command line (docs/reference/cli.md); None, as left out, keeps the file's."""
-
-    budget: str | None              # most the run may spend: "5usd"
-    budgets: str | Path | None      # budgets.toml
-    db: str | None
-    personas: str | None
-    goals: str | None
-    repetitions: int | None
-    seed: int | None
-    concurrency: int | None
-    user: str | None                # scripted, openai:<model>, anthropic:<model>
-    reports: str | None
-    runtime: dict[str, Any] | None  # over simrun.toml's [runtime]: transport, url, command, target, options, ...
-    labels: Sequence[str] | None
-    replay: str | None              # a stored run whose recorded model answers are replayed ($0)
-    replay_only: bool               # with replay: never call the model
-    shard: str | None               # "i/n"
-    fresh: bool                     # a new run even if the same run was cut short
-    sequential: bool                # in rounds against gate.baseline
-    executor: str | None            # in-process or ray
-    ray_address: str | None
-    ray_workers: int | None
+    def unfinished_run(self) -> str | None:
+        """The run an interruption left behind: the newest unfinished one in this run's database
+        (None: it was interrupted before its run was recorded)."""
+        try:
+            with Store(self.plan.db, create=False) as store:
+                return str(store.latest_unfinished()["run_id"])
+        except (SimrunError, duckdb.Error):
+            return None
 
 
-class ResumeOptions(TypedDict, total=False):
-    """What finishing a run may be told (`simrun resume`)."""
+def prepare(config: str | Path | None = None, *, budget: Money | None = None, budgets: str | Path | None = None,
+            db: str | Path | None = None, personas: str | Path | None = None, goals: str | Path | None = None,
+            repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
+            user: str | None = None, reports: str | Path | None = None, runtime: object | None = None,
+            runtime_settings: Mapping[str, Any] | None = None, labels: str | Sequence[str] | None = None,
+            replay: str | None = None, replay_only: bool = False, shard: tuple[int, int] | None = None,
+            fresh: bool = False, sequential: bool = False, executor: str | None = None,
+            ray_address: str | None = None, ray_workers: int | None = None,
+            demo_if_no_project: bool = False) -> PreparedRun:
+    """A run of the project at `config` (default: ./simrun.toml), checked and ready; nothing is
+    spent. Each argument left out (None) keeps simrun.toml's setting (docs/how-to/python-api.md):
 
-    config: str | Path | None
-    budgets: str | Path | None
-    db: str | None
-    budget: str | None              # a new budget for the whole run (what it spent counts against it)
-    executor: str | None
-    ray_address: str | None
-    ray_workers: int | None
+    - `budget`: the most the run may spend, in US dollars: a number (`5`, `0.5`, a `Decimal`) or
+      text (`"5usd"`, `"$5"`); default budgets.toml's budget.default.
+    - `budgets`: budgets.toml (default ./budgets.toml); `db`, `reports`: the database and the
+      reports folder; `personas`, `goals`: their folders.
+    - `repetitions`, `seed`, `concurrency`: over [run]'s; `user`: "scripted", "openai:<model>"
+      or "anthropic:<model>"; `labels`: what the run is called (a release, a branch).
+    - `runtime`: the runtime itself, over [runtime]'s transport and target: its import string
+      ("pkg.mod:Class", "pkg.mod:function"), or the object (a class, an instance, a function),
+      run in this process. `runtime_settings`: over the rest of [runtime] ({"url": ..., "options":
+      {...}, "timeout_s": ..., "headers": {...}}).
+    - `replay`: a stored run whose recorded model answers are replayed ($0); `replay_only`: never
+      call the model. `shard`: run only shard (i, n) of the matrix. `fresh`: a new run even if
+      the same run was cut short. `sequential`: in rounds against gate.baseline.
+    - `executor`: "in-process" (default) or "ray", with `ray_address` and `ray_workers`.
+    - `demo_if_no_project`: with no project here (no simrun.toml, no personas or goals folder),
+      run the bundled demo's personas and goals rather than refuse.
 
-
-def _known(options: Mapping[str, object], allowed: type, call: str) -> None:
-    """A keyword the call does not take is refused by name, with the nearest it does take: a typo
-    (`repetition=1`) is never a setting silently left out."""
-    for name in options:
-        if name not in allowed.__annotations__:
-            near = difflib.get_close_matches(name, allowed.__annotations__, n=1)
-            hint = f"; did you mean {near[0]!r}?" if near else f"; it takes {', '.join(allowed.__annotations__)}"
-            raise TypeError(f"{call}() got an unexpected keyword argument {name!r}{hint}")
-
-
-def prepare(config: str | Path | None = None, **options: Unpack[RunOptions]) -> PreparedRun:
-    """A run of the project at `config` (default: ./simrun.toml if there is one, else the bundled
-    demo), each option (`RunOptions`) over the file's setting as the flag of the same name is on
-    the command line. Raises `ConfigError` on bad input, before anything is spent."""
-    _known(options, RunOptions, "prepare")
-    o = options
-    replay, replay_only, user = o.get("replay"), o.get("replay_only", False), o.get("user")
-    seed, repetitions, db = o.get("seed"), o.get("repetitions"), o.get("db")
+    Raises `ConfigError` on bad input, naming the file, line or parameter, before anything is spent."""
     if replay_only and not replay:
-        raise ConfigError("--replay-only needs --replay RUN", field="--replay-only")
+        raise ConfigError((Parameter("replay_only", True), " needs ", Parameter("replay")), field="replay_only")
     recorded = _replayed(replay, db, config) if replay else None
     if recorded:
         # A replay repeats the recorded run: its user backend, seed and repetitions.
         user = user or recorded["user_backend"]
         seed = recorded["seed"] if seed is None else seed
         repetitions = repetitions or recorded["repetitions"]
-    labels = o.get("labels")
-    labels = [labels] if isinstance(labels, str) else labels       # one label, not its letters
-    plan = load_plan(config=config, budgets=o.get("budgets"), budget=o.get("budget"), personas=o.get("personas"),
-                     goals=o.get("goals"), repetitions=repetitions, seed=seed, concurrency=o.get("concurrency"),
-                     user=user, db=db, reports=o.get("reports"), runtime_flags=o.get("runtime"),
-                     check_user=not replay_only, labels=list(labels) if labels else None,
-                     sequential=o.get("sequential", False))
-    if plan.sequential and o.get("shard"):
+    plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
+                     repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, db=db, reports=reports,
+                     runtime=runtime, runtime_settings=runtime_settings, labels=labels, sequential=sequential,
+                     demo_if_no_project=demo_if_no_project)
+    if not replay_only:
+        user_backend(plan)   # an unknown backend, or one without its key or price, fails here
+    if plan.sequential and shard is not None:
         raise ConfigError("a sequential run decides on the whole matrix after each round; it cannot be "
-                          "sharded", field="--shard")
+                          "sharded", field="shard")
     cache = ReplayCache(recorded["answers"], only=replay_only, output=recorded["user_output"]) if recorded else None
-    return PreparedRun(plan, cache, parse_shard(o.get("shard")), not o.get("fresh", False),
-                       executor_for(plan, o.get("executor"), address=o.get("ray_address"),
-                                    workers=o.get("ray_workers")))
+    return PreparedRun(plan, cache, checked_shard(shard), not fresh,
+                       executor_for(plan, executor, address=ray_address, workers=ray_workers))
 
 
-def prepare_resume(run: str = "latest", **options: Unpack[ResumeOptions]) -> PreparedRun:
+def prepare_resume(run: str = "latest", *, config: str | Path | None = None, budgets: str | Path | None = None,
+                   db: str | Path | None = None, budget: Money | None = None, executor: str | None = None,
+                   ray_address: str | None = None, ray_workers: int | None = None) -> PreparedRun:
     """The run `run` (default: the newest unfinished one) made ready to finish: every conversation
-    it stored is kept once, the rest are run, and its spend carries over (`ResumeOptions`)."""
-    _known(options, ResumeOptions, "prepare_resume")
-    config, db, budget = options.get("config"), options.get("db"), options.get("budget")
+    it stored is kept once, the rest are run, and its spend carries over. `budget`: a new budget
+    for the whole run (what it spent counts against it); the rest as for `prepare`."""
     with Store(project_db(db, config), create=False) as store:
         earlier = store.latest_unfinished() if run == "latest" else store.run(run)
     if earlier["status"] == "finished":
-        raise ConfigError(f"run {earlier['run_id']} is finished; there is nothing to resume", field="RUN")
+        raise ConfigError(f"run {earlier['run_id']} is finished; there is nothing to resume", field="run")
     stored = earlier["config"]
-    shard = parse_shard(earlier.get("shard"))
-    plan = load_plan(config=config, budgets=options.get("budgets"), db=db,
-                     budget=budget or f"{stored['budget_usd']}usd",
+    plan = load_plan(config=config, budgets=budgets, db=db,
+                     budget=budget if budget is not None else f"{stored['budget_usd']}usd",
                      repetitions=stored["repetitions"], seed=stored["seed"], user=stored["user"],
-                     runtime_flags={k: v for k, v in stored["runtime"].items()
-                                    if k in ("transport", "url", "command", "timeout_s", "target", "options")})
+                     runtime_settings={k: v for k, v in stored["runtime"].items()
+                                       if k in ("transport", "url", "command", "timeout_s", "target", "options")})
     if plan.dataset.hash != earlier["dataset_hash"]:
         raise ConfigError(f"the personas and goals changed since run {earlier['run_id']} (dataset "
                           f"{earlier['dataset_hash']}, now {plan.dataset.hash}); it cannot be finished as "
-                          "the same run", field="RUN")
-    return PreparedRun(plan, shard=shard, resume=earlier["run_id"],
-                       executor=executor_for(plan, options.get("executor"), address=options.get("ray_address"),
-                                             workers=options.get("ray_workers")))
+                          "the same run", field="run")
+    return PreparedRun(plan, shard=_stored_shard(earlier.get("shard")), resume=earlier["run_id"],
+                       executor=executor_for(plan, executor, address=ray_address, workers=ray_workers))
 
 
-async def run_async(config: str | Path | None = None, *, events: RunEvents | None = None,
-                    verdict_json: str | Path | None = None,
-                    **options: Unpack[RunOptions]) -> Outcome:
-    """Run the project at `config` and judge it: `prepare(config, **options)`, then execute it."""
-    prepared = prepare(config, **options)
+def _stored_shard(text: str | None) -> tuple[int, int] | None:
+    """A shard as the runner stores it with its run: "i/n"."""
+    if not text:
+        return None
+    index, _, count = text.partition("/")
+    return int(index), int(count)
+
+
+async def run_async(config: str | Path | None = None, *, budget: Money | None = None,
+                    budgets: str | Path | None = None, db: str | Path | None = None,
+                    personas: str | Path | None = None, goals: str | Path | None = None,
+                    repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
+                    user: str | None = None, reports: str | Path | None = None, runtime: object | None = None,
+                    runtime_settings: Mapping[str, Any] | None = None, labels: str | Sequence[str] | None = None,
+                    replay: str | None = None, replay_only: bool = False, shard: tuple[int, int] | None = None,
+                    fresh: bool = False, sequential: bool = False, executor: str | None = None,
+                    ray_address: str | None = None, ray_workers: int | None = None,
+                    demo_if_no_project: bool = False, events: RunEvents | None = None,
+                    verdict_json: str | Path | None = None) -> Outcome:
+    """Run the project at `config` and judge it, on the running event loop: `prepare` with the
+    same arguments, then execute it. `events` hears it as it goes; `verdict_json`: also write
+    the verdict there, as JSON."""
+    prepared = prepare(config, budget=budget, budgets=budgets, db=db, personas=personas, goals=goals,
+                       repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, reports=reports,
+                       runtime=runtime, runtime_settings=runtime_settings, labels=labels, replay=replay,
+                       replay_only=replay_only, shard=shard, fresh=fresh, sequential=sequential, executor=executor,
+                       ray_address=ray_address, ray_workers=ray_workers, demo_if_no_project=demo_if_no_project)
     return await prepared.execute(events=events, verdict_json=verdict_json)
 
 
-def run(config: str | Path | None = None, *, events: RunEvents | None = None,
-        verdict_json: str | Path | None = None,
-        **options: Unpack[RunOptions]) -> Outcome:
+def run(config: str | Path | None = None, *, budget: Money | None = None, budgets: str | Path | None = None,
+        db: str | Path | None = None, personas: str | Path | None = None, goals: str | Path | None = None,
+        repetitions: int | None = None, seed: int | None = None, concurrency: int | None = None,
+        user: str | None = None, reports: str | Path | None = None, runtime: object | None = None,
+        runtime_settings: Mapping[str, Any] | None = None, labels: str | Sequence[str] | None = None,
+        replay: str | None = None, replay_only: bool = False, shard: tuple[int, int] | None = None,
+        fresh: bool = False, sequential: bool = False, executor: str | None = None,
+        ray_address: str | None = None, ray_workers: int | None = None, demo_if_no_project: bool = False,
+        events: RunEvents | None = None, verdict_json: str | Path | None = None) -> Outcome:
     """`run_async` on an event loop of its own (uvloop where it is installed): for code that is
-    not async already. Bad input raises `simrun.ConfigError` before anything is spent."""
-    return _on_a_loop_of_its_own("run", prepare(config, **options), events, verdict_json)
+    not async already. The arguments are `prepare`'s; bad input raises `simrun.ConfigError`
+    before anything is spent."""
+    prepared = prepare(config, budget=budget, budgets=budgets, db=db, personas=personas, goals=goals,
+                       repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, reports=reports,
+                       runtime=runtime, runtime_settings=runtime_settings, labels=labels, replay=replay,
+                       replay_only=replay_only, shard=shard, fresh=fresh, sequential=sequential, executor=executor,
+                       ray_address=ray_address, ray_workers=ray_workers, demo_if_no_project=demo_if_no_project)
+    return _on_a_loop_of_its_own("run", prepared.execute(events=events, verdict_json=verdict_json))
 
 
-def demo(*, repetitions: int | None = None, db: str | None = None, reports: str | None = None,
+def demo(*, repetitions: int | None = None, db: str | Path | None = None, reports: str | Path | None = None,
          events: RunEvents | None = None, verdict_json: str | Path | None = None) -> Outcome:
     """What `simrun demo` runs: the bundled demo with a dead end, a loop and a broken guarantee
     planted in its runtime, in its own database (default simrun-demo.duckdb, so that a team's
     `latest` run stays theirs), wherever it is called from. Its outcome fails: a broken guarantee
     fails a run."""
-    return _on_a_loop_of_its_own("demo", prepare_demo(repetitions=repetitions, db=db, reports=reports), events,
-                                 verdict_json)
+    prepared = prepare_demo(repetitions=repetitions, db=db, reports=reports)
+    return _on_a_loop_of_its_own("demo", prepared.execute(events=events, verdict_json=verdict_json))
 
 
-def prepare_demo(*, repetitions: int | None = None, db: str | None = None, reports: str | None = None) -> PreparedRun:
+def prepare_demo(*, repetitions: int | None = None, db: str | Path | None = None,
+                 reports: str | Path | None = None) -> PreparedRun:
     """`simrun demo`'s run, checked and ready (`demo` runs it)."""
     return prepare(**faulty_run(db or "simrun-demo.duckdb", reports or "reports"), repetitions=repetitions)
 
 
-def _on_a_loop_of_its_own(call: str, prepared: PreparedRun, events: RunEvents | None,
-                          verdict_json: str | Path | None) -> Outcome:
-    """`prepared` run on an event loop of its own (uvloop where it is installed), for `run`, `demo`
-    and `resume`. Inside a running loop it cannot start one, and says what to do instead."""
+def resume(run: str = "latest", *, config: str | Path | None = None, budgets: str | Path | None = None,
+           db: str | Path | None = None, budget: Money | None = None, executor: str | None = None,
+           ray_address: str | None = None, ray_workers: int | None = None, events: RunEvents | None = None,
+           verdict_json: str | Path | None = None) -> Outcome:
+    """Finish a run that was killed, interrupted or stopped by its budget (`prepare_resume`)."""
+    prepared = prepare_resume(run, config=config, budgets=budgets, db=db, budget=budget, executor=executor,
+                              ray_address=ray_address, ray_workers=ray_workers)
+    return _on_a_loop_of_its_own("resume", prepared.execute(events=events, verdict_json=verdict_json))
+
+
+def _on_a_loop_of_its_own(call: str, running: Coroutine[Any, Any, Outcome]) -> Outcome:
+    """A run on an event loop of its own (uvloop where it is installed), for `run`, `demo`,
+    `resume` and `PreparedRun.run`. Inside a running loop it cannot start one, and says what to
+    do instead."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return eventloop.run(prepared.execute(events=events, verdict_json=verdict_json))
+        return eventloop.run(running)
+    running.close()     # never awaited: closed, so that Python does not warn of it
     raise SimrunError(f"simrun.{call}() runs its own event loop, and this code already runs in one: "
                       f"use `await simrun.run_async(...)` (or `await simrun.prepare(...).execute()`)")
 
 
-def resume(run: str = "latest", *, events: RunEvents | None = None, verdict_json: str | Path | None = None,
-           **options: Unpack[ResumeOptions]) -> Outcome:
-    """Finish a run that was killed, interrupted or stopped by its budget (`prepare_resume`)."""
-    return _on_a_loop_of_its_own("resume", prepare_resume(run, **options), events, verdict_json)
-
-
-def interrupted_run(db: str | Path) -> str:
-    """The run an interruption left behind: the newest unfinished one in the database at `db`."""
-    try:
-        with Store(db, create=False) as store:
-            return str(store.latest_unfinished()["run_id"])
-    except (SimrunError, duckdb.Error):   # interrupted before its run was recorded
-        return "(none recorded)"
-
-
-def _replayed(run: str, db: str | None, config: str | Path | None) -> dict[str, Any]:
+def _replayed(run: str, db: str | Path | None, config: str | Path | None) -> dict[str, Any]:
     with Store(project_db(db, config), create=False) as store:
         recorded = store.run(run)
         recorded["answers"] = replay_answers(store, recorded["run_id"])
     if not recorded["answers"]:
         raise ConfigError(f"run {recorded['run_id']} recorded no model answers to replay "
-                          f"(its user was {recorded['user_backend']})", field="--replay")
+                          f"(its user was {recorded['user_backend']})", field="replay")
     return recorded
 
 
 async def _execute(prepared: PreparedRun, events: RunEvents, verdict_json: str | Path | None) -> Outcome:
     plan, executor, shard = prepared.plan, prepared.executor, prepared.shard
-    writable(verdict_json)
+    check_folder(verdict_json, parameter="verdict_json")
     runtime: RuntimeAdapter = runtime_for(plan)
     try:
         try:
@@ -347,12 +365,6 @@ async def _execute(prepared: PreparedRun, events: RunEvents, verdict_json: str |
                                               repetitions=plan.repetitions, seed=plan.seed, backends=[plan.user],
                                               store=store)
                 events.estimated(estimated)
-                if estimated.cost_usd > plan.budget:
-                    # Said before anything is spent: such a run stops short, and its verdict is incomplete.
-                    events.note(f"warning: the plan's median estimate, ${estimated.cost_usd:.4f}, is over the budget "
-                                f"${plan.budget:.4f}: the budget buys about {estimated.affordable} of the "
-                                f"{estimated.conversations} conversations, and a run cut short is judged incomplete "
-                                "(exit 4), never passed; raise --budget, or lower --repetitions")
             result, rounds = await _matrix(prepared, runtime, store, ledger, events)
             if result.resumed is not None:
                 events.resumed(result, store.run(result.run_id)["labels"])
@@ -380,8 +392,6 @@ def _kept(plan: Plan, run_id: str, shard: tuple[int, int] | None, events: RunEve
     history that cannot take it is said, and costs the run nothing: it was judged and stored."""
     if plan.history is None or shard is not None:
         return None
-    from simrun.scoring.store import keep_run
-
     try:
         _, where = keep_run(plan.db, run_id, plan.history)
     except SimrunError as exc:
@@ -405,19 +415,3 @@ async def _matrix(prepared: PreparedRun, runtime: RuntimeAdapter, store: Store, 
                            resume=prepared.resume, ledger=ledger, on_conversation=events.conversation,
                            on_user_ready=events.note, executor=prepared.executor)
     return result, None
-
-
-def writable(path: str | Path | None) -> None:
-    """Where the verdict's JSON goes, checked before anything is spent, as every other bad option."""
-    if path is not None and not Path(path).parent.is_dir():
-        raise ConfigError(f"the folder {Path(path).parent} does not exist; create it first", field="--verdict-json")
-
-
-def write_verdict_json(verdict: RunVerdict, path: str | Path | None) -> Path | None:
-    """The verdict as JSON at `path` (None: nowhere)."""
-    if path is None:
-        return None
-    from simrun.scoring.gate import verdict_json
-
-    return write_file(path, verdict_json(verdict), what="the verdict's JSON")
-

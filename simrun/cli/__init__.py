@@ -1,8 +1,10 @@
 """The command line: `simrun` and its commands, a thin shell over the Python API (`simrun.run`,
-`simrun.gate`, ...) and the layers beneath it.
+`simrun.gate`, `simrun.report`, ...): a command parses its flags, calls the function a Python
+user would call, and prints the record it gives.
 
     main        the `simrun` app, its commands registered in order, and `main()`, the console script
-    common      what the commands share: the console, one-line errors, the common options
+    common      what the commands share: the console, one-line errors (a parameter spelled as its
+                flag: the one translation table), the common options, how a run's records print
     tables      rows of a table that fit 100 columns (runs, plan)
     run         plain `simrun` (and `run`), `resume`: `simrun.prepare` and its run, told on the console
     start       init, demo: a project started, and the demo with faults planted
@@ -11,9 +13,8 @@
     gate        baseline, gate, rescore, export, import: runs compared and moved
     check_user  check-user: a user model measured where the answer is known
 
-Imports: the API (`simrun._api._run`, `simrun._api._gate`), `simrun.simulator` and `simrun.scoring`; nothing
-imports the command line. A command parses its options, calls a library function a Python user
-could call too, and prints what it gives.
+Imports: `simrun`'s public names (`from simrun import X`, X in `simrun.__all__`) and its own
+modules, nothing else of simrun (tests/test_layering.py); nothing imports the command line.
 """
 
 from __future__ import annotations

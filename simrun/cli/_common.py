@@ -1,11 +1,12 @@
-"""What the `simrun` commands share: the console, one-line errors, and the common options."""
+"""What the `simrun` commands share: the console, one-line errors (parameters spelled as flags),
+the common options, and how a run's records are printed."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Iterable
-from typing import IO, Any, cast
+from typing import IO, Any, NoReturn, cast
 
 import typer
 from rich import box
@@ -14,14 +15,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from simrun._errors import ConfigError, SimrunError
-from simrun._secrets import redact, register_header
-from simrun._untrusted_text import CommandGuard, escaped, without_commands
-from simrun.scoring.gate import GateResult, RunVerdict, Sequential, Status, competence, pct
-from simrun.scoring.gate import text as T
-from simrun.scoring.gate import verdict_text as V
-from simrun.scoring.store import Store
-from simrun.scoring.store import rates as R
+from simrun import GateResult, Parameter, RunFacts, RunVerdict, Sequential, SimrunError, Status, text
 
 
 class ClosableStdout:
@@ -31,18 +25,18 @@ class ClosableStdout:
 
     def __init__(self) -> None:
         self.gone = False
-        self.guard = CommandGuard()
+        self.guard = text.CommandGuard()
 
-    def write(self, text: str) -> int:
+    def write(self, written: str) -> int:
         if not self.gone:
             # The one way to standard output: secrets cut out, and no line a CI runner would take
             # for a workflow command (`::add-mask::`), whatever text it quotes.
-            shown = self.guard(redact(text))
+            shown = self.guard(text.redact(written))
             try:
                 sys.stdout.write(shown)
             except BrokenPipeError:
                 self._drop()
-        return len(text)
+        return len(written)
 
     def flush(self) -> None:
         if not self.gone:
@@ -69,10 +63,14 @@ class ClosableStdout:
         return sys.stdout.encoding
 
 
+# Named here once: the console's `render_str` takes a parameter called `text`, as Rich names it.
+escaped = text.escaped
+
+
 class TextOnlyConsole(Console):
     """The one console every command prints through, and the one boundary for what it prints:
     whatever the text came from (a runtime's reply, a store, a file), its escape and control
-    sequences, bidi and zero-width characters are shown escaped (`simrun._untrusted_text`), and
+    sequences, bidi and zero-width characters are shown escaped (`simrun.text.escaped`), and
     Rich markup is read from no text unless a call asks for it (`markup=False` by default). Rich's
     own styling is untouched: it is added after, to the segments this yields."""
 
@@ -99,19 +97,55 @@ if not out.is_terminal:
     out = _console(width=120)   # CI logs: keep class names whole
 
 
-def err_line(text: str) -> None:
+def err_line(line: str) -> None:
     # One line, never wrapped: editors and CI annotations jump to "file:line". Escaped as the
     # console's text is: an error may quote a file's name or a runtime's words.
-    typer.secho(without_commands(escaped(redact(text), keep="")), err=True, fg="red", bold=True)
+    typer.secho(text.without_commands(text.escaped(text.redact(line), keep="")), err=True, fg="red", bold=True)
 
 
-def say(text: str) -> None:
+def say(line: str) -> None:
     """A line that may quote a server's words: printed as it is, never read as markup."""
-    out.print(text, highlight=False, markup=False, soft_wrap=True)
+    out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def fail(exc: SimrunError) -> None:
-    err_line(f"error: {exc}")
+def say_styled(line: str, style: str | None) -> None:
+    out.print(line, highlight=False, soft_wrap=True, markup=False, style=style)
+
+
+# The one translation from the Python API's parameters to the command line's flags: an error
+# names the parameter it is about (`repetitions`), and the command line shows the flag that gives
+# it (`--repetitions`). A parameter no command gives is shown by its name.
+FLAGS = {
+    "config": "--config", "budget": "--budget", "budgets": "--budgets", "db": "--db", "personas": "--personas",
+    "goals": "--goals", "repetitions": "--repetitions", "seed": "--seed", "concurrency": "--concurrency",
+    "user": "--user", "reports": "--reports", "labels": "--label", "replay": "--replay",
+    "replay_only": "--replay-only", "shard": "--shard", "fresh": "--fresh", "sequential": "--sequential",
+    "executor": "--executor", "ray_address": "--ray-address", "ray_workers": "--ray-workers",
+    "verdict_json": "--verdict-json", "runtime_settings.transport": "--transport", "runtime_settings.url": "--url",
+    "runtime_settings.command": "--runtime-command", "runtime_settings.timeout_s": "--timeout",
+    "runtime_settings.headers": "--header", "baseline": "--baseline", "baseline_ref": "--baseline-ref",
+    "history": "--history", "candidate": "--candidate", "markdown_file": "--markdown", "junit_file": "--junit",
+    "out": "--out", "partial": "--partial", "shards": "SHARDS", "run": "RUN", "cls": "--class", "goal": "--goal",
+    "play_goals": "--runtime", "threshold": "--threshold", "transport": "--transport", "url": "--url",
+    "command": "--runtime-command", "target": "--target", "model": "--model", "package": "--package",
+    "force": "--force",
+}
+
+
+def flag(parameter: Parameter) -> str:
+    """A parameter of the API as the command line gives it: its flag, with the value a message
+    suggests (`--executor ray`; a switch alone: `--force`)."""
+    name = FLAGS.get(parameter.name, parameter.name)
+    return name if parameter.value is None or parameter.value is True else f"{name} {parameter.value}"
+
+
+def said(exc: SimrunError) -> str:
+    """An error's message as the command line says it: each parameter it names, as its flag."""
+    return exc.spelled(flag)
+
+
+def fail(exc: SimrunError) -> NoReturn:
+    err_line(f"error: {said(exc)}")
     raise typer.Exit(2)
 
 
@@ -132,10 +166,10 @@ RAY_ADDRESS = typer.Option(None, "--ray-address", help="ray: the cluster to join
 RAY_WORKERS = typer.Option(None, "--ray-workers", help="ray: workers to start (default: one per CPU of the cluster).")
 
 
-
-def runtime_flags(transport: str | None, url: str | None, command: str | None, timeout: float | None,
-                  headers: list[str] | None) -> dict[str, Any]:
-    """Runtime settings given as flags, over simrun.toml's [runtime]."""
+def runtime_settings(transport: str | None, url: str | None, command: str | None, timeout: float | None,
+                     headers: list[str] | None) -> dict[str, Any]:
+    """Runtime settings given as flags, over simrun.toml's [runtime] (`runtime_settings` of the
+    API): --url in place of the file's command, --runtime-command in place of its url."""
     flags: dict[str, Any] = {}
     if transport:
         flags["transport"] = transport
@@ -148,18 +182,24 @@ def runtime_flags(transport: str | None, url: str | None, command: str | None, t
     for item in headers or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigError(f"{name.strip() or item[:20]!r}...: write a header as NAME=VALUE (VALUE may use "
-                              "${VAR})", field="--header")
-        register_header(name, value, from_flag=True)
+            fail(SimrunError(f"--header: {name.strip() or item[:20]!r}...: write a header as NAME=VALUE (VALUE may "
+                             "use ${VAR})"))
         flags.setdefault("headers", {})[name.strip()] = value
     return flags
 
 
-def print_summary(store: Store, verdict: RunVerdict) -> None:
+def demo_said(bundled: bool) -> None:
+    """The first line of a command that found no project here and took the bundled demo's."""
+    if bundled:
+        say("no simrun.toml here, and no personas/ or goals/: running the bundled demo (`simrun init` starts a "
+            "project of your own)")
+
+
+def print_summary(verdict: RunVerdict, facts: RunFacts) -> None:
     """The run's rates, the gate against the baseline if there was one, its rounds if it ran in
-    rounds, and its verdict last. `verdict` is made by the library
-    (`simrun.scoring.gate._run_verdict.verdict_of_run`); this only prints it, and `store` is read for
-    what sits beside the rates (the first provider error, the user model's check-user result)."""
+    rounds, and its verdict last; beside the rates, what `facts` holds (the first provider error,
+    the user model's check-user result). Every figure is the library's (`simrun.RunVerdict`):
+    this only prints it."""
     run_id = verdict.run_id
     outcome = verdict.outcome
     if outcome is None:     # a verdict made without its rates (`run_verdict` given no outcome): nothing to tabulate
@@ -171,16 +211,17 @@ def print_summary(store: Store, verdict: RunVerdict) -> None:
     for r in [*verdict.rates, outcome.runtime_error_rate]:
         low, high = r.interval
         style = "bold red" if r.occurrences and r.kind == "guarantee" else ("yellow" if r.occurrences else None)
-        table.add_row(r.cls, r.kind, pct(r.rate), f"{pct(low)} – {pct(high)}", f"{r.occurrences}/{r.scored}",
-                      str(r.unverifiable), style=style)
+        table.add_row(r.cls, r.kind, text.pct(r.rate), f"{text.pct(low)} – {text.pct(high)}",
+                      f"{r.occurrences}/{r.scored}", str(r.unverifiable), style=style)
     out.print(table)
     low, high = outcome.goal_interval
     ends = ", ".join(f"{k} {v}" for k, v in outcome.ends.items())
     unverifiable = f", UNVERIFIABLE in {outcome.goal_unverifiable}" if outcome.goal_unverifiable else ""
-    rate = f"{pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, 95% {pct(low)} – {pct(high)}"
-    if R.bounds_shown(outcome.goal_scored, outcome.goal_unverifiable):
+    rate = (f"{text.pct(outcome.goal_rate)} ({outcome.goal_reached}/{outcome.goal_scored}, 95% {text.pct(low)} – "
+            f"{text.pct(high)}")
+    if text.rate_bounds_shown(outcome.goal_scored, outcome.goal_unverifiable):
         # Much undecided: the rate over the decided alone could be far from the truth; its bounds lead.
-        said = (f"{R.bounds_text(outcome.goal_reached, outcome.goal_scored, outcome.goal_unverifiable)}; "
+        said = (f"{text.rate_bounds(outcome.goal_reached, outcome.goal_scored, outcome.goal_unverifiable)}; "
                 + (f"{rate} of the decided)" if outcome.goal_scored else "no conversation decided it"))
     else:
         said = f"{rate}{unverifiable})"
@@ -189,12 +230,12 @@ def print_summary(store: Store, verdict: RunVerdict) -> None:
         out.print(f"the runtime failed in {outcome.runtime_errors} conversation(s): `simrun show {run_id} "
                   "--class runtime_error` lists them, and `simrun show RUN CONVERSATION` shows each one's evidence",
                   style="yellow", highlight=False, markup=False, soft_wrap=True)
-    first = store.first_error(run_id, "provider_error")
+    first = facts.first_provider_error
     if first is not None:
         message = first.get("server_message") or first.get("message")
         out.print(f"first provider error ({first['conversation_id']}, turn {first.get('turn')}): {message}",
                   style="yellow", highlight=False, markup=False, soft_wrap=True)
-    print_competence(store, store.run(run_id)["user_backend"])
+    print_competence(facts)
     if verdict.gate is not None:
         print_gate(verdict.gate)
     if verdict.sequential is not None:
@@ -203,11 +244,11 @@ def print_summary(store: Store, verdict: RunVerdict) -> None:
 
 
 def print_rounds(rounds: Sequential) -> None:
-    """The sequential gate's looks, one line each (`simrun.scoring.gate._verdict_text.round_line`)."""
+    """The sequential gate's looks, one line each (`simrun.text.round_line`)."""
     say(f"sequential gate: {len(rounds.looks)} look(s), cap {rounds.settings.max_rounds} rounds of "
         f"{rounds.settings.per_round} repetition(s) per cell")
     for look in rounds.looks:
-        say(f"  round {V.round_line(look, rounds.settings)}")
+        say(f"  round {text.round_line(look, rounds.settings)}")
 
 
 STYLES = {"status": "bold", "reason": "bold red", "held": "green", "not_checked": "yellow"}
@@ -231,47 +272,43 @@ def print_gate(result: GateResult) -> None:
     table = Table(title=f"gate: candidate {result.candidate.run_id} vs baseline {result.baseline.run_id} "
                         f"({result.baseline.source})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True)
-    cols = [("class", "class"), ("rates", "base → candidate"), *[c for c in T.columns(result)
+    cols = [("class", "class"), ("rates", "base → candidate"), *[c for c in text.gate_columns(result)
                                                                      if c[0] not in ("class", "kind", "baseline",
                                                                                      "candidate")]]
     for key, title in cols:
         table.add_column(title, justify="left" if key in ("class", "verdict") else "right", no_wrap=True)
-    for row, c in zip(T.rows(result), result.classes):
+    for row, c in zip(text.gate_rows(result), result.classes):
         row["rates"] = f"{row['baseline']} → {row['candidate']}"
         table.add_row(*(row[key] for key, _ in cols), style="bold red" if c.failed else None)
     out.print(table)
     if result.left_out:
-        say_styled(T.subset_text(result), "yellow")
-        for line in T.sharing_lines(result):
+        say_styled(text.gate_left_out(result), "yellow")
+        for line in text.gate_sharing(result):
             say_styled(f"  {line}", "yellow")
     for line in result.regressions():
         say_styled(line, "bold red")
-    moved, more = T.moved_lines(result)
+    moved, more = text.gate_moved(result)
     say("cells whose rate rose most (descriptive, not tested):" if moved else more)
     for line in moved:
         say(f"  {line}")
     if moved and more:
         say(f"  {more}")
-    say(T.flip_summary(result))
-    flips, rest = T.flip_lines(result)
+    say(text.gate_flip_summary(result))
+    flips, rest = text.gate_flips(result)
     for line in flips + ([rest] if rest else []):
         say(f"  {line}")
-    say_styled(T.method_text(result), "dim")
+    say_styled(text.gate_method(result), "dim")
     say_styled(result.headline(), "green" if result.passed else "bold red")
 
 
-def say_styled(text: str, style: str) -> None:
-    out.print(text, highlight=False, soft_wrap=True, markup=False, style=style)
-
-
-def print_competence(store: Store, backend: str) -> None:
+def print_competence(facts: RunFacts) -> None:
     """The user model's check-user result beside the rates, or how to get one."""
-    if backend == "scripted":
+    if facts.user == "scripted":
         return
-    found = competence(store, backend)
+    found = facts.competence
     if found is None:
-        out.print(f"no check-user result for {backend}: `simrun check-user --user {backend}` measures how often it "
-                  "reaches goals that are known to be reachable", highlight=False, soft_wrap=True)
+        out.print(f"no check-user result for {facts.user}: `simrun check-user --user {facts.user}` measures how "
+                  "often it reaches goals that are known to be reachable", highlight=False, soft_wrap=True)
         return
     out.print(found.headline(), style="yellow" if found.low else None, highlight=False, soft_wrap=True)
     if found.warning():

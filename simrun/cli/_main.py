@@ -1,4 +1,4 @@
-"""The `simrun` command: a thin shell over `simulator` and `scoring`.
+"""The `simrun` command: a thin shell over the Python API (`simrun`'s exports).
 
 `app` is the command; each module beside this one registers the commands of one concern on it:
 `run` (plain `simrun`, `run`, `resume`), `start` (init, demo), `check_user`, `runs` (runs,
@@ -14,6 +14,7 @@ from __future__ import annotations
 import duckdb
 import typer
 
+from simrun import text
 from simrun.cli import _check_user as check_user
 from simrun.cli import _gate as gate
 from simrun.cli import _project as project
@@ -21,7 +22,6 @@ from simrun.cli import _run as run
 from simrun.cli import _runs as runs
 from simrun.cli import _start as start
 from simrun.cli._common import err_line
-from simrun.scoring.store import reason
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   pretty_exceptions_show_locals=False,
@@ -46,5 +46,5 @@ def main() -> None:
         err_line(f"error: {where}{exc.strerror or exc}")
         raise SystemExit(2) from None
     except duckdb.Error as exc:
-        err_line(f"error: the database could not be read: {reason(exc)}")
+        err_line(f"error: the database could not be read: {text.database_reason(exc)}")
         raise SystemExit(2) from None

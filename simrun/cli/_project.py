@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
-from simrun._errors import ConfigError, SimrunError
-from simrun._money import usd
-from simrun._writing import write_file
+from simrun import ConfigError, Conformance, SimrunError, check_runtime, estimate_cost, text, validate, write_schemas
 from simrun.cli._common import (
     BUDGETS,
     CONFIG,
@@ -22,33 +19,34 @@ from simrun.cli._common import (
     TIMEOUT,
     TRANSPORT,
     URL,
+    demo_said,
     fail,
     out,
-    runtime_flags,
+    runtime_settings,
 )
 from simrun.cli._tables import fit, tokens
-from simrun.scoring.store import Store
-from simrun.simulator import check_goals, estimate, eventloop, load_plan, runtime_for
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def validate(config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS,
-                 personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
-                 transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
-                 runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
-                 header: Optional[list[str]] = HEADER,
-                 live: bool = typer.Option(False, "--runtime", help=(
-                     "Also play each goal once with the scripted user (free) against the runtime, and name "
-                     "the goals that name record fields, record types or operations it never held."))) -> None:
+    @app.command("validate")
+    def validate_command(
+            config: Optional[str] = CONFIG, budgets: Optional[str] = BUDGETS,
+            personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
+            transport: Optional[str] = TRANSPORT, url: Optional[str] = URL,
+            runtime_command: Optional[str] = RUNTIME_COMMAND, timeout: Optional[float] = TIMEOUT,
+            header: Optional[list[str]] = HEADER,
+            live: bool = typer.Option(False, "--runtime", help=(
+                "Also play each goal once with the scripted user (free) against the runtime, and name "
+                "the goals that name record fields, record types or operations it never held."))) -> None:
         """Check personas, goals, simrun.toml and budgets.toml, and that the runtime answers."""
+        settings = runtime_settings(transport, url, runtime_command, timeout, header)
         try:
-            plan = load_plan(config=config, budgets=budgets, personas=personas, goals=goals,
-                             runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
-            health = eventloop.run(_health(runtime_for(plan)))
-            checked = eventloop.run(check_goals(plan, runtime_for(plan))) if live else None
+            validated = validate(config=config, budgets=budgets, personas=personas, goals=goals,
+                                 runtime_settings=settings, play_goals=live, demo_if_no_project=True)
         except SimrunError as exc:
             fail(exc)
+        plan, health, checked = validated.plan, validated.health, validated.goals
+        demo_said(plan.bundled_demo)
         files = ", ".join(f"{p} ok" for p in plan.files) or "no simrun.toml or budgets.toml (defaults)"
         out.print(f"ok: {len(plan.dataset.personas)} personas, {len(plan.dataset.goals)} goals "
                   f"(dataset {plan.dataset.hash}); {files}; runtime {identity(health)} speaks protocol "
@@ -66,13 +64,6 @@ def register(app: typer.Typer) -> None:
                          "fix the goal files"))
 
 
-    async def _health(runtime) -> dict:
-        try:
-            return await runtime.health()
-        finally:
-            await runtime.aclose()
-
-
     @app.command("check-runtime")
     def check_runtime_command(
             config: Optional[str] = CONFIG, personas: Optional[str] = PERSONAS, goals: Optional[str] = GOALS,
@@ -83,21 +74,17 @@ def register(app: typer.Typer) -> None:
         """Hold a short conformance conversation with the runtime and report what it supplies.
 
         Exit 0 when it keeps protocol 1, 1 on a protocol violation, 2 when it cannot be reached."""
-        from simrun.simulator import check_runtime
-
+        settings = runtime_settings(transport, url, runtime_command, timeout, header)
         try:
-            plan = load_plan(config=config, personas=personas, goals=goals,
-                             runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
-            chosen = plan.dataset.goal(goal) if goal else plan.dataset.goals[0]
-            report = eventloop.run(check_runtime(runtime_for(plan), chosen, list(plan.dataset.goals)))
-        except StopIteration:
-            fail(ConfigError(f"no goal {goal!r}; goals are: {', '.join(g.id for g in plan.dataset.goals)}",
-                              field="--goal"))
+            checked = check_runtime(config=config, personas=personas, goals=goals, goal=goal,
+                                    runtime_settings=settings, demo_if_no_project=True)
         except SimrunError as exc:
             fail(exc)
+        report = checked.report
+        demo_said(checked.plan.bundled_demo)
         health = report.health or {}
         out.print(f"runtime {report.runtime}: {identity(health)}, protocol "
-                  f"{health.get('protocol')}; probe goal {chosen.id}, {len(report.turns)} turns", highlight=False,
+                  f"{health.get('protocol')}; probe goal {checked.goal}, {len(report.turns)} turns", highlight=False,
                   soft_wrap=True)
         ops = Table(title="operations", title_justify="left")
         ops.add_column("operation")
@@ -136,7 +123,7 @@ def register(app: typer.Typer) -> None:
         out.print("protocol 1 kept", style="green")
 
 
-    def print_ladder(report) -> None:
+    def print_ladder(report: Conformance) -> None:
         """The evidence ladder: the rung the runtime reaches, what each rung checks, how to climb."""
         level = report.level()
         ladder = Table(title=f"evidence: level {level} of 4 ({report.ladder()[level].name})", title_justify="left")
@@ -174,31 +161,22 @@ def register(app: typer.Typer) -> None:
 
         A free dry run with the scripted user gives the conversations' lengths; their prompts are
         priced with budgets.toml, the stable prefix as cached after each conversation's first call."""
+        settings = runtime_settings(transport, url, runtime_command, timeout, header)
         try:
-            plan = load_plan(config=config, budgets=budgets, budget=budget, personas=personas, goals=goals,
-                             repetitions=repetitions, seed=seed, check_user=False,
-                             runtime_flags=runtime_flags(transport, url, runtime_command, timeout, header))
-            if user and user != "scripted" and user not in plan.budgets.prices:
-                from simrun.simulator import price_for
-
-                price_for(plan.budgets, user)
-            store = Store(plan.db, create=False) if plan.db.exists() else None   # history; never created here
-            try:
-                estimates = eventloop.run(estimate(plan.dataset, runtime_for(plan), plan.budgets, plan.budget,
-                                                 repetitions=plan.repetitions, seed=plan.seed, store=store,
-                                                 backends=[user] if user and user != "scripted" else None))
-            finally:
-                if store is not None:
-                    store.close()
+            priced = estimate_cost(budget=budget, config=config, budgets=budgets, personas=personas, goals=goals,
+                                   repetitions=repetitions, seed=seed, user=user, runtime_settings=settings,
+                                   demo_if_no_project=True)
         except SimrunError as exc:
             fail(exc)
+        plan, estimates = priced.plan, priced.estimates
+        demo_said(plan.bundled_demo)
         rows = [["scripted", "0", "0", "0", "0", "0", "$0.00", "$0.00", f"{plan.conversations} (all)"]]
         for e in estimates:
             share = f"{e.affordable} ({e.affordable / e.conversations:.0%})" if e.conversations else "–"
             rows.append([e.backend, str(e.calls), tokens(e.usage.input_tokens), tokens(e.usage.cached_input_tokens),
                          tokens(e.usage.cache_write_tokens), tokens(e.usage.output_tokens), e.range_text,
                          f"${e.per_conversation:.5f}", share])
-        out.print(f"{plan.conversations} conversations, budget {usd(plan.budget)}; tokens: input, read from the "
+        out.print(f"{plan.conversations} conversations, budget {text.usd(plan.budget)}; tokens: input, read from the "
                   "cache, written to it, output", highlight=False, soft_wrap=True)
         headers = ["backend", "calls", "input", "cached", "writes", "output", "cost p50–p90", "per conv.",
                    "budget buys"]
@@ -214,16 +192,15 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def schema(out_dir: str = typer.Option("schemas", "--out", help="Folder to write the JSON Schemas to.")) -> None:
         """Write the JSON Schemas of persona and goal files, for editors."""
-        from simrun.scoring.dataset import json_schemas
+        try:
+            written = write_schemas(out_dir)
+        except SimrunError as exc:
+            fail(exc)
+        for path in written:
+            out.print(f"wrote {path}", highlight=False)
 
-        folder = Path(out_dir)
-        for name, body in json_schemas().items():
-            write_file(folder / f"{name}.schema.json", json.dumps(body, indent=2) + "\n", what="the JSON Schema",
-                       make_folders=True)
-            out.print(f"wrote {folder / f'{name}.schema.json'}", highlight=False)
 
-
-def identity(health: dict) -> str:
+def identity(health: Mapping[str, Any]) -> str:
     """The runtime's name and version as its health gave them, leaving out what it did not give
     (an assistant with no protocol code has neither)."""
     return " ".join(str(health[key]) for key in ("runtime", "version") if health.get(key)) or "(unnamed)"

@@ -12,14 +12,34 @@ in what it ran (incomplete, never a pass).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 
-from simrun._api import Outcome, PreparedRun, RunEvents, RunStart, interrupted_run, prepare, prepare_resume
-from simrun._errors import ClusterLost, SimrunError
-from simrun._money import usd
+from simrun import (
+    ClusterLost,
+    Estimate,
+    Finished,
+    Outcome,
+    Plan,
+    PreparedRun,
+    RunEvents,
+    RunProgress,
+    RunResult,
+    RunStart,
+    RunVerdict,
+    Sequential,
+    SimrunError,
+    Store,
+    __version__,
+    prepare,
+    prepare_resume,
+    run_facts,
+    text,
+    write_step_summary,
+)
 from simrun.cli._common import (
     BUDGETS,
     CONFIG,
@@ -34,18 +54,15 @@ from simrun.cli._common import (
     TIMEOUT,
     TRANSPORT,
     URL,
+    demo_said,
     err_line,
     fail,
     out,
     print_summary,
-    runtime_flags,
+    runtime_settings,
+    said,
     say,
 )
-from simrun.cli._step_summary import write_step_summary
-from simrun.scoring.gate import RunVerdict, Sequential, markdown
-from simrun.scoring.gate import verdict_text as V
-from simrun.scoring.store import Finished, Store
-from simrun.simulator import Estimate, Plan, RunProgress, RunResult, __version__, eventloop
 
 VERDICT_JSON = typer.Option(None, "--verdict-json", help="Also write the run's verdict here as JSON: its status, "
                             "exit code and typed reasons (docs/reference/cli.md, 'The verdict as JSON').")
@@ -107,35 +124,47 @@ def run_command(
     if version:
         out.print(f"simrun {__version__}")
         raise typer.Exit(0)
+    settings = runtime_settings(transport, url, runtime_command, timeout, header)
     try:
+        # With no project here, the bundled demo, as the line above the run says.
         prepared = prepare(config, budget=budget, budgets=budgets, db=db, personas=personas, goals=goals,
                            repetitions=repetitions, seed=seed, concurrency=concurrency, user=user, reports=reports,
-                           runtime=runtime_flags(transport, url, runtime_command, timeout, header),
-                           labels=label, replay=replay, replay_only=replay_only, shard=shard, fresh=fresh,
-                           sequential=sequential, executor=executor, ray_address=ray_address,
-                           ray_workers=ray_workers)
+                           runtime_settings=settings, labels=label, replay=replay, replay_only=replay_only,
+                           shard=shard_pair(shard), fresh=fresh, sequential=sequential, executor=executor,
+                           ray_address=ray_address, ray_workers=ray_workers, demo_if_no_project=True)
     except SimrunError as exc:
         fail(exc)
-    _run_and_report(prepared, verdict_json)
+    demo_said(prepared.plan.bundled_demo)
+    run_and_report(prepared, verdict_json)
 
 
-def _run_and_report(prepared: PreparedRun, verdict_json: Optional[str] = None) -> None:
+def shard_pair(given: str | None) -> tuple[int, int] | None:
+    """`--shard i/n` as the pair the API takes (which says when shard i of n does not exist)."""
+    if given is None:
+        return None
+    found = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", given)
+    if found is None:
+        fail(SimrunError(f"--shard: {given!r}: write the shard as i/n with 0 <= i < n, e.g. 0/4"))
+    return int(found.group(1)), int(found.group(2))
+
+
+def run_and_report(prepared: PreparedRun, verdict_json: Optional[str] = None) -> NoReturn:
     """Run a prepared run through the library, print what it came to, and exit with its status."""
     try:
-        outcome = eventloop.run(prepared.execute(events=ConsoleEvents(), verdict_json=verdict_json))
+        outcome = prepared.run(events=ConsoleEvents(), verdict_json=verdict_json)
     except ClusterLost as exc:
-        err_line(f"error: {exc}; the conversations that finished are stored, and run "
-                 f"{interrupted_run(prepared.plan.db)} is marked interrupted: start the cluster again (or leave "
-                 "--ray-address out), then run the same command (or `simrun resume`) to finish it")
+        err_line(f"error: {said(exc)}; the conversations that finished are stored, and run "
+                 f"{prepared.unfinished_run() or '(none recorded)'} is marked interrupted: start the cluster again "
+                 "(or leave --ray-address out), then run the same command (or `simrun resume`) to finish it")
         raise typer.Exit(2) from None
     except SimrunError as exc:
         fail(exc)
     except KeyboardInterrupt:
         err_line(f"interrupted: the conversations that finished are stored, and run "
-                 f"{interrupted_run(prepared.plan.db)} is marked interrupted; run the same command again (or "
-                 "`simrun resume`) to finish it")
+                 f"{prepared.unfinished_run() or '(none recorded)'} is marked interrupted; run the same command "
+                 "again (or `simrun resume`) to finish it")
         raise typer.Exit(130) from None
-    write_step_summary(markdown(outcome.verdict))
+    write_step_summary(outcome.verdict)
     _spend_summary(prepared.plan, outcome)
     out.print(f"database: {outcome.db}   run: {outcome.run_id}", highlight=False)
     out.print(f"report: {outcome.report}", highlight=False)
@@ -159,7 +188,7 @@ def resume_command(run: str = typer.Argument("latest", help="The run to finish (
                                   ray_address=ray_address, ray_workers=ray_workers)
     except SimrunError as exc:
         fail(exc)
-    _run_and_report(prepared, verdict_json)
+    run_and_report(prepared, verdict_json)
 
 
 class ConsoleEvents(RunEvents):
@@ -178,7 +207,7 @@ class ConsoleEvents(RunEvents):
         reps = f"{plan.repetitions} repetition" + ("" if plan.repetitions == 1 else "s")
         out.print(f"simrun {__version__}: {len(plan.dataset.personas)} personas x {len(plan.dataset.goals)} goals x "
                   f"{reps} = {plan.conversations} conversations; user {plan.user}; "
-                  f"runtime {start.runtime}; budget {usd(plan.budget)}", highlight=False, soft_wrap=True)
+                  f"runtime {start.runtime}; budget {text.usd(plan.budget)}", highlight=False, soft_wrap=True)
         if start.shard is not None:
             out.print(f"shard {start.shard[0]}/{start.shard[1]}: {start.conversations} of the {plan.conversations} "
                       "conversations", highlight=False)
@@ -188,13 +217,19 @@ class ConsoleEvents(RunEvents):
     def estimated(self, estimate: Estimate) -> None:
         out.print(f"plan: {estimate.range_text} for this matrix (p50–p90; {estimate.basis})",
                   highlight=False, soft_wrap=True)
+        if estimate.cost_usd > estimate.budget_usd:
+            # Said before anything is spent: such a run stops short, and its verdict is incomplete.
+            say(f"warning: the plan's median estimate, ${estimate.cost_usd:.4f}, is over the budget "
+                f"${estimate.budget_usd:.4f}: the budget buys about {estimate.affordable} of the "
+                f"{estimate.conversations} conversations, and a run cut short is judged incomplete (exit 4), never "
+                "passed; raise --budget, or lower --repetitions")
 
     def conversation(self, finished: Finished) -> None:
         if self.progress is not None:
             self.progress(finished)
 
     def round(self, rounds: Sequential) -> None:
-        out.print(f"round {V.round_line(rounds.looks[-1], rounds.settings)}", highlight=False, soft_wrap=True)
+        out.print(f"round {text.round_line(rounds.looks[-1], rounds.settings)}", highlight=False, soft_wrap=True)
 
     def resumed(self, result: RunResult, labels: Sequence[str]) -> None:
         out.print(f"resumed run {result.run_id}: {result.resumed} conversations were stored already; "
@@ -204,7 +239,7 @@ class ConsoleEvents(RunEvents):
                       "is the same run", highlight=False, markup=False)
 
     def judged(self, store: Store, verdict: RunVerdict) -> None:
-        print_summary(store, verdict)
+        print_summary(verdict, run_facts(store, verdict.run_id))
 
     def ended(self) -> None:
         if self.progress is not None:
@@ -214,12 +249,12 @@ class ConsoleEvents(RunEvents):
 
 def _spend_summary(plan: Plan, outcome: Outcome) -> None:
     if plan.user == "scripted":
-        out.print(f"spent {usd(outcome.spent_usd)} of {usd(outcome.budget_usd)} (the scripted user is free); "
-                  f"{usd(outcome.budget_usd - outcome.spent_usd)} left", highlight=False)
+        out.print(f"spent {text.usd(outcome.spent_usd)} of {text.usd(outcome.budget_usd)} (the scripted user is "
+                  f"free); {text.usd(outcome.budget_usd - outcome.spent_usd)} left", highlight=False)
         return
-    out.print(f"spent {usd(outcome.spent_usd)} (exactly ${outcome.spent_usd:.6f}, the sum of its calls) of "
-              f"{usd(outcome.budget_usd)}; {usd(outcome.budget_usd - outcome.spent_usd)} left; the budget allowed "
-              f"{outcome.conversations} of {outcome.planned} conversations", highlight=False, soft_wrap=True)
+    out.print(f"spent {text.usd(outcome.spent_usd)} (exactly ${outcome.spent_usd:.6f}, the sum of its calls) of "
+              f"{text.usd(outcome.budget_usd)}; {text.usd(outcome.budget_usd - outcome.spent_usd)} left; the budget "
+              f"allowed {outcome.conversations} of {outcome.planned} conversations", highlight=False, soft_wrap=True)
     if outcome.budget_stopped:
         out.print("the budget ran out: no new conversation started, and those in flight ended as budget_cut "
                   "(listed in the report; kept out of the rates)", style="yellow", highlight=False)

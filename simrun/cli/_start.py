@@ -10,18 +10,16 @@ from typing import Optional
 import typer
 import typer.core
 
-from simrun._api import prepare_demo
-from simrun._errors import SimrunError
+from simrun import SimrunError, init, prepare_demo
 from simrun.cli._common import RUNTIME_COMMAND, URL, fail, out
-from simrun.cli._run import _run_and_report
-from simrun.simulator import eventloop, new_project
+from simrun.cli._run import run_and_report
 
 TRANSPORTS = ("http", "stdio", "python", "chat", "callable")
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def init(
+    @app.command("init")
+    def init_command(
             ctx: typer.Context,
             folder: str = typer.Argument(".", help="The project's folder (default: here), e.g. the runtime's "
                                          "repository."),
@@ -43,14 +41,12 @@ def register(app: typer.Typer) -> None:
         pull requests; then run check-runtime against it."""
         if transport is None and _terminal():
             transport, url, runtime_command, target = _ask()
-        settings = {"transport": transport or "http", "url": url, "command": runtime_command, "target": target,
-                    "model": model}
-        where = Path(folder)
         try:
-            where.mkdir(parents=True, exist_ok=True)
-            written = eventloop.run(new_project(where, settings, force=force, package=package))
+            written = init(folder, transport=transport or "http", url=url, command=runtime_command, target=target,
+                           model=model, package=package, force=force)
         except SimrunError as exc:
             fail(exc)
+        where = written.folder
         seen = written.seen
         for path in written.files:
             out.print(f"wrote {path}", highlight=False)
@@ -100,7 +96,7 @@ def register(app: typer.Typer) -> None:
             prepared = prepare_demo(repetitions=repetitions, db=db, reports=reports)
         except SimrunError as exc:
             fail(exc)
-        _run_and_report(prepared)
+        run_and_report(prepared)
 
 
 def _terminal() -> bool:

@@ -40,10 +40,10 @@ def in_use(personas: str, goals: str, base: Path) -> bool:
     return not (base / personas).exists() and not (base / goals).exists()
 
 
-def faulty_run(db: str = "simrun-demo.duckdb", reports: str = "reports") -> dict[str, Any]:
+def faulty_run(db: str | Path = "simrun-demo.duckdb", reports: str | Path = "reports") -> dict[str, Any]:
     """`simrun.prepare`'s arguments for the demo with FAULTS planted (`simrun demo`), whatever folder
     it is called from: its own database by default, so that a team's `latest` run stays theirs."""
     here = folder()
     return {"config": here / "simrun.toml", "budgets": here / "budgets.toml", "db": db, "reports": reports,
-            "runtime": {"options": {"faults": FAULTS, "fault_seed": FAULT_SEED}},
+            "runtime_settings": {"options": {"faults": FAULTS, "fault_seed": FAULT_SEED}},
             "labels": ["demo-with-faults"]}

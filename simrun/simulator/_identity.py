@@ -33,12 +33,13 @@ GIT_TIMEOUT_S = 2.0
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")     # SHA-1, or SHA-256 repositories
 
 
-def labels_flag(labels: Iterable[str]) -> tuple[str, ...]:
-    """`--label`, checked as `run.labels` is: a ConfigError naming the flag."""
+def given_labels(labels: Iterable[str]) -> tuple[str, ...]:
+    """A run's labels given to the call (`labels`; `--label` on the command line), checked as
+    `run.labels` is: a ConfigError naming the parameter."""
     try:
         return clean_labels(labels)
     except ValueError as exc:
-        raise ConfigError(str(exc), field="--label") from None
+        raise ConfigError(str(exc), field="labels") from None
 
 
 def runtime_version(health: Any) -> str | None:

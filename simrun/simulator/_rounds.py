@@ -14,8 +14,9 @@ from typing import Any
 from simrun._errors import ConfigError
 from simrun.scoring.gate import Sequential, sequential_gate, summary_from_store
 from simrun.scoring.store import Store
+from simrun.simulator._execute import execute
 from simrun.simulator._ledger import Ledger
-from simrun.simulator._project import Plan, execute
+from simrun.simulator._project import Plan
 from simrun.simulator._runner import RunResult
 from simrun.simulator.adapters import RuntimeAdapter
 
@@ -25,12 +26,12 @@ async def run_in_rounds(plan: Plan, store: Store, *, runtime_for: Callable[[Plan
                         **execute_args: Any) -> tuple[RunResult, Sequential]:
     """Round after round of `plan` (a plan made with `sequential=True`: its repetitions are the
     cap) against `plan.baseline`. `runtime_for(plan)` gives each round its runtime (a round's
-    end closes it); `execute_args` go to `simrun.simulator._project.execute` (executor, replay, callbacks)."""
+    end closes it); `execute_args` go to `simrun.simulator._execute.execute` (executor, replay, callbacks)."""
     gate = plan.budgets.gate
     seq = gate.sequential
     if plan.baseline is None:
         raise ConfigError("a run in rounds is judged against a baseline: set gate.baseline in simrun.toml",
-                          field="--sequential")
+                          field="sequential")
     outcome: Sequential | None = None
     result: RunResult | None = None
     for round_ in range(1, seq.max_rounds + 1):

@@ -26,7 +26,7 @@ from simrun._storable import JsonObject
 from simrun._version import __version__
 from simrun.scoring.checks import SCORER_VERSION
 from simrun.scoring.dataset import Dataset, canonical_json
-from simrun.scoring.store import Finished, Store, new_run_id, spend
+from simrun.scoring.store import Finished, Store, identifying, new_run_id, spend
 from simrun.simulator._conversation import Cell, converse
 from simrun.simulator._identity import GitState, runtime_version
 from simrun.simulator._ledger import Ledger
@@ -77,9 +77,9 @@ def in_shard(cell_id: str, shard: tuple[int, int] | None) -> bool:
 
 def run_key(dataset: Dataset, config: JsonObject | None, *, shard: tuple[int, int] | None,
             **identity: str | int) -> str:
-    """What a run is, so that running it again finishes it. The budget and the concurrency are
-    left out: a run resumed with more budget, or more workers, is still the same run."""
-    body = {k: v for k, v in (config or {}).items() if k not in ("budget_usd", "concurrency")}
+    """What a run is, so that running it again finishes it: its settings as `identifying`
+    keeps them (a run resumed with more budget, or more workers, is still the same run)."""
+    body = identifying(config)
     return hashlib.sha256(canonical_json({"config": body, "dataset": dataset.hash, "scorer": SCORER_VERSION,
                                           "shard": list(shard) if shard else None, **identity}).encode()
                           ).hexdigest()[:16]

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from simrun._errors import ConfigError, RuntimeFault, SimrunError
+from simrun._errors import ConfigError, Parameter, RuntimeFault, SimrunError
 from simrun._settings import RuntimeSection
 from simrun._untrusted_text import one_line
 from simrun._writing import write_file
@@ -30,9 +30,6 @@ from simrun.simulator._scaffold_files import FILL_IN, INSTALL, PERSONAS, REFUSAL
 from simrun.simulator.adapters import RuntimeAdapter
 
 GREETING = "Hello! What can you help me with?"
-# The flags `simrun init` takes for each runtime setting, for errors that name the flag.
-FLAGS = {"transport": "--transport", "url": "--url", "command": "--runtime-command", "target": "--target",
-         "model": "--model"}
 
 
 @dataclass(frozen=True)
@@ -54,21 +51,23 @@ class Written:
 
 
 def runtime_section(settings: dict[str, Any]) -> RuntimeSection:
-    """The [runtime] table from init's flags or answers; a bad one names its flag."""
+    """The [runtime] table from init's settings (transport, url, command, target, model); a bad
+    one names its setting, as the parameter of `simrun.init` it is given by."""
     given = {k: v for k, v in settings.items() if v not in (None, "")}
     if given.get("transport") == "template":
-        raise ConfigError("a template runtime needs its body and reply written by hand: run `simrun init` "
-                          "with --transport chat or http, then edit [runtime] (docs/any-assistant.md)",
-                          field="--transport")
+        raise ConfigError(("a template runtime needs its body and reply written by hand: start the project with ",
+                           Parameter("transport", "chat"), " or http, then edit [runtime] (docs/any-assistant.md)"),
+                          field="transport")
     try:
         section = RuntimeSection.model_validate(given)
     except ValidationError as exc:
         err = exc.errors()[0]
         name = str(err["loc"][0]) if err["loc"] else "transport"
-        raise ConfigError(err["msg"].removeprefix("Value error, "), field=FLAGS.get(name, "--transport")) from None
+        known = name in ("transport", "url", "command", "target", "model")
+        raise ConfigError(err["msg"].removeprefix("Value error, "), field=name if known else "transport") from None
     if section.transport in ("python", "callable") and "target" not in given:
-        raise ConfigError(f"the {section.transport} transport needs --target module:name (or file.py:name)",
-                          field="--target")
+        raise ConfigError((f"the {section.transport} transport needs ", Parameter("target"),
+                           " module:name (or file.py:name)"), field="target")
     return section
 
 
@@ -245,8 +244,8 @@ def refuse_existing(folder: Path, names: Iterable[str]) -> None:
     # lexists: a dangling link is a name taken too (exists() says False for one).
     existing = [str(folder / name) for name in names if os.path.lexists(folder / name)]
     if existing:
-        raise ConfigError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
-                          "pass --force to overwrite them")
+        raise ConfigError((f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}; "
+                           "pass ", Parameter("force", True), " to overwrite them"))
 
 
 def write(folder: Path, files: dict[str, str], *, force: bool = False) -> tuple[Path, ...]:
@@ -264,7 +263,7 @@ def write(folder: Path, files: dict[str, str], *, force: bool = False) -> tuple[
 async def new_project(folder: Path, settings: dict[str, Any], *, force: bool = False,
                       package: str | None = None) -> Written:
     """Ask the runtime what it offers, then write the project for it into `folder`."""
-    from simrun.simulator._project import runtime_of
+    from simrun.simulator._execute import runtime_of
 
     section = runtime_section(settings)
     if not force:

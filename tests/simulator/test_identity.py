@@ -17,7 +17,7 @@ from simrun._labels import clean_labels
 from simrun.examples.tripdesk import TripDesk
 from simrun.scoring.store._database import Store
 from simrun.simulator import _identity as identity
-from simrun.simulator._identity import GitState, git_state, labels_flag, runtime_version
+from simrun.simulator._identity import GitState, git_state, given_labels, runtime_version
 from simrun.simulator._runner import run_matrix
 from simrun.simulator.adapters._python import PythonRuntime
 from simrun.simulator.users._scripted import ScriptedUser
@@ -48,8 +48,8 @@ def test_labels_are_one_line_of_bounded_text_in_the_order_given():
             clean_labels([bad])
     with pytest.raises(ValueError, match="at most 20"):
         clean_labels([f"l{i}" for i in range(21)])
-    with pytest.raises(ConfigError, match=r"^--label: a label cannot be empty"):
-        labels_flag([""])
+    with pytest.raises(ConfigError, match=r"^labels: a label cannot be empty"):
+        given_labels([""])
 
 
 @pytest.mark.parametrize("health, version", [

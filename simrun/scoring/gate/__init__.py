@@ -27,17 +27,45 @@ from simrun.scoring.gate import _text as text
 from simrun.scoring.gate import _verdict_text as verdict_text
 from simrun.scoring.gate._baseline import baseline_from_git, load_baseline, open_baseline, write_baseline
 from simrun.scoring.gate._compare import gate_verdict
-from simrun.scoring.gate._competence import DEFAULT_THRESHOLD, competence, measure
+from simrun.scoring.gate._competence import DEFAULT_THRESHOLD, Competence, competence, measure
 from simrun.scoring.gate._formats import pct, size
+from simrun.scoring.gate._futility import Futility
 from simrun.scoring.gate._paired import Pairing
+from simrun.scoring.gate._release import Criterion, ReleaseCheck, Unchecked
 from simrun.scoring.gate._run_verdict import RunVerdict, verdict_of_run
-from simrun.scoring.gate._sequential import Sequential, sequential_gate
-from simrun.scoring.gate._summary import GATE_CLASSES, RunSummary, merge_runs, summary_from_store
-from simrun.scoring.gate._verdict import GateResult
+from simrun.scoring.gate._sequential import Bound, Look, Sequential, sequential_gate
+from simrun.scoring.gate._sharing import ItemChange, NewSlice, Sharing
+from simrun.scoring.gate._summary import (
+    GATE_CLASSES,
+    CellRepetitions,
+    Counts,
+    RunSummary,
+    merge_runs,
+    summary_from_store,
+)
+from simrun.scoring.gate._variation import RunVariation
+from simrun.scoring.gate._verdict import ClassVerdict, Flip, GateResult, MovedCell, SliceVerdict
 from simrun.scoring.gate._verdict_lines import Kind, Line, Scope, Status
-from simrun.scoring.gate._verdict_text import markdown, verdict_json
+from simrun.scoring.gate._verdict_text import junit_xml, markdown, round_line, verdict_json, write_verdict_json
 
 __all__ = [
+    "Bound",
+    "CellRepetitions",
+    "ClassVerdict",
+    "Competence",
+    "Counts",
+    "Criterion",
+    "Flip",
+    "Futility",
+    "ItemChange",
+    "Look",
+    "MovedCell",
+    "NewSlice",
+    "ReleaseCheck",
+    "RunVariation",
+    "Sharing",
+    "SliceVerdict",
+    "Unchecked",
     "DEFAULT_THRESHOLD",
     "GATE_CLASSES",
     "GateResult",
@@ -52,12 +80,14 @@ __all__ = [
     "baseline_from_git",
     "competence",
     "gate_verdict",
+    "junit_xml",
     "load_baseline",
     "markdown",
     "measure",
     "merge_runs",
     "open_baseline",
     "pct",
+    "round_line",
     "sequential_gate",
     "size",
     "summary_from_store",
@@ -66,6 +96,7 @@ __all__ = [
     "verdict_of_run",
     "verdict_text",
     "write_baseline",
+    "write_verdict_json",
 ]
 
 if __name__ != "simrun.scoring.gate":   # one module name per file (simrun/scoring/__init__.py says why)

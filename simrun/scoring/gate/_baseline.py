@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from simrun._errors import BaselineError, StoreError
+from simrun._errors import BaselineError, Parameter, StoreError
 from simrun._input_files import printable
 from simrun._storable import MAX_REPETITIONS
 from simrun._writing import write_file
@@ -321,23 +321,24 @@ def load_baseline(path: Path | str) -> RunSummary:
 
 
 def baseline_from_git(ref: str, cwd: Path | str | None = None) -> RunSummary:
-    """`--baseline-ref REF`: the baseline as git holds it at REF (`origin/main:baselines/main.json`).
+    """The baseline as git holds it at REF (`origin/main:baselines/main.json`): `baseline_ref`,
+    `--baseline-ref` on the command line, by whose name its errors start.
 
     git runs with no shell, reading one blob; its output is bounded and its time limited, so a
     huge or hostile object cannot exhaust memory or hang the job.
     """
-    flag = f"--baseline-ref {printable(ref)}"
+    flag = (Parameter("baseline_ref"), f" {printable(ref)}")
     fix = "name a committed file as BRANCH:PATH (e.g. origin/main:baselines/main.json), after `git fetch`"
     if not ref or ref.startswith("-") or any(not ch.isprintable() for ch in ref) or len(ref) > 1024:
-        raise BaselineError(f"{flag}: not a git object name; {fix}")
+        raise BaselineError((*flag, f": not a git object name; {fix}"))
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_NO_LAZY_FETCH": "1"}
     with tempfile.TemporaryFile() as errors:
         try:
             proc = subprocess.Popen(["git", "cat-file", "blob", ref], stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=errors, cwd=cwd, env=env)
         except OSError as exc:
-            raise BaselineError(f"{flag}: cannot run git ({exc.strerror}): install git, or pass --baseline FILE "
-                                "with the file the protected branch holds") from None
+            raise BaselineError((*flag, f": cannot run git ({exc.strerror}): install git, or pass ",
+                                 Parameter("baseline"), " FILE with the file the protected branch holds")) from None
         watchdog = threading.Timer(GIT_TIMEOUT_S, proc.kill)
         watchdog.start()
         stdout = proc.stdout
@@ -357,18 +358,19 @@ def baseline_from_git(ref: str, cwd: Path | str | None = None) -> RunSummary:
         finally:
             watchdog.cancel()
         if size > MAX_BYTES:
-            raise BaselineError(f"{flag}: more than {MAX_BYTES // 2**20} MB, larger than a baseline can be; {fix}")
+            raise BaselineError((*flag, f": more than {MAX_BYTES // 2**20} MB, larger than a baseline can be; {fix}"))
         if code != 0:
             errors.seek(0)
             said = next((line for line in errors.read(4096).decode("utf-8", "replace").splitlines() if line.strip()),
                         f"exit status {code}")
             timed_out = " (timed out)" if code < 0 else ""
-            raise BaselineError(f"{flag}: git cannot read it{timed_out}: {printable(said, 200)}; {fix}")
+            raise BaselineError((*flag, f": git cannot read it{timed_out}: {printable(said, 200)}; {fix}"))
     return parse_baseline(b"".join(chunks), f"{printable(ref)} (git)", fix)
 
 
 def open_baseline(ref: str, db: Path | str) -> RunSummary:
-    """`--baseline FILE|RUN`: a blessed file if there is one at that path, else a stored run."""
+    """A baseline given as a file or a run (`baseline`; `--baseline FILE|RUN`): a blessed file if
+    there is one at that path, else a stored run of the database at `db`."""
     path = Path(ref)
     if path.is_file():
         return load_baseline(path)
@@ -376,8 +378,8 @@ def open_baseline(ref: str, db: Path | str) -> RunSummary:
     if path.suffix == ".json" or "/" in ref or "\\" in ref:
         raise BaselineError(f"{printable(ref)}: no such baseline file; {bless}, or pass a run id")
     if not Path(db).exists():
-        raise BaselineError(f"no baseline {printable(ref)!r}: no such file, and no database {db} to find a run in; "
-                            f"{bless}, or pass --db")
+        raise BaselineError((f"no baseline {printable(ref)!r}: no such file, and no database {db} to find a run in; "
+                             f"{bless}, or pass ", Parameter("db")))
     try:
         with Store(db, create=False) as store:
             return summary_from_store(store, ref)

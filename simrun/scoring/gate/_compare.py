@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simrun._errors import GateError
+from simrun._errors import GateError, Parameter
 from simrun._settings import GateSection
 from simrun.scoring.checks import GUARANTEES
 from simrun.scoring.gate import _stats as stats
@@ -63,10 +63,10 @@ def check_comparable(baseline: RunSummary, candidate: RunSummary) -> Sharing:
     if baseline.user_backend and candidate.user_backend and baseline.user_backend != candidate.user_backend:
         # Another instrument: a model-played user reaches goals a scripted one does not, and the
         # other way round; a rate measured with one says nothing of a change measured with the other.
-        raise GateError(
+        raise GateError((
             f"user mismatch: baseline ({baseline.source}) was measured with the user {baseline.user_backend}, "
-            f"candidate ({candidate.source}) with {candidate.user_backend}; run the candidate with "
-            f"--user {baseline.user_backend}, or bless a baseline measured with {candidate.user_backend}")
+            f"candidate ({candidate.source}) with {candidate.user_backend}; run the candidate with ",
+            Parameter("user", baseline.user_backend), f", or bless a baseline measured with {candidate.user_backend}"))
     for summary in (baseline, candidate):
         validate_summary(summary)
     return sharing(baseline, candidate)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
 from simrun._settings import SequentialSection
 from simrun._untrusted_text import markdown_text
+from simrun._writing import write_file
 from simrun.scoring.gate import _text as T
 from simrun.scoring.gate._run_verdict import RunVerdict
 from simrun.scoring.gate._sequential import Look, Sequential
@@ -133,6 +135,13 @@ def verdict_json(verdict: RunVerdict) -> str:
     """The verdict as a JSON document (`verdict_document`), for scripts: `simrun --verdict-json`
     and `simrun gate --verdict-json` write it."""
     return json.dumps(verdict_document(verdict), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_verdict_json(verdict: RunVerdict, path: str | Path | None) -> Path | None:
+    """The verdict as JSON, written at `path` (None: nowhere); where it was written."""
+    if path is None:
+        return None
+    return write_file(path, verdict_json(verdict), what="the verdict's JSON")
 
 
 def verdict_document(verdict: RunVerdict) -> dict[str, Any]:

@@ -42,12 +42,13 @@ from simrun.scoring.store._model_calls import (
 from simrun.scoring.store._rates import EXCLUDED_ENDS, Outcome, Rate, class_rates, outcome, significant, wilson_sql
 from simrun.scoring.store._reasons import unverifiable_reasons
 from simrun.scoring.store._rescore import rescore_run
-from simrun.scoring.store._rows import Finished, JsonText, encoded_or_stand_in, labels_of
-from simrun.scoring.store._run_ids import RUN_ID, checked_run_id, new_run_id
+from simrun.scoring.store._rows import EncodedTranscript, Finished, JsonText, encoded_or_stand_in, labels_of
+from simrun.scoring.store._run_ids import RUN_ID, checked_run_id, identifying, new_run_id
 from simrun.scoring.store._seen import record_goal_problems, stored_goal_problems
 
 __all__ = [
     "EXCLUDED_ENDS",
+    "EncodedTranscript",
     "Finished",
     "JsonText",
     "Outcome",
@@ -62,6 +63,7 @@ __all__ = [
     "encoded_or_stand_in",
     "export_bundle",
     "history_store",
+    "identifying",
     "import_bundle",
     "is_url",
     "keep_run",

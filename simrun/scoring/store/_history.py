@@ -105,7 +105,7 @@ def _object_store(location: str) -> Any:
         from obstore.store import from_url
     except ImportError:
         raise ConfigError(f"the history {location} is in an object store, which needs obstore: {EXTRA}",
-                          field="--history") from None
+                          field="history") from None
     # The store reads its credentials from the environment itself; any error line that quotes one
     # must not carry it to the console.
     for name in SECRET_VARIABLES:
@@ -117,7 +117,7 @@ def _object_store(location: str) -> Any:
             return from_url(location, client_options={"allow_http": True})
         return from_url(location)
     except Exception as exc:     # obstore's errors are its own classes; each is one line here
-        raise ConfigError(f"cannot open the history {location}: {_why(exc)}", field="--history") from None
+        raise ConfigError(f"cannot open the history {location}: {_why(exc)}", field="history") from None
 
 
 def _hint(location: str) -> str:

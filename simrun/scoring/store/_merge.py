@@ -14,11 +14,10 @@ from pathlib import Path
 
 import duckdb
 
-from simrun._errors import ConfigError
-from simrun._storable import JsonObject
+from simrun._errors import ConfigError, Parameter
 from simrun.scoring.store._database import Store, reading
 from simrun.scoring.store._duck import NamedRow, first_unstorable, one_row, reason, transaction
-from simrun.scoring.store._run_ids import new_run_id
+from simrun.scoring.store._run_ids import identifying, new_run_id
 
 TABLES = ("conversations", "turns", "findings", "checks", "model_calls")
 
@@ -30,7 +29,7 @@ def _shard_runs(paths: list[Path]) -> list[tuple[Path, NamedRow]]:
             rows = store.con.execute("SELECT run_id FROM runs WHERE shard IS NOT NULL").fetchall()
             if len(rows) != 1:
                 raise ConfigError(f"{path}: expected exactly one sharded run (made with --shard i/n), "
-                                  f"found {len(rows)}", field="SHARDS")
+                                  f"found {len(rows)}", field="shards")
             _refuse_unstorable(store, path, rows[0][0])
             runs.append((path, store.run(rows[0][0])))
     return runs
@@ -45,7 +44,7 @@ def _refuse_unstorable(store: Store, path: Path, run_id: str) -> None:
         table, column, problem = found
         raise ConfigError(f"{path}: {table}.{column} of run {run_id} holds {problem}, which a store cannot keep: "
                           "the file was changed since its job wrote it, or written by a simrun from before its "
-                          "store refused such values", field="SHARDS")
+                          "store refused such values", field="shards")
 
 
 def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -> str:
@@ -56,18 +55,18 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
     count = int(first["shard"].split("/")[1])
     same = ("dataset_hash", "scorer_version", "user_backend", "seed", "repetitions", "runtime_version")
     for path, run in runs:
-        if any(run[k] != first[k] for k in same) or _unsharded(run) != _unsharded(first):
+        if any(run[k] != first[k] for k in same) or identifying(run["config"]) != identifying(first["config"]):
             raise ConfigError(f"{path}: run {run['run_id']} is not a shard of the same run as "
-                              f"{runs[0][0]} (configuration, matrix, scorer or runtime version differ)", field="SHARDS")
+                              f"{runs[0][0]} (configuration, matrix, scorer or runtime version differ)", field="shards")
     got = sorted(int(run["shard"].split("/")[0]) for _, run in runs)
     if got != list(range(count)) or any(int(r["shard"].split("/")[1]) != count for _, r in runs):
-        raise ConfigError(f"expected shards 0..{count - 1} of {count} once each, got {got}", field="SHARDS")
+        raise ConfigError(f"expected shards 0..{count - 1} of {count} once each, got {got}", field="shards")
     unfinished = [str(p) for p, r in runs if r["status"] != "finished"]
     if unfinished and not partial:
         path, run = next((p, r) for p, r in runs if r["status"] != "finished")
-        raise ConfigError(f"{path}: shard {run['shard']} (run {run['run_id']}) is {run['status']}, not finished; "
-                          f"finish it with `simrun resume --db {path}`, or pass --partial to join what there is",
-                          field="SHARDS")
+        raise ConfigError((f"{path}: shard {run['shard']} (run {run['run_id']}) is {run['status']}, not finished; "
+                           f"finish it with `simrun resume --db {path}`, or pass ", Parameter("partial", True),
+                           " to join what there is"), field="shards")
     run_id = new_run_id()
     # The shards, checked above, are the only files the new store's connection may attach.
     with Store(out, attach=tuple(p for p, _ in runs)) as store:
@@ -93,7 +92,7 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
                 spent = one_row(con.execute("SELECT coalesce(sum(cost_usd), 0) FROM model_calls WHERE run_id = ?",
                                             [run_id]))[0]
         except duckdb.Error as exc:
-            raise ConfigError(f"cannot join the shards: {reason(exc)}", field="SHARDS") from None
+            raise ConfigError(f"cannot join the shards: {reason(exc)}", field="shards") from None
         finally:
             for n in range(len(runs)):
                 con.execute(f"DETACH DATABASE IF EXISTS shard{n}")
@@ -102,7 +101,3 @@ def merge(out: Path | str, shards: list[Path | str], *, partial: bool = False) -
         store.set_identity(run_id, json.dumps({"merged_from": [r["run_id"] for _, r in runs]}), None)
         store.set_user_output(run_id, first.get("user_output"))
     return run_id
-
-
-def _unsharded(run: NamedRow) -> JsonObject:
-    return {k: v for k, v in run["config"].items() if k not in ("budget_usd", "concurrency")}

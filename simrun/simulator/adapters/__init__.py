@@ -22,7 +22,7 @@ from __future__ import annotations
 from simrun.simulator.adapters._base import RuntimeAdapter, Transport, check_health, check_turn_result
 from simrun.simulator.adapters._callable import CallableRuntime
 from simrun.simulator.adapters._http import HttpRuntime
-from simrun.simulator.adapters._python import PythonRuntime
+from simrun.simulator.adapters._python import PythonRuntime, instantiated, load_attribute
 from simrun.simulator.adapters._spans import Tool
 from simrun.simulator.adapters._stdio import StdioRuntime
 from simrun.simulator.adapters._template import ChatRuntime, TemplateRuntime
@@ -39,6 +39,8 @@ __all__ = [
     "Transport",
     "check_health",
     "check_turn_result",
+    "instantiated",
+    "load_attribute",
 ]
 
 if __name__ != "simrun.simulator.adapters":   # one module name per file (simrun/scoring/__init__.py says why)

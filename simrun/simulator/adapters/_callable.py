@@ -71,8 +71,11 @@ async def in_thread(function: Callable[..., Any], *args: Any) -> Any:
 
 
 class CallableRuntime(ForeignRuntime):
+    """`target` names the function (`module:function`); `function`, when given, is the function
+    itself (a Python caller's object), used in this process in place of importing `target`."""
+
     def __init__(self, target: str, *, timeout_s: float = 30.0, isolation: str = "thread",
-                 startup_timeout_s: float = 30.0, **settings: Any) -> None:
+                 startup_timeout_s: float = 30.0, function: Any = None, **settings: Any) -> None:
         if isolation not in ("thread", "process"):
             raise RuntimeUnavailable(f"runtime.isolation {isolation!r}: use \"thread\" or \"process\"")
         self.timeout_s = timeout_s
@@ -86,8 +89,7 @@ class CallableRuntime(ForeignRuntime):
             super().__init__(**settings)
             # With process isolation the function is loaded in its workers only (the first at
             # startup, which says why it cannot be): its module's import-time work is theirs.
-            function: Any = None
-            if isolation == "thread":
+            if isolation == "thread" and function is None:
                 function = load_attribute(target, "module:function", folder=self.folder)
                 if not callable(function):
                     raise RuntimeUnavailable(f"runtime target {target!r} is a {type(function).__name__}, "

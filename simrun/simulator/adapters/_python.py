@@ -24,7 +24,12 @@ from simrun.simulator.adapters._base import DEFAULT_MAX_RESULT_BYTES, EXCERPT_BY
 
 def load_target(target: str, options: dict[str, Any] | None = None, *, folder: str | Path | None = None) -> Any:
     """Instantiate `module:Class` (or `path/to/file.py:Class`) with `options` as keyword arguments."""
-    factory = load_attribute(target, "module:Class", folder=folder)
+    return instantiated(load_attribute(target, "module:Class", folder=folder), options, target)
+
+
+def instantiated(factory: Any, options: dict[str, Any] | None, target: str) -> Any:
+    """A runtime made by `factory` (its class) with `options` as keyword arguments; `target`
+    names it in the errors."""
     try:
         return factory(**(options or {}))
     except TypeError as exc:

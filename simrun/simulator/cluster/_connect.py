@@ -16,7 +16,7 @@ from pathlib import Path
 
 import ray
 
-from simrun._errors import ConfigError
+from simrun._errors import ConfigError, Parameter
 
 CONNECT_S = 5.0        # how long a cluster's address has to answer
 
@@ -38,7 +38,7 @@ def connect(address: str = "auto") -> str:
         except ConnectionError as exc:
             raise ConfigError(f"the Ray cluster at {found} did not let this process join ({first_line(exc)}); "
                               "a cluster with token authentication (Ray's default) needs RAY_AUTH_MODE=token, and "
-                              "its token in RAY_AUTH_TOKEN or ~/.ray/auth_token", field="--ray-address") from None
+                              "its token in RAY_AUTH_TOKEN or ~/.ray/auth_token", field="ray_address") from None
         return f"joined the Ray cluster at {found} ({cpus()} CPUs)"
     # Ray starts its workers at nice 15, to yield to whatever else the machine runs; here the
     # workers are the run itself, and the driver (at the caller's priority) only stores.
@@ -53,7 +53,7 @@ def _cluster_at(address: str) -> str | None:
     """The host:port of the cluster to join; None to start one here ("auto", and none running).
     Ray waits forever for a cluster that does not answer, so it is asked here first, briefly."""
     if address.startswith("ray://"):
-        raise ConfigError(RAY_CLIENT, field="--ray-address")
+        raise ConfigError(RAY_CLIENT, field="ray_address")
     automatic = address == "auto"
     if automatic:
         found = running_here()
@@ -66,15 +66,15 @@ def _cluster_at(address: str) -> str | None:
     except (OSError, ValueError) as exc:
         if automatic:
             return None                   # the one last started here is gone
-        raise ConfigError(f"no Ray cluster answers at {address} ({exc}); start one with `ray start --head` "
-                          "and give its address (HOST:6379), or leave --ray-address out to run on this "
-                          "machine", field="--ray-address") from None
+        raise ConfigError((f"no Ray cluster answers at {address} ({exc}); start one with `ray start --head` "
+                           "and give its address (HOST:6379), or leave ", Parameter("ray_address"), " out to run on "
+                           "this machine"), field="ray_address") from None
     return address
 
 
 RAY_CLIENT = ("Ray Client addresses (ray://) are not supported: the driver writes the database and holds the "
               "budget, so run simrun on a node of the cluster (`ray start --address HEAD:6379` on this "
-              "machine, then --ray-address auto)")
+              "machine, then ", Parameter("ray_address", "auto"), ")")
 
 
 def running_here() -> str | None:

@@ -31,7 +31,8 @@ from simrun._errors import SimrunError
 from simrun.scoring.dataset import Goal, Persona
 from simrun.scoring.store import Finished, encoded_or_stand_in
 from simrun.simulator._conversation import Cell, converse
-from simrun.simulator._project import Plan, environment_of, runtime_for, user_backend
+from simrun.simulator._execute import environment_of, runtime_for, user_backend
+from simrun.simulator._project import Plan
 from simrun.simulator.adapters import RuntimeAdapter
 from simrun.simulator.cluster._floats import FloatLedger
 from simrun.simulator.cluster._shared import LedgerLost, RemoteLimiter

@@ -113,4 +113,4 @@ def make_user(spec: str, *, budgets: Budgets | None = None, ledger: CallLedger[A
                          per_conversation=parse_usd(per_conversation, where="budget.per_conversation")
                          if per_conversation else None)
     raise ConfigError(f"unknown user backend {spec!r}; use scripted, openai:<model> or anthropic:<model>",
-                      field="--user")
+                      field="user")

@@ -93,10 +93,10 @@ def api_key(provider: str, offline: bool = False) -> str:
     variable = KEY_VARIABLES[provider]
     key = os.environ.get(variable)
     if not key and offline:
-        return "replay-only-no-key"   # --replay-only never calls the API
+        return "replay-only-no-key"   # a replay-only run never calls the API
     if not key:
         raise ConfigError(f"the {provider} user backend needs an API key: set {variable} "
-                          "(for an OpenAI-compatible server that needs none, any value will do)", field="--user")
+                          "(for an OpenAI-compatible server that needs none, any value will do)", field="user")
     secrets.register(key)     # an error body that quotes it must not carry it into the store
     return key
 
@@ -275,5 +275,5 @@ def provider_for(spec: str, **options: Any) -> Provider:
     kind, _, model = spec.partition(":")
     if kind not in KEY_VARIABLES or not model:
         raise ConfigError(f"unknown user backend {spec!r}; use scripted, openai:<model> or anthropic:<model>",
-                          field="--user")
+                          field="user")
     return (OpenAIProvider if kind == "openai" else AnthropicProvider)(model, **options)

@@ -70,7 +70,7 @@ def test_ray_address_comes_before_the_recorded_cluster(ray_tmp, listening, dead_
 def test_a_ray_client_address_is_refused_from_the_flag_and_from_the_environment(ray_tmp, monkeypatch):
     with pytest.raises(ConfigError, match=r"ray://.*not supported") as flag:
         _connect._cluster_at("ray://head:10001")
-    assert flag.value.field == "--ray-address"
+    assert flag.value.field == "ray_address"
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
     with pytest.raises(ConfigError, match=r"ray://.*not supported") as env:
         _connect._cluster_at("auto")
@@ -80,7 +80,7 @@ def test_a_ray_client_address_is_refused_from_the_flag_and_from_the_environment(
 def test_an_address_given_that_does_not_answer_is_bad_input(ray_tmp, dead_port, listening):
     with pytest.raises(ConfigError, match=r"no Ray cluster answers at .*ray start --head") as bad:
         _connect._cluster_at(dead_port)
-    assert bad.value.field == "--ray-address"
+    assert bad.value.field == "ray_address"
     assert _connect._cluster_at(listening) == listening
 
 

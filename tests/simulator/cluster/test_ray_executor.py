@@ -31,7 +31,7 @@ from simrun.scoring.store import _rates as R
 from simrun.scoring.store._database import Store
 from simrun.scoring.store._model_calls import spend
 from simrun.simulator import _eventloop as eventloop
-from simrun.simulator._project import execute, load_plan
+from simrun.simulator import execute, load_plan
 from simrun.simulator.adapters._process import free_port
 from tests.conftest import ROOT
 from tests.fixtures.model_api import FakeModelAPI, serve
