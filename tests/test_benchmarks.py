@@ -71,7 +71,7 @@ def test_every_benchmark_script_is_covered():
 def test_the_readme_is_a_reference_to_every_script():
     """benchmarks/README.md says, for every script, what it measures, how to run it and its latest
     figures: a section whose heading names the script, a command in it, and a **Latest** line; the
-    history of passes lives in the CHANGELOG, not here."""
+    history of passes lives beside it, in benchmarks/HISTORY.md."""
     readme = (ROOT / "benchmarks" / "README.md").read_text()
     sections = re.split(r"\n(?=#{2,3} )", readme)
     scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if "__main__" in p.read_text())
@@ -83,5 +83,17 @@ def test_the_readme_is_a_reference_to_every_script():
         assert "**Latest**" in body and "FIGURES-" not in body, f"no latest figures for {script}"
         assert "**Measures**" in body or "measures" in body, f"{script}: what it measures is not said"
     # A pass log reads "before ... after" pass by pass; the reference keeps one latest sitting.
-    assert not re.search(r"^#+ .*\bpass\b", readme, re.M), "a pass's history belongs in CHANGELOG.md"
-    assert "## Benchmark history" in (ROOT / "CHANGELOG.md").read_text()
+    assert not re.search(r"^#+ .*\bpass\b", readme, re.M), "a pass's history belongs in benchmarks/HISTORY.md"
+    assert "](HISTORY.md)" in readme
+
+
+def test_the_benchmark_history_lives_beside_the_scripts_and_the_changelog_keeps_releases():
+    """The passes' record (before and after, pass by pass) is benchmarks/HISTORY.md; CHANGELOG.md
+    holds what changed for users, release by release, and nothing else."""
+    history = (ROOT / "benchmarks" / "HISTORY.md").read_text()
+    assert history.startswith("# Benchmark history\n")
+    assert len(re.findall(r"^### Issue 28, \w+ pass", history, re.M)) >= 4      # the passes, kept whole
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    releases = re.findall(r"^## (.+)$", changelog, re.M)
+    assert releases[0] == "Unreleased" and all(re.fullmatch(r"\d+\.\d+\.\d+", r) for r in releases[1:]), releases
+    assert "benchmark history" not in changelog.lower()

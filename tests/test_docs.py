@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import typer
 
@@ -63,17 +65,52 @@ def test_the_readme_says_what_a_run_checks_by_default_and_what_it_does_not():
         assert f"]({page})" in sections[title], title
 
 
-def test_the_site_builds_strictly_and_offline(tmp_path):
-    # Any connection would go to a proxy that is not there: the build must need none.
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HTTP_PROXY": "http://127.0.0.1:9",
-           "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
-                            "-d", str(tmp_path / "site")], capture_output=True, text=True, env=env, timeout=300)
-    assert built.returncode == 0, built.stderr
+# mkdocs logs a problem as "WARNING -  ..." (or "ERROR -  ..."); `-q` would hide the warnings, and
+# `--strict` counts only the warnings it shows, so the build runs without it and every one is read.
+LOGGED_PROBLEM = re.compile(r"^(?:WARNING|ERROR)\s+-\s+(.*)$", re.M)
+
+
+def build_site(config: Path, site: Path) -> tuple[int, list[str]]:
+    """`mkdocs build --strict` of `config` into `site`, as a plain clone builds it: no `-q`, and no
+    variable of this process's but PATH (any connection would go to a proxy that is not there: the
+    build must need none). Its exit code, and every warning or error it logged."""
+    env = {"PATH": os.environ.get("PATH", ""), "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+           "NO_PROXY": ""}
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+                           capture_output=True, text=True, env=env, timeout=300, cwd=site.parent)
+    return built.returncode, LOGGED_PROBLEM.findall(built.stdout + built.stderr)
+
+
+def test_the_site_builds_strictly_and_offline_with_no_warning(tmp_path):
+    code, problems = build_site(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert problems == [] and code == 0, problems
     index = (tmp_path / "site" / "index.html").read_text()
     assert "fonts.googleapis.com" not in index            # the site reads offline too
-    for page in ("tutorial", "reference/cli", "reference/configuration", "protocol", "how-to/gate"):
+    for page in ("tutorial", "reference/cli", "reference/configuration", "protocol", "how-to/gate", "benchmarks"):
         assert (tmp_path / "site" / page / "index.html").is_file(), page
+    # The benchmarks' reference and history are the files beside the scripts, included whole.
+    benchmarks = (tmp_path / "site" / "benchmarks" / "index.html").read_text()
+    assert "gate_sequential.py" in benchmarks and "--8&lt;--" not in benchmarks and "--8<--" not in benchmarks
+    assert "The summary table" in (tmp_path / "site" / "benchmarks" / "HISTORY" / "index.html").read_text()
+
+
+def test_a_broken_link_or_anchor_fails_the_build_and_is_counted(tmp_path):
+    """Control: a copy of the docs with a link to no page and one to no heading of the benchmarks'
+    reference (a file included from benchmarks/) fails, and each is one of the warnings counted."""
+    clone = tmp_path / "clone"
+    shutil.copytree(DOCS, clone / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", clone / "mkdocs.yml")
+    (clone / "benchmarks").mkdir()
+    for name in ("README.md", "HISTORY.md"):
+        shutil.copy(ROOT / "benchmarks" / name, clone / "benchmarks" / name)
+    page = clone / "docs" / "index.md"
+    page.write_text(page.read_text() + "\n[gone](how-to/no-such-page.md) and "
+                    "[figures](benchmarks/README.md#no-such-heading)\n")
+    code, problems = build_site(clone / "mkdocs.yml", tmp_path / "site")
+    assert code != 0
+    assert len(problems) == 2, problems
+    assert "how-to/no-such-page.md" in problems[0] or "how-to/no-such-page.md" in problems[1], problems
+    assert any("no-such-heading" in p for p in problems), problems
 
 
 # --- the command line and its reference page, both ways ----------------------------------------
