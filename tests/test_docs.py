@@ -4,6 +4,7 @@ every documented one exists (as datasette's documentation tests do)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
@@ -111,6 +112,55 @@ def test_a_broken_link_or_anchor_fails_the_build_and_is_counted(tmp_path):
     assert len(problems) == 2, problems
     assert "how-to/no-such-page.md" in problems[0] or "how-to/no-such-page.md" in problems[1], problems
     assert any("no-such-heading" in p for p in problems), problems
+
+
+# --- the layout the docs name ------------------------------------------------------------------
+
+WRITTEN = {"README.md": README, "CONTRIBUTING.md": (ROOT / "CONTRIBUTING.md").read_text(),
+           "benchmarks/README.md": (ROOT / "benchmarks" / "README.md").read_text(),
+           **{str(p.relative_to(ROOT)): p.read_text() for p in sorted(DOCS.rglob("*.md"))}}
+# A path of the clone (`simrun/_settings.py`, `tests/fixtures/`), and a module of simrun's layers
+# (`simrun.scoring.gate.gate_verdict`; the public names are docs/how-to/python-api.md's to test).
+NAMED_PATH = re.compile(r"(?<![\w/.:-])((?:simrun|scoring|simulator|tests|benchmarks)/[\w./*-]*[\w*]/?)")
+NAMED_MODULE = re.compile(r"(?<![\w.])(simrun\.(?:scoring|simulator|cli|examples|_[a-z_]+)(?:\.\w+)*)")
+
+
+def stale_names(written: dict[str, str]) -> list[str]:
+    """Every source path the docs name that is not in the clone, or that names a file through the
+    card's links (`scoring/_settings.py` for `simrun/_settings.py`: a second name), and every
+    module of simrun's layers they name that does not import, as 'page: name'."""
+    found = []
+    for page, text in written.items():
+        for path in sorted(set(NAMED_PATH.findall(text))):
+            through_link = path.startswith(("scoring/", "simulator/")) and path not in ("scoring/", "simulator/")
+            if through_link or not any(ROOT.glob(path.rstrip("/"))):    # a pattern (`refill_*.py`) names some
+                found.append(f"{page}: {path}")
+        for dotted in sorted(set(NAMED_MODULE.findall(text))):
+            parts = dotted.split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    found_object = importlib.import_module(".".join(parts[:cut]))
+                    break
+                except ImportError:
+                    continue
+            for attribute in parts[cut:]:
+                found_object = getattr(found_object, attribute, None)
+            if found_object is None:
+                found.append(f"{page}: {dotted}")
+    return found
+
+
+def test_every_source_path_and_module_the_docs_name_exists_by_its_one_name():
+    assert stale_names(WRITTEN) == []
+
+
+def test_a_moved_or_gone_name_in_the_docs_is_found():
+    """Control: paths and modules of the layout before the base layer moved into `simrun`."""
+    planted = {"docs/old.md": "errors in `scoring/_errors.py`, settings in `simrun/scoring/_settings.py`, the "
+                              "store in `simulator/` and `simrun/scoring/store/`, raised as "
+                              "`simrun.scoring._errors.ConfigError`, gated by `simrun.scoring.gate.gate_verdict`"}
+    assert stale_names(planted) == ["docs/old.md: scoring/_errors.py", "docs/old.md: simrun/scoring/_settings.py",
+                                    "docs/old.md: simrun.scoring._errors.ConfigError"]
 
 
 # --- the command line and its reference page, both ways ----------------------------------------

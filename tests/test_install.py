@@ -32,8 +32,8 @@ pytestmark = pytest.mark.xdist_group("install")
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> tuple[Path, Path]:
-    """(sdist, wheel): the sources copied as a clone has them (simrun/simulator and simrun/scoring
-    are links to the top-level folders), then built as `python -m build` builds them."""
+    """(sdist, wheel): the sources copied as a clone has them (tests/fixtures/venvs.py), then built
+    as `python -m build` builds them."""
     src = copy_sources(tmp_path_factory.mktemp("src"))
     out = tmp_path_factory.mktemp("dist")
     done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(out), str(src)],
