@@ -1,7 +1,8 @@
 """Shared fixtures: the bundled demo dataset and LibDesk's, in-process runs of them against the
 reference runtimes (TripDesk by default), a copy of the demo project, and the `simrun` command
 run in it (`cli`, `run_cli`, `run_cli_in`). Fixtures live here and in the conftest.py of a folder,
-never in a test module; none is named like a package a test imports."""
+never in a test module; none is named like a package a test imports. The slow tests of
+tests/lanes.py are marked `slow` here (`pytest -m "not slow"`, the fast lane)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from simrun.simulator._runner import matrix
 from simrun.simulator.adapters._python import PythonRuntime
 from simrun.simulator.users._scripted import ScriptedUser
 from tests.fixtures.processes import TAG
+from tests.lanes import is_slow
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -202,6 +204,12 @@ def tagged(monkeypatch):
     leftovers (`tests.fixtures.processes.leftovers`) finds only its own, not those of a
     benchmark or another test running beside it."""
     monkeypatch.setenv(TAG, uuid.uuid4().hex)
+
+
+def pytest_itemcollected(item):
+    """The slow tests (tests/lanes.py) carry the `slow` marker, so that `-m "not slow"` leaves them out."""
+    if is_slow(item.nodeid):
+        item.add_marker(pytest.mark.slow)
 
 
 def pytest_collection_modifyitems(items):

@@ -26,6 +26,7 @@ would. A module holds one concept, whatever its length: no line limit splits one
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import subprocess
 import sys
@@ -59,6 +60,7 @@ MAY_IMPORT = {
 }
 
 
+@functools.cache        # read for every edge (package_of): one walk of the tree per root, not thousands
 def modules(root: Path, top: str = "simrun") -> dict[str, Path]:
     """Every module of the `simrun` package (or of another folder of the clone, `top`), by name."""
     found = {}
