@@ -36,7 +36,6 @@ judged at every size. It exits 1 if a requirement is not met.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import math
 import os
@@ -52,96 +51,28 @@ from scipy import stats as st
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.gate_demo import (  # noqa: E402
+    BROAD_RISE,
+    LOCAL_RISE,
+    PLANTED,
+    RUNTIME_FAULTS,
+    USER_FAULTS,
+    DemoRun,
+    demo_dataset,
+    demo_run,
+    wilson,
+)
 from simrun._settings import GateSection, load_budgets, load_project  # noqa: E402
-from simrun.scoring.dataset._files import Dataset, load_dataset  # noqa: E402
 from simrun.scoring.gate import _stats as stats  # noqa: E402
 from simrun.scoring.gate._compare import gate_verdict  # noqa: E402
 from simrun.scoring.gate._critical import critical_value  # noqa: E402
-from simrun.scoring.gate._summary import TESTED, Counts, RunSummary, scorecard_counts, summary_from_counts  # noqa: E402
+from simrun.scoring.gate._summary import TESTED, Counts, RunSummary, summary_from_counts  # noqa: E402
 from simrun.scoring.gate._verdict import GateResult  # noqa: E402
 
-# Moderate rates: each class fires in roughly 2-10% of the demo's conversations.
-RUNTIME_FAULTS = {"dead_end": 0.10, "not_understood": 0.10, "loop": 0.30, "refused_offer": 0.20,
-                  "unanswered": 0.30, "crash": 0.02}
-USER_FAULTS = {"early_stop": 0.02, "role_leak": 0.02}
-PLANTED = ("dead_end", "dead_end")      # (fault, the class it raises)
-LOCAL_RISE, BROAD_RISE = 0.60, 0.05
 PREDICTED_AT = tuple(round(0.03 + 0.0025 * i, 4) for i in range(17))    # rises the advice is asked about
 DEFAULT_REPETITIONS = 5
 MAX_AA_FAILS, MIN_POWER, ADVICE_ERROR = 0.05, 0.80, 0.05
 PARTS = ("aa", "localized", "broad")
-
-_dataset: Dataset | None = None
-
-
-def demo_dataset() -> Dataset:
-    global _dataset
-    if _dataset is None:
-        _dataset = load_dataset(ROOT / "personas", ROOT / "goals")
-    return _dataset
-
-
-class ByGoal:
-    """TripDesk with other faults in one goal's sessions: a runtime change that breaks one goal."""
-
-    def __init__(self, faults: dict[str, float], goal: str, goal_faults: dict[str, float], fault_seed: int):
-        from simrun.examples.tripdesk import TripDesk
-
-        self.goal = goal
-        self.desks = {"a": TripDesk(faults=faults, fault_seed=fault_seed),
-                      "b": TripDesk(faults=goal_faults, fault_seed=fault_seed)}
-
-    def health(self) -> dict:
-        return self.desks["a"].health()
-
-    def start(self, request: dict) -> dict:
-        side = "b" if request.get("goal") == self.goal else "a"
-        return {"session": f"{side}:{self.desks[side].start(request)['session']}"}
-
-    def _call(self, method: str, session: str, *args):
-        side, _, sid = session.partition(":")
-        return getattr(self.desks[side], method)(sid, *args)
-
-    def turn(self, session: str, request: dict) -> dict:
-        return self._call("turn", session, request)
-
-    def state(self, session: str) -> dict:
-        return self._call("state", session)
-
-    def audit(self, session: str) -> dict:
-        return self._call("audit", session)
-
-    def close(self, session: str) -> dict:
-        return self._call("close", session)
-
-
-@dataclass(frozen=True)
-class DemoRun:
-    seed: int
-    conversations: tuple[tuple[str, str, int, dict[str, Counts]], ...]   # persona, goal, repetition, counts
-
-    def summary(self, repetitions: int) -> RunSummary:
-        return summary_from_counts(f"seed-{self.seed}", demo_dataset().hash, repetitions,
-                                   [c for c in self.conversations if c[2] < repetitions])
-
-
-def demo_run(seed: int, repetitions: int, faults: dict[str, float] | None = None,
-             goal_faults: tuple[str, dict[str, float]] | None = None) -> DemoRun:
-    """One run of the demo matrix in process, summarised as the store would summarise it."""
-    from simrun.examples.tripdesk import TripDesk
-    from simrun.simulator import PythonRuntime, ScriptedUser, converse, matrix
-
-    dataset = demo_dataset()
-    faults = RUNTIME_FAULTS if faults is None else faults
-    runtime = ByGoal(faults, *goal_faults, seed) if goal_faults else TripDesk(faults=faults, fault_seed=seed)
-    user = ScriptedUser(faults=USER_FAULTS, fault_seed=seed)
-    adapter = PythonRuntime(runtime)
-
-    async def go():
-        return [await converse(cell, user, adapter) for cell in matrix(dataset, repetitions, seed)]
-
-    return DemoRun(seed, tuple((c.cell.persona.id, c.cell.goal.id, c.cell.repetition, scorecard_counts(c.scorecard))
-                               for c in asyncio.run(go())))
 
 
 # --- the plan: what the pilot runs tell the pairs ------------------------------------------------
@@ -248,11 +179,6 @@ def run_pairs(plan: Plan, pairs: int, parts=PARTS, *, seed0: int = 1, workers: i
 
 
 # --- the tallies ---------------------------------------------------------------------------------
-
-def wilson(k: int, n: int) -> str:
-    ci = st.binomtest(k, n).proportion_ci(0.95, method="wilson")
-    return f"{100 * ci.low:.1f}%–{100 * ci.high:.1f}%"
-
 
 @dataclass
 class Report:
@@ -393,26 +319,6 @@ RUNTIME_APART = 1_000_003       # added to the run seed for a runtime seeded apa
 PAIRED_SCENARIOS = ("aa_noise", "broad_seeded", "broad_noise", "goal")
 
 
-def seeded_run(seed: int, runtime_seed: int, repetitions: int, faults: dict[str, float] | None = None,
-               goal_faults: tuple[str, dict[str, float]] | None = None) -> DemoRun:
-    """The demo matrix of run seed `seed` (the scripted user's and every conversation's), against
-    TripDesk with its faults seeded by `runtime_seed`."""
-    from simrun.examples.tripdesk import TripDesk
-    from simrun.simulator import PythonRuntime, ScriptedUser, converse, matrix
-
-    faults = RUNTIME_FAULTS if faults is None else faults
-    runtime = (ByGoal(faults, *goal_faults, runtime_seed) if goal_faults
-               else TripDesk(faults=faults, fault_seed=runtime_seed))
-    user = ScriptedUser(faults=USER_FAULTS, fault_seed=seed)
-    adapter = PythonRuntime(runtime)
-
-    async def go():
-        return [await converse(cell, user, adapter) for cell in matrix(demo_dataset(), repetitions, seed)]
-
-    return DemoRun(seed, tuple((c.cell.persona.id, c.cell.goal.id, c.cell.repetition, scorecard_counts(c.scorecard))
-                               for c in asyncio.run(go())))
-
-
 def paired_summary(run: DemoRun, repetitions: int, run_id: str) -> RunSummary:
     return summary_from_counts(run_id, demo_dataset().hash, repetitions, run.conversations,
                                seed=run.seed, user_backend="scripted")
@@ -441,21 +347,21 @@ def paired_pair_job(args: tuple) -> dict:
     _, cls = PLANTED
     settings = plan.settings
     seed = seed0 + i
-    base = paired_summary(seeded_run(seed, seed, repetitions), repetitions, "base")
+    apart = seed + RUNTIME_APART
+    base = paired_summary(demo_run(seed, repetitions), repetitions, "base")
     out: dict = {}
     if "aa_noise" in scenarios:
-        cand = paired_summary(seeded_run(seed, seed + RUNTIME_APART, repetitions), repetitions, "cand")
+        cand = paired_summary(demo_run(seed, repetitions, runtime_seed=apart), repetitions, "cand")
         out["aa_noise"] = paired_judge(base, cand, settings, cls)
     if "broad_seeded" in scenarios:
-        cand = paired_summary(seeded_run(seed, seed, repetitions, plan.broad_faults), repetitions, "cand")
+        cand = paired_summary(demo_run(seed, repetitions, plan.broad_faults), repetitions, "cand")
         out["broad_seeded"] = paired_judge(base, cand, settings, cls)
     if "broad_noise" in scenarios:
-        cand = paired_summary(seeded_run(seed, seed + RUNTIME_APART, repetitions, plan.broad_faults), repetitions,
-                              "cand")
+        cand = paired_summary(demo_run(seed, repetitions, plan.broad_faults, runtime_seed=apart), repetitions, "cand")
         out["broad_noise"] = paired_judge(base, cand, settings, cls)
     if "goal" in scenarios and plan.local_faults:
         goal = sorted(plan.local_faults)[i % len(plan.local_faults)]
-        cand = paired_summary(seeded_run(seed, seed, repetitions, goal_faults=(goal, plan.local_faults[goal])),
+        cand = paired_summary(demo_run(seed, repetitions, goal_faults=(goal, plan.local_faults[goal])),
                               repetitions, "cand")
         out["goal"] = paired_judge(base, cand, settings, cls, goal)
     return out
@@ -484,7 +390,7 @@ def paired_main(argv: list[str] | None = None) -> int:
           f"min effect {settings.min_effect} ({settings.min_effect_slice} in a slice), {settings.permutations} "
           "permutations", flush=True)
     # Reproduced: the same seed and an unchanged, seeded runtime replay every conversation.
-    again = [paired_summary(seeded_run(args.seed, args.seed, repetitions), repetitions, n) for n in ("base", "cand")]
+    again = [paired_summary(demo_run(args.seed, repetitions), repetitions, n) for n in ("base", "cand")]
     same = gate_verdict(again[0], again[1], settings)
     reproduced = again[0].cells == again[1].cells and same.flips == ()
     print(f"A/A, reproduced (same seed, seeded runtime): {'every conversation alike' if reproduced else 'NOT alike'}; "
@@ -539,9 +445,13 @@ def paired_main(argv: list[str] | None = None) -> int:
 
 def main() -> int:
     if sys.argv[1:3] == ["--parts", "sequential"]:
-        return __import__("gate_sequential").main(sys.argv[3:])
+        from benchmarks import gate_sequential
+
+        return gate_sequential.main(sys.argv[3:])
     if sys.argv[1:3] == ["--parts", "runs"]:
-        return __import__("gate_runs").main(sys.argv[3:])
+        from benchmarks import gate_runs
+
+        return gate_runs.main(sys.argv[3:])
     if sys.argv[1:3] == ["--parts", "paired"]:
         return paired_main(sys.argv[3:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -78,8 +78,8 @@ def synthetic_rates(seed: int = 7) -> np.ndarray:
 
 
 def demo_rates(repetitions: int = 20, seed: int = 99) -> np.ndarray:
-    """Cells x tested classes: the demo's rates, from one long run (its faults as in gate_calibration.py)."""
-    from benchmarks.gate_calibration import demo_run
+    """Cells x tested classes: the demo's rates, from one long run (its faults as in gate_demo.py)."""
+    from benchmarks.gate_demo import demo_run
 
     run = demo_run(seed, repetitions)
     cells = sorted({(p, g) for p, g, _, _ in run.conversations})

@@ -3,7 +3,7 @@ real conversations.
 
 Running the demo matrix for every pair costs about 6 s a run, so 1,000 A/A pairs of a gate that
 looks up to 20 times would take hours. Instead this benchmark runs the real demo (scripted user,
-TripDesk, 7 personas x 10 goals, the faults of `gate_calibration.py`) once into three pools of
+TripDesk, 7 personas x 10 goals, the faults of `gate_demo.py`) once into three pools of
 conversations per cell, and draws every pair's runs from them:
 
 - `normal`: the runtime as it is, `--pool-normal` repetitions of every cell;
@@ -42,10 +42,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gate_calibration import BROAD_RISE, LOCAL_RISE, PLANTED, RUNTIME_FAULTS, demo_dataset, demo_run, wilson  # noqa: E402
-
+from benchmarks.gate_demo import BROAD_RISE, LOCAL_RISE, PLANTED, RUNTIME_FAULTS, demo_dataset, demo_run, wilson  # noqa: E402
 from simrun._settings import GateSection, SequentialSection, load_budgets  # noqa: E402
 from simrun.scoring.gate._compare import gate_verdict  # noqa: E402
 from simrun.scoring.gate._sequential import sequential_gate  # noqa: E402

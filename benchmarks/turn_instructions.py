@@ -28,9 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def loop(repetitions: int) -> int:
     """One warm repetition, then `repetitions` more; the turns of the latter."""
     sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from harness import in_memory
-
+    from benchmarks.harness import in_memory
     from simrun.examples.tripdesk import TripDesk
     from simrun.simulator import PythonRuntime, load_dataset
     from simrun.simulator import _eventloop as eventloop

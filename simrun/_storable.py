@@ -27,7 +27,7 @@ _SHORT_BITS = int(MAX_INT_DIGITS * math.log2(10))
 # turns and repetitions.
 BIGINT_MIN, BIGINT_MAX = -2**63, 2**63 - 1
 INTEGER_MAX = 2**31 - 1
-# Money is DECIMAL(18, 8): below ten billion dollars, to the hundred-millionth (scoring/_money.py).
+# Money is DECIMAL(18, 8): below ten billion dollars, to the hundred-millionth (simrun/_money.py).
 MONEY_PLACES = 8
 MONEY_CEILING = 10 ** (18 - MONEY_PLACES)
 # The most conversations of one cell a run asks for: simrun.toml and -n, baselines and bundles.

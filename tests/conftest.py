@@ -1,12 +1,13 @@
 """Shared fixtures: the bundled demo dataset and LibDesk's, in-process runs of them against the
 reference runtimes (TripDesk by default), a copy of the demo project, and the `simrun` command
-run in it. Fixtures live here and in the conftest.py of a folder, never in a test module."""
+run in it (`cli`, `run_cli`, `run_cli_in`). Fixtures live here and in the conftest.py of a folder,
+never in a test module; none is named like a package a test imports. The slow tests of
+tests/lanes.py are marked `slow` here (`pytest -m "not slow"`, the fast lane)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import shutil
 import uuid
@@ -14,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import typer.main
-import typer.testing
 from typer.testing import CliRunner
 
 from simrun.cli._main import app
@@ -28,13 +27,9 @@ from simrun.simulator._runner import matrix
 from simrun.simulator.adapters._python import PythonRuntime
 from simrun.simulator.users._scripted import ScriptedUser
 from tests.fixtures.processes import TAG
+from tests.lanes import is_slow
 
 ROOT = Path(__file__).resolve().parent.parent
-
-# typer's CliRunner builds the click command from the app at every invocation (tens of
-# milliseconds, over hundreds of invocations); a command is stateless between invocations, as
-# in a real process, which builds it once. So it is built once per app here.
-typer.testing._get_command = functools.lru_cache(maxsize=None)(typer.main.get_command)
 
 # The modules whose tests take longest (real processes, a Ray cluster, a browser, calibration
 # runs: tens of seconds each) run first, longest first, so that pytest-xdist's workers finish
@@ -172,13 +167,24 @@ def cli(project, monkeypatch):
 
 
 @pytest.fixture()
-def simrun(cli):
+def run_cli(cli):
     """`simrun ARGS` in the project folder: (exit code, output as one string)."""
-    def invoke(*args: str):
+    def invoke(*args: str) -> tuple[int, str]:
         result = cli(*args)
         return result.exit_code, result.output
 
     return invoke
+
+
+def run_cli_in(folder: Path, *args: str) -> tuple[int, str]:
+    """`simrun ARGS` in `folder`, in this process: (exit code, output as one string). For a module's
+    own folders (a fixture made once per module, a checkout of its own), where `run_cli`'s project
+    is not the one; GITHUB_STEP_SUMMARY unset, as there."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+        result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
 
 
 # The model API keys the model-user tests set: planted, so that a test can look for them
@@ -198,6 +204,12 @@ def tagged(monkeypatch):
     leftovers (`tests.fixtures.processes.leftovers`) finds only its own, not those of a
     benchmark or another test running beside it."""
     monkeypatch.setenv(TAG, uuid.uuid4().hex)
+
+
+def pytest_itemcollected(item):
+    """The slow tests (tests/lanes.py) carry the `slow` marker, so that `-m "not slow"` leaves them out."""
+    if is_slow(item.nodeid):
+        item.add_marker(pytest.mark.slow)
 
 
 def pytest_collection_modifyitems(items):

@@ -4,10 +4,13 @@ every documented one exists (as datasette's documentation tests do)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import typer
 
@@ -63,17 +66,99 @@ def test_the_readme_says_what_a_run_checks_by_default_and_what_it_does_not():
         assert f"]({page})" in sections[title], title
 
 
-def test_the_site_builds_strictly_and_offline(tmp_path):
-    # Any connection would go to a proxy that is not there: the build must need none.
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HTTP_PROXY": "http://127.0.0.1:9",
-           "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
-                            "-d", str(tmp_path / "site")], capture_output=True, text=True, env=env, timeout=300)
-    assert built.returncode == 0, built.stderr
+# mkdocs logs a problem as "WARNING -  ..." (or "ERROR -  ..."); `-q` would hide the warnings, and
+# `--strict` counts only the warnings it shows, so the build runs without it and every one is read.
+LOGGED_PROBLEM = re.compile(r"^(?:WARNING|ERROR)\s+-\s+(.*)$", re.M)
+
+
+def build_site(config: Path, site: Path) -> tuple[int, list[str]]:
+    """`mkdocs build --strict` of `config` into `site`, as a plain clone builds it: no `-q`, and no
+    variable of this process's but PATH (any connection would go to a proxy that is not there: the
+    build must need none). Its exit code, and every warning or error it logged."""
+    env = {"PATH": os.environ.get("PATH", ""), "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+           "NO_PROXY": ""}
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+                           capture_output=True, text=True, env=env, timeout=300, cwd=site.parent)
+    return built.returncode, LOGGED_PROBLEM.findall(built.stdout + built.stderr)
+
+
+def test_the_site_builds_strictly_and_offline_with_no_warning(tmp_path):
+    code, problems = build_site(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert problems == [] and code == 0, problems
     index = (tmp_path / "site" / "index.html").read_text()
     assert "fonts.googleapis.com" not in index            # the site reads offline too
-    for page in ("tutorial", "reference/cli", "reference/configuration", "protocol", "how-to/gate"):
+    for page in ("tutorial", "reference/cli", "reference/configuration", "protocol", "how-to/gate", "benchmarks"):
         assert (tmp_path / "site" / page / "index.html").is_file(), page
+    # The benchmarks' reference and history are the files beside the scripts, included whole.
+    benchmarks = (tmp_path / "site" / "benchmarks" / "index.html").read_text()
+    assert "gate_sequential.py" in benchmarks and "--8&lt;--" not in benchmarks and "--8<--" not in benchmarks
+    assert "The summary table" in (tmp_path / "site" / "benchmarks" / "HISTORY" / "index.html").read_text()
+
+
+def test_a_broken_link_or_anchor_fails_the_build_and_is_counted(tmp_path):
+    """Control: a copy of the docs with a link to no page and one to no heading of the benchmarks'
+    reference (a file included from benchmarks/) fails, and each is one of the warnings counted."""
+    clone = tmp_path / "clone"
+    shutil.copytree(DOCS, clone / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", clone / "mkdocs.yml")
+    (clone / "benchmarks").mkdir()
+    for name in ("README.md", "HISTORY.md"):
+        shutil.copy(ROOT / "benchmarks" / name, clone / "benchmarks" / name)
+    page = clone / "docs" / "index.md"
+    page.write_text(page.read_text() + "\n[gone](how-to/no-such-page.md) and "
+                    "[figures](benchmarks/README.md#no-such-heading)\n")
+    code, problems = build_site(clone / "mkdocs.yml", tmp_path / "site")
+    assert code != 0 and len(problems) == 2, problems
+    assert "how-to/no-such-page.md" in "\n".join(problems) and "#no-such-heading" in "\n".join(problems), problems
+
+
+# --- the layout the docs name ------------------------------------------------------------------
+
+WRITTEN = {"README.md": README, "CONTRIBUTING.md": (ROOT / "CONTRIBUTING.md").read_text(),
+           "benchmarks/README.md": (ROOT / "benchmarks" / "README.md").read_text(),
+           **{str(p.relative_to(ROOT)): p.read_text() for p in sorted(DOCS.rglob("*.md"))}}
+# A path of the clone (`simrun/_settings.py`, `tests/fixtures/`), and a module of simrun's layers
+# (`simrun.scoring.gate.gate_verdict`; the public names are docs/how-to/python-api.md's to test).
+NAMED_PATH = re.compile(r"(?<![\w/.:-])((?:simrun|scoring|simulator|tests|benchmarks)/[\w./*-]*[\w*]/?)")
+NAMED_MODULE = re.compile(r"(?<![\w.])(simrun\.(?:scoring|simulator|cli|examples|_[a-z_]+)(?:\.\w+)*)")
+
+
+def stale_names(written: dict[str, str]) -> list[str]:
+    """Every source path the docs name that is not in the clone, or that names a file through the
+    card's links (`scoring/_settings.py` for `simrun/_settings.py`: a second name), and every
+    module of simrun's layers they name that does not import, as 'page: name'."""
+    found = []
+    for page, text in written.items():
+        for path in sorted(set(NAMED_PATH.findall(text))):
+            through_link = path.startswith(("scoring/", "simulator/")) and path not in ("scoring/", "simulator/")
+            if through_link or not any(ROOT.glob(path.rstrip("/"))):    # a pattern (`refill_*.py`) names some
+                found.append(f"{page}: {path}")
+        for dotted in sorted(set(NAMED_MODULE.findall(text))):
+            parts = dotted.split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    found_object = importlib.import_module(".".join(parts[:cut]))
+                    break
+                except ImportError:
+                    continue
+            for attribute in parts[cut:]:
+                found_object = getattr(found_object, attribute, None)
+            if found_object is None:
+                found.append(f"{page}: {dotted}")
+    return found
+
+
+def test_every_source_path_and_module_the_docs_name_exists_by_its_one_name():
+    assert stale_names(WRITTEN) == []
+
+
+def test_a_moved_or_gone_name_in_the_docs_is_found():
+    """Control: paths and modules of the layout before the base layer moved into `simrun`."""
+    planted = {"docs/old.md": "errors in `scoring/_errors.py`, settings in `simrun/scoring/_settings.py`, the "
+                              "store in `simulator/` and `simrun/scoring/store/`, raised as "
+                              "`simrun.scoring._errors.ConfigError`, gated by `simrun.scoring.gate.gate_verdict`"}
+    assert stale_names(planted) == ["docs/old.md: scoring/_errors.py", "docs/old.md: simrun/scoring/_settings.py",
+                                    "docs/old.md: simrun.scoring._errors.ConfigError"]
 
 
 # --- the command line and its reference page, both ways ----------------------------------------

@@ -17,7 +17,8 @@ import dataclasses
 
 import pytest
 
-from benchmarks.gate_calibration import BROAD_RISE, PLANTED, RUNTIME_FAULTS, pilot_runs, plan_from, run_pairs
+from benchmarks.gate_calibration import pilot_runs, plan_from, run_pairs
+from benchmarks.gate_demo import BROAD_RISE, PLANTED, RUNTIME_FAULTS
 from simrun._settings import GateSection
 from simrun.scoring.gate._summary import TESTED
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.processes import cli_command
 from tests.fixtures.venvs import borrow, copy_sources, fresh_venv, pip_only, purelib
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,8 +33,8 @@ pytestmark = pytest.mark.xdist_group("install")
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> tuple[Path, Path]:
-    """(sdist, wheel): the sources copied as a clone has them (simrun/simulator and simrun/scoring
-    are links to the top-level folders), then built as `python -m build` builds them."""
+    """(sdist, wheel): the sources copied as a clone has them (tests/fixtures/venvs.py), then built
+    as `python -m build` builds them."""
     src = copy_sources(tmp_path_factory.mktemp("src"))
     out = tmp_path_factory.mktemp("dist")
     done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "-o", str(out), str(src)],
@@ -91,15 +92,14 @@ def test_installing_adds_the_simrun_package_and_its_console_script_and_nothing_e
     assert {t for t in tops if not t.endswith(".dist-info")} == {"simrun"}
 
 
-def simrun(env: Path, folder: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
+def run_installed(env: Path, folder: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
     # The wheel's console script, through the new environment's python, so that the installed
     # simrun (not this checkout's) is the one imported. `path`: PYTHONPATH, as a team sets it so
     # that simrun imports its callable (-I would ignore it, so -E -s is not used either way).
-    script = "import sys; from simrun.cli._main import main; sys.argv = ['simrun', *sys.argv[1:]]; main()"
     env_vars = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GITHUB_STEP_SUMMARY")}
     if path is not None:
         env_vars["PYTHONPATH"] = path
-    return subprocess.run([str(env / "bin" / "python"), "-c", script, *args], cwd=folder, env=env_vars,
+    return subprocess.run([*cli_command(env / "bin" / "python"), *args], cwd=folder, env=env_vars,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -109,7 +109,7 @@ def test_the_installed_simrun_runs_the_demo_in_an_empty_folder(installed, tmp_pa
                             "import simrun.simulator; print(simrun.simulator.__file__)"],
                            capture_output=True, text=True, check=True).stdout
     assert str(env) in where and str(ROOT) not in where
-    done = simrun(env, tmp_path, "--budget", "5usd", "-n", "1")
+    done = run_installed(env, tmp_path, "--budget", "5usd", "-n", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "7 personas x 10 goals x 1 repetition = 70 conversations" in done.stdout
     assert (tmp_path / "simrun.duckdb").is_file()
@@ -117,7 +117,7 @@ def test_the_installed_simrun_runs_the_demo_in_an_empty_folder(installed, tmp_pa
 
 
 def test_simrun_demo_shows_a_dead_end_a_loop_and_a_broken_guarantee(installed, tmp_path):
-    done = simrun(installed[0], tmp_path, "demo", "-n", "1")
+    done = run_installed(installed[0], tmp_path, "demo", "-n", "1")
     assert done.returncode == 1, done.stdout + done.stderr      # a broken guarantee fails the run
     assert "FAILED: guarantees broken: phantom_receipt" in done.stdout
     rates = {m.group(1): int(m.group(2)) for m in re.finditer(r"│ (\w+) +│ \w+ +│.*│ +(\d+)/\d+ │", done.stdout)}
@@ -128,7 +128,7 @@ def test_simrun_demo_shows_a_dead_end_a_loop_and_a_broken_guarantee(installed, t
 
 
 def test_init_writes_a_project_from_the_installed_package(installed, tmp_path):
-    done = simrun(installed[0], tmp_path, "init", "--no-check", "--transport", "http", "--url",
+    done = run_installed(installed[0], tmp_path, "init", "--no-check", "--transport", "http", "--url",
                   "http://127.0.0.1:9")
     assert done.returncode == 0, done.stdout + done.stderr
     for name in ("simrun.toml", ".github/workflows/simrun.yml"):
@@ -157,7 +157,7 @@ def test_check_user_runs_from_the_installed_package_against_a_fake_model(install
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-install-000")
     try:
-        done = simrun(installed[0], tmp_path, "check-user", "--user", "openai:gpt-4.1-mini", "--budget", "1usd")
+        done = run_installed(installed[0], tmp_path, "check-user", "--user", "openai:gpt-4.1-mini", "--budget", "1usd")
     finally:
         server.should_exit = True
     assert done.returncode == 0, done.stdout + done.stderr
@@ -179,7 +179,7 @@ def test_a_team_s_own_scoring_and_simulator_on_the_path_break_nothing(installed,
     for kind in ("personas", "goals"):
         shutil.copytree(ROOT / kind, tmp_path / kind)
     (tmp_path / "simrun.toml").write_text('[runtime]\ntransport = "callable"\ntarget = "assistant:reply"\n')
-    done = simrun(installed[0], tmp_path, "-n", "1", path=str(tmp_path))
+    done = run_installed(installed[0], tmp_path, "-n", "1", path=str(tmp_path))
     assert "Traceback" not in done.stderr and "verdict: " in done.stdout, done.stdout + done.stderr
     report = (tmp_path / re.search(r"report: (\S+)", done.stdout).group(1)).read_text()
     assert "the team says hello" in report

@@ -29,6 +29,7 @@ would. A module holds one concept, whatever its length: no line limit splits one
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import subprocess
 import sys
@@ -62,11 +63,11 @@ MAY_IMPORT = {
 }
 
 
-def modules(root: Path) -> dict[str, Path]:
-    """Every module of the `simrun` package, by name; through the links that place the card's
-    top-level folders (simulator/, scoring/) inside it, as Python's imports go."""
+@functools.cache        # read for every edge (package_of): one walk of the tree per root, not thousands
+def modules(root: Path, top: str = "simrun") -> dict[str, Path]:
+    """Every module of the `simrun` package (or of another folder of the clone, `top`), by name."""
     found = {}
-    for folder, _, files in sorted(os.walk(root / "simrun")):
+    for folder, _, files in sorted(os.walk(root / top)):
         for name in sorted(f for f in files if f.endswith(".py")):
             path = Path(folder) / name
             parts = list(path.relative_to(root).with_suffix("").parts)
@@ -86,11 +87,12 @@ def exports(path: Path) -> dict[str, str]:
     return {}
 
 
-def imports(root: Path, through_exports: bool = True) -> dict[str, dict[str, int]]:
+def imports(root: Path, through_exports: bool = True, top: str = "simrun") -> dict[str, dict[str, int]]:
     """module -> {project module it imports: line}, every import statement anywhere in it. A name
     imported from a package's exports counts as an import of the module that holds it (what runs
-    when the name is first used), unless `through_exports` is False: then of the package."""
-    known = modules(root)
+    when the name is first used), unless `through_exports` is False: then of the package.
+    `top`: the folder whose modules are read (`benchmarks`, say)."""
+    known = modules(root, top)
     exported = {package: exports(path) for package, path in known.items() if path.name == "__init__.py"}
 
     def owner(name: str) -> str | None:

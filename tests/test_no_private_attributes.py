@@ -224,3 +224,30 @@ def test_the_names_simrun_defines_are_found_in_its_code():
     assert {"_record", "_ppf", "_offer", "_lazy"} & own == {"_record", "_ppf", "_offer"}
     assert not {"_transport", "_mounts", "_protocol_of_another"} & own
     assert "_exit" not in dir(builtins)
+
+
+def shared_fixtures() -> list[Path]:
+    """The suite's shared fixtures: every conftest.py, and the helpers of tests/fixtures/."""
+    tests = ROOT / "tests"
+    return sorted([*tests.rglob("conftest.py"), *(tests / "fixtures").rglob("*.py")])
+
+
+def test_no_shared_fixture_uses_a_private_name_of_an_installed_library():
+    """The suite's shared fixtures hold to the same rule as the product: what an installed library
+    documents (typer's CliRunner, not its private `typer.testing._get_command`), so that a release of
+    it cannot break every test at once. A test module may still read a private name where its check
+    needs it, and say so."""
+    sources = shared_fixtures()
+    assert len(sources) > 20
+    own = _own_names() | defined_names([ast.parse(p.read_text(encoding="utf-8")) for p in sources])
+    found = [hit for path in sources
+             for hit in privates_used(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)), own)]
+    assert found == [], "use the library's documented interface:\n" + "\n".join(found)
+
+
+def test_the_old_patch_of_typer_would_be_found():
+    """Control: the patch tests/conftest.py once made, to build the command once per app."""
+    code = ("import functools\nimport typer.main\nimport typer.testing\n"
+            "typer.testing._get_command = functools.lru_cache(maxsize=None)(typer.main.get_command)\n")
+    assert privates_used(code, "conftest.py", _own_names()) == [
+        "conftest.py:4: typer.testing._get_command (sets an attribute of typer)"]

@@ -42,7 +42,7 @@ MAX_PENDING_WRITES = 2   # batches handed to the writer thread before conversati
 def frozen_heap() -> Iterator[None]:
     """What lives before a run (modules, the dataset, clients) is never garbage; frozen, the
     collector stops scanning it, and its full collections no longer stall every conversation in
-    flight for a tenth of a second or more at high concurrency (CHANGELOG.md, benchmark history). What the
+    flight for a tenth of a second or more at high concurrency (benchmarks/HISTORY.md). What the
     caller had frozen stays frozen."""
     thaw = gc.get_freeze_count() == 0
     gc.freeze()

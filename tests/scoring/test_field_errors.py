@@ -1,5 +1,5 @@
 """Every hand-written file (persona, goal, simrun.toml, budgets.toml) names an unknown key, its
-line, and the nearest known key, through one formatter (scoring/_field_errors.py)."""
+line, and the nearest known key, through one formatter (simrun/_field_errors.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one rule for what simrun can send as JSON and store (`scoring/_storable.py`): exact at the
+"""The one rule for what simrun can send as JSON and store (`simrun/_storable.py`): exact at the
 integer bound, with the path to what breaks it."""
 
 from __future__ import annotations

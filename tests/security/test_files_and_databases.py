@@ -26,28 +26,20 @@ def runs_in(db: Path) -> list[tuple]:
         con.close()
 
 
-@pytest.fixture()
-def one_run(after, project) -> Path:
-    """A finished demo run (one repetition) in project/simrun.duckdb."""
-    run, = after(("--budget", "5usd", "-n", "1"))
-    assert run.exit_code == 0, run.output
-    return project / "simrun.duckdb"
-
-
 # --- simrun merge ------------------------------------------------------------------------------
 
-def test_merge_takes_shard_paths_as_data_never_as_sql(simrun, project):
+def test_merge_takes_shard_paths_as_data_never_as_sql(run_cli, project):
     hostile = "x'; COPY (SELECT 42) TO 'pwned.csv'; --"
     paths = []
     for i in range(2):
         folder = project / f"shard {i} it's"
         folder.mkdir()
-        code, output = simrun("--budget", "5usd", "-n", "1", "--shard", f"{i}/2", "--db", str(folder / "s.duckdb"))
+        code, output = run_cli("--budget", "5usd", "-n", "1", "--shard", f"{i}/2", "--db", str(folder / "s.duckdb"))
         assert code == 0, output
         paths.append(folder / "s.duckdb")
     shutil.move(paths[1], project / f"{hostile}.duckdb")
     paths[1] = project / f"{hostile}.duckdb"
-    code, output = simrun("merge", str(paths[0]), str(paths[1]), "--out", str(project / "joined.duckdb"))
+    code, output = run_cli("merge", str(paths[0]), str(paths[1]), "--out", str(project / "joined.duckdb"))
     assert code == 0, output
     assert not (project / "pwned.csv").exists()
     (run_id, _, status), = runs_in(project / "joined.duckdb")
@@ -61,21 +53,22 @@ def test_merge_takes_shard_paths_as_data_never_as_sql(simrun, project):
     ("conversations", "audit", '[{"turn": 1, "n": -Infinity}]', "the number -inf"),
     ("runs", "config", "nan", "text that is not JSON"),
 ])
-def test_merge_refuses_a_shard_holding_json_no_store_keeps(simrun, project, table, column, value, says):
+def test_merge_refuses_a_shard_holding_json_no_store_keeps(run_cli, project, table, column, value, says):
     """DuckDB keeps NaN, infinities, 1e999 and even a bare `nan` in a JSON column without a word;
     a shard changed after its job wrote it would bring them into the joined run (and `nan` in a
     run's settings raised on reading). Refused in one line naming the file, table and column, and
     nothing is written."""
     paths = []
     for i in range(2):
-        code, output = simrun("--budget", "5usd", "-n", "1", "--shard", f"{i}/2", "--db", str(project / f"s{i}.duckdb"))
+        db = project / f"s{i}.duckdb"
+        code, output = run_cli("--budget", "5usd", "-n", "1", "--shard", f"{i}/2", "--db", str(db))
         assert code == 0, output
-        paths.append(project / f"s{i}.duckdb")
+        paths.append(db)
     con = duckdb.connect(str(paths[1]))
     con.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = (SELECT min(rowid) FROM {table})", [value])
     assert con.execute(f"SELECT count(*) FROM {table} WHERE {column}::VARCHAR = ?", [value]).fetchone() == (1,)
     con.close()
-    code, output = simrun("merge", str(paths[0]), str(paths[1]), "--out", str(project / "joined.duckdb"))
+    code, output = run_cli("merge", str(paths[0]), str(paths[1]), "--out", str(project / "joined.duckdb"))
     assert code == 2, output
     line = one_line_error(output)
     assert str(paths[1]) in line and f"{table}.{column}" in line and says in line, line
@@ -84,17 +77,17 @@ def test_merge_refuses_a_shard_holding_json_no_store_keeps(simrun, project, tabl
 
 # --- a crafted database ------------------------------------------------------------------------
 
-def test_a_crafted_run_id_never_names_a_file_outside_the_reports_folder(simrun, project, one_run):
+def test_a_crafted_run_id_never_names_a_file_outside_the_reports_folder(run_cli, project, one_run):
     con = duckdb.connect(str(one_run))
     (run_id,) = con.execute("SELECT run_id FROM runs").fetchone()
     for table in ("runs", "conversations", "turns", "findings", "checks", "model_calls"):
         con.execute(f"UPDATE {table} SET run_id = '../../escaped' WHERE run_id = ?", [run_id])
     con.close()
-    code, output = simrun("report", "../../escaped")
+    code, output = run_cli("report", "../../escaped")
     assert code == 2
     assert "did not write" in one_line_error(output)
     assert not (project / "escaped.html").exists() and not (project.parent / "escaped.html").exists()
-    code, output = simrun("dashboard", "--db", str(one_run))     # nor does it become a link
+    code, output = run_cli("dashboard", "--db", str(one_run))     # nor does it become a link
     assert code == 2 and "holds a run id '../../escaped' that simrun did not write" in one_line_error(output)
 
 
@@ -114,30 +107,30 @@ def _craft(db: Path, table: str, column: str, value: str) -> str:
                                                  ("turns", "state", "turn 1's state"),
                                                  ("conversations", "final_state", "final_state"),
                                                  ("conversations", "audit", "audit")])
-def test_a_json_column_holding_no_json_is_one_line_naming_it(simrun, project, one_run, table, column, says):
+def test_a_json_column_holding_no_json_is_one_line_naming_it(run_cli, project, one_run, table, column, says):
     """DuckDB takes a bare `nan` (and more that no JSON reader reads) into a JSON column: every
     command that reads the transcript says where, in one line, where it had raised a
     JSONDecodeError traceback (show, rescore, export)."""
     cid = _craft(one_run, table, column, "nan")
     for command in (("show", "latest", cid), ("rescore", "latest"), ("export", "latest", "--out", "b.json")):
-        code, output = simrun(*command)
+        code, output = run_cli(*command)
         line = one_line_error(output)
         assert code == 2, output
         assert f"conversation {cid!r}: {says} holds text that is not JSON" in line, line
         assert "simrun.duckdb" in line and "Traceback" not in output and "JSONDecodeError" not in output
 
 
-def test_a_run_holding_nan_is_not_exported_into_a_bundle_import_refuses(simrun, project, one_run):
+def test_a_run_holding_nan_is_not_exported_into_a_bundle_import_refuses(run_cli, project, one_run):
     """A store written before the store's encoder refused NaN (or a crafted one) may hold it: the
     bundle would be one `simrun import` refuses; said at export, naming the item and field."""
     cid = _craft(one_run, "turns", "result", '{"reply": "hi", "score": NaN}')
-    code, output = simrun("export", "latest", "--out", "b.json")
+    code, output = run_cli("export", "latest", "--out", "b.json")
     line = one_line_error(output)
     assert code == 2 and f"({cid!r}).record.turns.0.result.score" in line and "the number nan" in line, line
     assert not (project / "b.json").exists()
 
 
-def test_a_database_with_a_view_that_reads_files_is_not_read(simrun, project, one_run, tmp_path):
+def test_a_database_with_a_view_that_reads_files_is_not_read(run_cli, project, one_run, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP-SECRET-77\n")
     con = duckdb.connect(str(one_run))
@@ -146,7 +139,7 @@ def test_a_database_with_a_view_that_reads_files_is_not_read(simrun, project, on
                 f"read_text('{secret}') t")
     con.close()
     for command in (["runs"], ["report", "latest"], ["show", "latest"], ["dashboard", "--db", str(one_run)]):
-        code, output = simrun(*command)
+        code, output = run_cli(*command)
         assert code == 2, (command, output)
         assert "views or macros simrun never writes (runs)" in one_line_error(output)
         assert "TOP-SECRET" not in output
@@ -162,10 +155,10 @@ def bundle(after, project) -> dict:
     return json.loads((project / "b.json").read_text())
 
 
-def test_import_recomputes_the_dataset_hash_and_never_trusts_the_bundle(simrun, project, bundle):
+def test_import_recomputes_the_dataset_hash_and_never_trusts_the_bundle(run_cli, project, bundle):
     bundle["dataset_hash"] = "0000000000000000"
     (project / "claims.json").write_text(json.dumps(bundle))
-    code, output = simrun("import", "claims.json")
+    code, output = run_cli("import", "claims.json")
     assert code == 0, output
     current = load_dataset(project / "personas", project / "goals").hash
     assert runs_in(project / "simrun.duckdb")[-1][1] == current
@@ -211,12 +204,12 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("name", MALFORMED)
-def test_a_malformed_bundle_is_one_line_and_leaves_no_run(simrun, project, bundle, name):
+def test_a_malformed_bundle_is_one_line_and_leaves_no_run(run_cli, project, bundle, name):
     mutate, says = MALFORMED[name]
     mutate(bundle)
     (project / "bad.json").write_text(json.dumps(bundle))
     before = runs_in(project / "simrun.duckdb")
-    code, output = simrun("import", "bad.json")
+    code, output = run_cli("import", "bad.json")
     assert code == 2
     assert says in one_line_error(output)
     assert runs_in(project / "simrun.duckdb") == before
@@ -227,10 +220,10 @@ def test_a_malformed_bundle_is_one_line_and_leaves_no_run(simrun, project, bundl
     (b'{"format_version": 1, "items": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deep"),
     (b"[1, 2", "not valid JSON"),
 ])
-def test_a_bundle_that_is_not_json_of_the_right_kind_is_one_line(simrun, project, one_run, content, says):
+def test_a_bundle_that_is_not_json_of_the_right_kind_is_one_line(run_cli, project, one_run, content, says):
     (project / "bad.json").write_bytes(content)
     before = runs_in(one_run)
-    code, output = simrun("import", "bad.json")
+    code, output = run_cli("import", "bad.json")
     assert code == 2
     assert says in one_line_error(output)
     assert runs_in(one_run) == before
@@ -238,11 +231,11 @@ def test_a_bundle_that_is_not_json_of_the_right_kind_is_one_line(simrun, project
 
 # --- a full disk -------------------------------------------------------------------------------
 
-def test_a_full_disk_says_so_not_a_secondary_rollback_error(simrun, project):
+def test_a_full_disk_says_so_not_a_secondary_rollback_error(run_cli, project):
     db = project / "simrun.duckdb"
     Store(db).close()                         # the schema, then every further write fails
     os.symlink("/dev/full", f"{db}.wal")
-    code, output = simrun("--budget", "5usd", "-n", "1")
+    code, output = run_cli("--budget", "5usd", "-n", "1")
     assert code == 2
     line = one_line_error(output.strip().splitlines()[-1])
     assert "No space left on device" in line

@@ -13,10 +13,7 @@ import pytest
 
 from simrun._errors import StoreError
 from simrun.scoring.store._database import Store
-from tests.security.conftest import one_line_error
-
-SECRET = "LOCAL-FILE-SECRET-5b2e9d"
-
+from tests.security.conftest import SECRET, one_line_error
 
 # Each way of planting something simrun never writes, as the SQL that plants it ({secret}: the
 # path of a local file a view or macro would read).
@@ -46,13 +43,6 @@ def _craft(db: Path, secret_file: Path, how: str) -> None:
             con.execute(sql.replace("{secret}", str(secret_file)))
     finally:
         con.close()
-
-
-@pytest.fixture()
-def secret_file(tmp_path) -> Path:
-    path = tmp_path / "secret.txt"
-    path.write_text(SECRET + "\n")
-    return path
 
 
 @pytest.mark.parametrize("how", CRAFTS)
@@ -97,8 +87,8 @@ def test_a_store_of_simrun_s_own_opens_and_its_queries_reach_no_file(tmp_path, s
 
 
 @pytest.mark.parametrize("how", ["migrations view", "column view", "generated column", "unknown column"])
-def test_no_command_that_reads_a_foreign_store_runs_or_quotes_it(simrun, project, secret_file, how):
-    code, output = simrun("--budget", "5usd", "-n", "1")
+def test_no_command_that_reads_a_foreign_store_runs_or_quotes_it(run_cli, project, secret_file, how):
+    code, output = run_cli("--budget", "5usd", "-n", "1")
     assert code == 0, output
     db = project / "simrun.duckdb"
     run_id = duckdb.connect(str(db), read_only=True).execute("SELECT run_id FROM runs").fetchone()[0]
@@ -108,7 +98,7 @@ def test_no_command_that_reads_a_foreign_store_runs_or_quotes_it(simrun, project
                 ["merge", str(project / "shard.duckdb"), "--out", str(project / "joined.duckdb")],
                 ["gate", "--baseline", run_id, "--candidate", run_id, "--db", str(db)]]
     for command in commands:
-        code, output = simrun(*command)
+        code, output = run_cli(*command)
         assert code == 2, (command, output)
         assert SECRET not in output, (command, output)
         assert "crafted" in one_line_error(output), (command, output)

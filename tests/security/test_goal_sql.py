@@ -27,9 +27,8 @@ from simrun.simulator._conversation import converse
 from simrun.simulator._runner import matrix
 from simrun.simulator.adapters._python import PythonRuntime
 from simrun.simulator.users._scripted import ScriptedUser
-from tests.security.conftest import one_line_error
+from tests.security.conftest import SECRET, one_line_error
 
-SECRET = "TOP-SECRET-9f2c41"
 GOAL = "goals/cancel-trip.yaml"
 
 
@@ -45,13 +44,6 @@ def with_sql(project: Path, query: str) -> int:
 
 def _yaml_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-@pytest.fixture()
-def secret_file(tmp_path: Path) -> Path:
-    path = tmp_path / "secret.txt"
-    path.write_text(SECRET + "\n")
-    return path
 
 
 @pytest.fixture()
@@ -85,11 +77,11 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("name", HOSTILE)
-def test_validate_refuses_each_hostile_query_in_one_line_and_leaves_no_trace(simrun, project, secret_file, site,
+def test_validate_refuses_each_hostile_query_in_one_line_and_leaves_no_trace(run_cli, project, secret_file, site,
                                                                             name):
     query = HOSTILE[name].format(secret=secret_file, site=site)
     line = with_sql(project, query)
-    code, output = simrun("validate")
+    code, output = run_cli("validate")
     assert code == 2
     error = one_line_error(output)
     assert f"{GOAL}:{line} (success.sql.0)" in error
@@ -98,10 +90,10 @@ def test_validate_refuses_each_hostile_query_in_one_line_and_leaves_no_trace(sim
     assert not (project / "new.duckdb").exists()
 
 
-def test_a_runaway_query_is_stopped_at_its_limit_and_named(simrun, project):
+def test_a_runaway_query_is_stopped_at_its_limit_and_named(run_cli, project):
     line = with_sql(project, "SELECT count(*) > 0 FROM range(1000000000000)")
     started = time.monotonic()
-    code, output = simrun("validate")
+    code, output = run_cli("validate")
     assert code == 2
     assert time.monotonic() - started < goal_sql.QUERY_TIMEOUT_S + 5
     error = one_line_error(output)

@@ -26,10 +26,10 @@ BILLION_LAUGHS = "\n".join(["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lo
                            + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]) + "\n"
 
 
-def test_a_billion_laughs_goal_is_refused_in_under_a_second(simrun, project):
+def test_a_billion_laughs_goal_is_refused_in_under_a_second(run_cli, project):
     (project / "goals" / "laughs.yaml").write_text(BILLION_LAUGHS)
     started = time.monotonic()
-    code, output = simrun("validate")
+    code, output = run_cli("validate")
     assert time.monotonic() - started < 1.0 + 0.5        # the CLI's own start-up aside
     assert code == 2
     line = one_line_error(output)
@@ -43,10 +43,10 @@ def test_deep_nesting_is_refused_with_its_line(project):
     assert exc.line == 2 and f"nested more than {MAX_DEPTH} levels deep" in str(exc)
 
 
-def test_a_file_that_is_not_utf8_is_refused_in_one_line(simrun, project):
+def test_a_file_that_is_not_utf8_is_refused_in_one_line(run_cli, project):
     path = project / GOAL
     path.write_bytes(path.read_bytes().replace(b"cancelled", b"cancel\xe9d"))
-    code, output = simrun("validate")
+    code, output = run_cli("validate")
     assert code == 2
     assert "not UTF-8 text (byte 0xe9" in one_line_error(output)
 
@@ -119,9 +119,9 @@ def test_an_impossible_date_names_its_line(project):
     ("budgets.toml", b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deep"),
     ("simrun.toml", b"# " + b"x" * (MAX_FILE_BYTES + 1) + b"\n", "at most 1,000,000 are read"),
 ])
-def test_a_hostile_toml_file_is_one_line(simrun, project, name, body, says):
+def test_a_hostile_toml_file_is_one_line(run_cli, project, name, body, says):
     (project / name).write_bytes(body)
-    code, output = simrun("validate")
+    code, output = run_cli("validate")
     assert code == 2
     line = one_line_error(output)
     assert name in line and says in line

@@ -5,7 +5,6 @@ is clipped, including those no template clips by name."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import duckdb
 import pytest
@@ -15,14 +14,7 @@ from simrun.scoring.pages._render import TEXT_CHARS, environment, write_page
 from tests.security.conftest import one_line_error
 
 
-@pytest.fixture()
-def one_run(after, project) -> Path:
-    run, = after(("--budget", "5usd", "-n", "1"))
-    assert run.exit_code == 0, run.output
-    return project / "simrun.duckdb"
-
-
-def test_a_link_in_the_reports_folder_is_replaced_never_followed(simrun, project, one_run, tmp_path):
+def test_a_link_in_the_reports_folder_is_replaced_never_followed(run_cli, project, one_run, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
     reports = project / "reports"
@@ -33,7 +25,7 @@ def test_a_link_in_the_reports_folder_is_replaced_never_followed(simrun, project
     (reports / f"{run_id}.html").unlink()
     os.symlink(victim, reports / f"{run_id}.html")
     for command in (["report", "latest"], ["dashboard"], ["dashboard", "--out", str(reports / "dashboard.html")]):
-        code, output = simrun(*command)
+        code, output = run_cli(*command)
         assert code == 0, (command, output)
     assert victim.read_text() == "keep me\n"
     for name in ("index.html", "dashboard.html", f"{run_id}.html"):
@@ -41,14 +33,14 @@ def test_a_link_in_the_reports_folder_is_replaced_never_followed(simrun, project
     assert not [p for p in reports.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_a_reports_folder_that_is_a_link_is_refused(simrun, project, one_run, tmp_path):
+def test_a_reports_folder_that_is_a_link_is_refused(run_cli, project, one_run, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     link = project / "linked"
     os.symlink(elsewhere, link)
-    code, output = simrun("report", "latest", "--reports", str(link))
+    code, output = run_cli("report", "latest", "--reports", str(link))
     assert code == 2 and "symbolic link" in one_line_error(output)
-    code, output = simrun("dashboard", "--out", str(link / "index.html"))
+    code, output = run_cli("dashboard", "--out", str(link / "index.html"))
     assert code == 2 and "symbolic link" in one_line_error(output)
     assert list(elsewhere.iterdir()) == []
 
@@ -72,8 +64,8 @@ def test_every_printed_value_is_clipped_even_where_no_template_clips_it():
     assert "more characters" in page
 
 
-def test_huge_store_values_leave_the_report_small(simrun, project, one_run):
-    code, output = simrun("report", "latest")
+def test_huge_store_values_leave_the_report_small(run_cli, project, one_run):
+    code, output = run_cli("report", "latest")
     assert code == 0, output
     run_id = duckdb.connect(str(one_run), read_only=True).execute("SELECT run_id FROM runs").fetchone()[0]
     clean = (project / "reports" / f"{run_id}.html").stat().st_size
@@ -84,14 +76,14 @@ def test_huge_store_values_leave_the_report_small(simrun, project, one_run):
     con.execute("UPDATE runs SET labels = ?", [f'["{big[:5000]}"]'])
     conversations = con.execute("SELECT count(*) FROM conversations").fetchone()[0]
     con.close()
-    code, output = simrun("report", "latest")
+    code, output = run_cli("report", "latest")
     assert code == 0, output
     grown = (project / "reports" / f"{run_id}.html").stat().st_size - clean
     # At most a few clipped texts per conversation, not 900 KB each.
     assert grown < conversations * 6 * (TEXT_CHARS + 100), (grown, conversations)
 
 
-def test_the_gate_outputs_a_pull_request_commits_as_links_are_replaced_never_followed(simrun, project, one_run,
+def test_the_gate_outputs_a_pull_request_commits_as_links_are_replaced_never_followed(run_cli, project, one_run,
                                                                                       tmp_path_factory):
     """`simrun gate --markdown gate.md --junit gate.xml --verdict-json v.json`, run by the generated
     workflow on every pull request, where the pull request commits those names as links: one to a
@@ -102,16 +94,16 @@ def test_the_gate_outputs_a_pull_request_commits_as_links_are_replaced_never_fol
     os.symlink(victim, project / "gate.md")
     os.symlink(outside / "created-outside.xml", project / "gate.xml")         # dangling
     os.symlink(victim, project / "v.json")
-    code, output = simrun("baseline", "bless", "latest", "--out", "baselines/main.json")
+    code, output = run_cli("baseline", "bless", "latest", "--out", "baselines/main.json")
     assert code == 0, output                       # bless made baselines/ (a first bless on main)
-    code, output = simrun("gate", "--baseline", "baselines/main.json", "--candidate", "latest", "--markdown",
+    code, output = run_cli("gate", "--baseline", "baselines/main.json", "--candidate", "latest", "--markdown",
                           "gate.md", "--junit", "gate.xml", "--verdict-json", "v.json")
     assert code == 0, output
     assert victim.read_text() == "keep me\n" and not (outside / "created-outside.xml").exists()
     for name, says in (("gate.md", "simrun PASSED"), ("gate.xml", "<testsuites"), ("v.json", '"status"')):
         assert not (project / name).is_symlink() and says in (project / name).read_text(), name
     os.symlink(outside, project / "out")
-    code, output = simrun("gate", "--baseline", "baselines/main.json", "--candidate", "latest", "--markdown",
+    code, output = run_cli("gate", "--baseline", "baselines/main.json", "--candidate", "latest", "--markdown",
                           "out/gate.md")
     assert code == 2 and "is a symbolic link" in one_line_error(output)
     assert not (outside / "gate.md").exists()

@@ -13,12 +13,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.fixtures.processes import cli_command
 from tests.simulator.cli.test_gate_cli import one_error_line
 
 SEQUENTIAL = {"max_rounds": 20, "per_round": 1, "spending": 1.0, "beta": 0.1, "beta_spending": 0.5, "exact": True}
@@ -44,11 +44,10 @@ def store_as_run_in_rounds(project: Path, run_id: str, sequential: object) -> No
                    [json.dumps({"sequential": sequential}), run_id])
 
 
-def simrun(project: Path, *args: str) -> subprocess.CompletedProcess:
+def run_apart(project: Path, *args: str) -> subprocess.CompletedProcess:
     """`simrun ARGS` in its own process, killed past PROMPTLY_S (TimeoutExpired fails the test)."""
-    return subprocess.run([sys.executable, "-c", "import sys; from simrun.cli._main import main; sys.argv[0] = "
-                           "'simrun'; main()", *args], cwd=project, capture_output=True, text=True,
-                          timeout=PROMPTLY_S, env={k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"})
+    return subprocess.run([*cli_command(), *args], cwd=project, capture_output=True, text=True, timeout=PROMPTLY_S,
+                          env={k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"})
 
 
 def test_a_round_cap_of_a_trillion_ends_report_gate_and_dashboard_at_once_naming_the_run_and_field(
@@ -58,7 +57,7 @@ def test_a_round_cap_of_a_trillion_ends_report_gate_and_dashboard_at_once_naming
     for args in (("report", candidate, "--baseline", "baseline.json"),
                  ("gate", "--sequential", "--candidate", candidate, "--baseline", "baseline.json"),
                  ("dashboard", "--baseline", "baseline.json")):
-        done = simrun(project, *args)
+        done = run_apart(project, *args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         error = done.stderr.strip().splitlines()
         assert len(error) == 1 and error[0].startswith("error: "), done.stderr

@@ -17,6 +17,7 @@ import textwrap
 import time
 
 from tests.conftest import ROOT
+from tests.fixtures.processes import cli_command
 
 ASSISTANT = '''
 import re, time
@@ -105,8 +106,8 @@ def test_simrun_itself_ends_each_stuck_conversation_as_runtime_error_and_exits(t
                                           'target = "stuck.py:answer"\ntimeout_s = 1\nisolation = "process"\n')
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", "from simrun.cli._main import main; main()"], cwd=tmp_path,
-                          env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cli_command(), cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=120)
     took = time.monotonic() - started
     output = done.stdout + done.stderr
     assert "ends: runtime_error 2" in output and done.returncode == 1, output

@@ -71,24 +71,24 @@ def stored(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("text", ATTACKS + MARKUP)
-def test_every_command_prints_data_as_text(simrun, project, stored, text):
+def test_every_command_prints_data_as_text(run_cli, project, stored, text):
     db = project / "planted.duckdb"
     db.write_bytes(stored.read_bytes())
     run_id, cid = _plant(db, text)
     for command in (["show", run_id, cid], ["show", run_id], ["show", run_id, "--class", "stale_click"],
                     ["runs"]):
-        code, output = simrun(*command, "--db", str(db))
+        code, output = run_cli(*command, "--db", str(db))
         assert code == 0, (command, output)
         assert not FORBIDDEN.search(output), (command, repr(output[:3000]))
         if text in MARKUP and command[0] == "show":     # shown as it is, not read as markup
             assert text in output, (command, output[-2000:])
-    code, output = simrun("show", run_id, cid, "--db", str(db))
+    code, output = run_cli("show", run_id, cid, "--db", str(db))
     assert "runtime: reply " in output and " end" in output      # the reply is shown, escaped, not dropped
 
 
 @pytest.mark.parametrize("text", ATTACKS[:6])
-def test_an_error_line_quoting_a_name_is_text_too(simrun, project, text):
-    code, output = simrun("runs", "--db", f"missing{text}.duckdb")
+def test_an_error_line_quoting_a_name_is_text_too(run_cli, project, text):
+    code, output = run_cli("runs", "--db", f"missing{text}.duckdb")
     assert code == 2
     assert not FORBIDDEN.search(one_line_error(output))
 

@@ -67,12 +67,12 @@ POISONED_GOALS = ("cancel-trip", "rename-trip", "new-trip-full", "remove-bag", "
                   "open-and-ask-date")
 
 
-def test_each_unstorable_reply_costs_its_conversation_only(simrun, project):
+def test_each_unstorable_reply_costs_its_conversation_only(run_cli, project):
     (project / "poisoned.py").write_text(POISONED)
     toml = project / "simrun.toml"
     toml.write_text(toml.read_text().replace('target = "simrun.examples.tripdesk:TripDesk"',
                                              'target = "poisoned.py:PoisonedDesk"'))
-    code, output = simrun("--budget", "5usd", "-n", "1")
+    code, output = run_cli("--budget", "5usd", "-n", "1")
     assert code in (0, 1), output                  # the run ends normally: a verdict, not a crash
     con = duckdb.connect(str(project / "simrun.duckdb"), read_only=True)
     rows = con.execute("SELECT goal, end_reason, error FROM conversations").fetchall()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 from hypothesis import given
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 
 from simrun._untrusted_text import CommandGuard, markdown_text, without_commands
 from tests.conftest import ROOT, demo_project
+from tests.fixtures.processes import cli_command
 
 COMMAND_LINE = re.compile(r"^[ \t]*::|##\[", re.M)
 
@@ -59,8 +59,8 @@ def test_a_hostile_goal_file_puts_no_command_on_the_ci_log_and_no_heading_in_the
     goal.write_text(text)
     summary = tmp_path / "summary.md"
     env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", "from simrun.cli._main import main; main()", "-n", "1"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*cli_command(), "-n", "1"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 2, done.stdout + done.stderr          # the goal names an operation no run has
     for stream in (done.stdout, done.stderr):
         assert not COMMAND_LINE.search(stream), [line for line in stream.splitlines() if COMMAND_LINE.search(line)]

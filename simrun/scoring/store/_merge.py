@@ -37,7 +37,7 @@ def _shard_runs(paths: list[Path]) -> list[tuple[Path, NamedRow]]:
 
 def _refuse_unstorable(store: Store, path: Path, run_id: str) -> None:
     """A shard is another job's file, and may have been changed since it was written: every JSON
-    value of its run is held to the rule the store's own are written by (scoring/_storable.py),
+    value of its run is held to the rule the store's own are written by (simrun/_storable.py),
     before anything is read into the joined run, or copied."""
     found = first_unstorable(store.con, ("runs", *TABLES), run_id)
     if found is not None:

@@ -81,7 +81,7 @@ class EncodedTranscript:
     """A transcript as the store's rows hold it, its JSON already encoded: strings and numbers
     only. A Ray worker sends these rather than the transcript's objects: the driver then stores
     them without decoding anything, and pickling the objects there and back cost more CPU than
-    writing them (CHANGELOG.md, benchmark history: "Ray workers against one process")."""
+    writing them (benchmarks/HISTORY.md, "Ray workers against one process")."""
 
     conversation: ConversationColumns   # its columns of the conversations row (see `encode`)
     turns: tuple[TurnColumns, ...]      # a row of the turns table per turn, less the run and conversation ids

@@ -2,7 +2,7 @@
 
 Holding every call's worst case through the budget actor cost a round trip per moment, about a
 millisecond of CPU at each end, as much as the call itself costs simrun at a fast model
-(CHANGELOG.md, benchmark history). Instead a worker draws a float from the actor (`Budget.draw` in
+(benchmarks/HISTORY.md). Instead a worker draws a float from the actor (`Budget.draw` in
 `simulator/cluster/_shared.py`) and holds, settles and releases against it here, exactly as the
 in-process `Ledger` does. It draws again when the float runs below half its size, and a call that
 does not fit waits for that draw; each draw tells the actor what the worker spent since the last

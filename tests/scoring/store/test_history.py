@@ -13,12 +13,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from typer.testing import CliRunner
 
 from simrun._errors import StoreError
-from simrun.cli import app
 from simrun.scoring.store import Store, history_store, keep_run
 from simrun.scoring.store import _history as H
+from tests.conftest import run_cli_in
 from tests.fixtures.s3_server import s3_server
 
 pytestmark = pytest.mark.xdist_group("history")
@@ -26,20 +25,12 @@ pytestmark = pytest.mark.xdist_group("history")
 SECRET = "history-secret-key-0000000000"
 
 
-def simrun(folder: Path, *args: str) -> tuple[int, str]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(folder)
-        mp.delenv("GITHUB_STEP_SUMMARY", raising=False)
-        result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.output
-
-
 def a_checkout(root: Path, name: str, *labels: str) -> tuple[Path, str]:
     """A fresh folder, as a CI job's checkout: one run of the demo in its own database."""
     folder = root / name
     folder.mkdir()
     flags = [flag for label in labels for flag in ("--label", label)]
-    code, output = simrun(folder, "--budget", "5usd", "-n", "1", *flags)
+    code, output = run_cli_in(folder, "--budget", "5usd", "-n", "1", *flags)
     assert code in (0, 1), output
     return folder, re.search(r"run: (r[\w-]+)", output).group(1)
 
@@ -53,22 +44,22 @@ def checkouts(tmp_path_factory) -> list[tuple[Path, str]]:
 
 def kept_in(history: str, checkouts) -> None:
     for folder, run in checkouts:
-        code, output = simrun(folder, "history", "keep", "latest", "--history", history)
+        code, output = run_cli_in(folder, "history", "keep", "latest", "--history", history)
         assert code == 0, output
         assert f"kept run {run}" in output
     # Kept whole, never overwritten: keeping the same run again is refused, and the file stays.
     folder, run = checkouts[0]
-    code, output = simrun(folder, "history", "keep", run, "--history", history)
+    code, output = run_cli_in(folder, "history", "keep", run, "--history", history)
     assert code == 2 and "never overwritten" in output
 
 
 def listed_and_drawn(history: str, checkouts, where: Path) -> None:
-    code, output = simrun(where, "runs", "--history", history)
+    code, output = run_cli_in(where, "runs", "--history", history)
     assert code == 0, output
     assert [line.split()[0] for line in output.splitlines() if line.startswith("r2")] == \
         [run for _, run in reversed(checkouts)]
     assert output.count("branch:main") == 3
-    code, output = simrun(where, "dashboard", "--history", history, "--out", "board/index.html")
+    code, output = run_cli_in(where, "dashboard", "--history", history, "--out", "board/index.html")
     assert code == 0, output
     page = (where / "board/index.html").read_text()
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S).group(1))
@@ -98,7 +89,7 @@ def test_three_checkouts_keep_their_runs_in_a_bucket(checkouts, tmp_path, monkey
         assert sorted(names) == sorted(f"simrun/{run}.duckdb" for _, run in checkouts)
         listed_and_drawn("s3://team-history/simrun", checkouts, tmp_path)
         # A bucket that is not there: one line naming it, and never the credentials.
-        code, output = simrun(tmp_path, "runs", "--history", "s3://no-such-bucket/simrun")
+        code, output = run_cli_in(tmp_path, "runs", "--history", "s3://no-such-bucket/simrun")
         assert code == 2 and "cannot list the history s3://no-such-bucket/simrun" in output
         assert SECRET not in output
 
@@ -106,21 +97,23 @@ def test_three_checkouts_keep_their_runs_in_a_bucket(checkouts, tmp_path, monkey
 def test_a_pull_request_is_gated_against_main_in_the_history_and_before_any_says_why_not(checkouts, tmp_path):
     history = tmp_path / "history"
     pr, run = a_checkout(tmp_path, "pr", "pr:12", "base:main")
-    code, output = simrun(pr, "gate", "--candidate", "latest", "--history", str(history.with_name("none")))
+    code, output = run_cli_in(pr, "gate", "--candidate", "latest", "--history", str(history.with_name("none")))
     assert code == 2 and "no such history folder" in output
     history.mkdir()
-    code, output = simrun(pr, "gate", "--candidate", "latest", "--history", str(history), "--verdict-json", "v.json")
+    code, output = run_cli_in(pr, "gate", "--candidate", "latest", "--history", str(history),
+                              "--verdict-json", "v.json")
     # No run of main yet: not gated, says why, and judged on the absolute criteria alone.
     assert "not gated: the history" in output and "no finished run of main" in output
     assert code == json.loads((pr / "v.json").read_text())["exit_code"] == 0
     # Another pull request's run in the history is never the baseline.
     other, other_run = a_checkout(tmp_path, "other-pr", "pr:11", "base:main")
     keep_run(other / "simrun.duckdb", None, str(history))
-    code, output = simrun(pr, "gate", "--candidate", "latest", "--history", str(history))
+    code, output = run_cli_in(pr, "gate", "--candidate", "latest", "--history", str(history))
     assert "not gated" in output
     folder, main_run = checkouts[-1]
     keep_run(folder / "simrun.duckdb", None, str(history))
-    code, output = simrun(pr, "gate", "--candidate", "latest", "--history", str(history), "--verdict-json", "v.json")
+    code, output = run_cli_in(pr, "gate", "--candidate", "latest", "--history", str(history),
+                              "--verdict-json", "v.json")
     assert code == 0 and f"gated against run {main_run}, the newest of main" in output, output
     # The verdict names its baseline by its place in the history, never by a temporary copy.
     named = f"run {main_run} of the history {history}"
@@ -136,7 +129,7 @@ def test_the_dashboard_compares_a_pull_request_with_main_never_another_branch(ch
     second, _ = a_checkout(tmp_path, "pr2", "pr:2", "base:main")
     for folder in (first, second):
         keep_run(folder / "simrun.duckdb", None, str(history))
-    code, output = simrun(tmp_path, "dashboard", "--history", str(history), "--out", "b/index.html")
+    code, output = run_cli_in(tmp_path, "dashboard", "--history", str(history), "--out", "b/index.html")
     assert code == 0, output
     page = (tmp_path / "b/index.html").read_text()
     rows = page.split('<tr data-run="')[1:]
@@ -235,11 +228,11 @@ def test_run_history_of_simrun_toml_is_where_history_keep_keeps_a_run(checkouts,
     project.mkdir()
     shutil.copy(folder / "simrun.duckdb", project / "simrun.duckdb")
     (project / "simrun.toml").write_text('[run]\nhistory = "kept"\n')
-    code, output = simrun(project, "history", "keep")
+    code, output = run_cli_in(project, "history", "keep")
     assert code == 0, output
     assert (project / "kept" / f"{run}.duckdb").is_file()
     (project / "simrun.toml").write_text("[run]\n")
-    code, output = simrun(project, "history", "keep")
+    code, output = run_cli_in(project, "history", "keep")
     assert code == 2 and "--history" in output and "run.history" in output
 
 
@@ -252,18 +245,18 @@ def test_with_run_history_set_simrun_keeps_each_finished_run_itself_and_a_shard_
     project = demo_project(tmp_path / "team")
     toml = project / "simrun.toml"
     toml.write_text(toml.read_text().replace("[run]\n", '[run]\nhistory = "kept"\n', 1))
-    code, output = simrun(project, "-n", "1")
+    code, output = run_cli_in(project, "-n", "1")
     assert code == 0, output
     run = re.search(r"run: (r[\w-]+)", output).group(1)
     assert f"history: run {run} kept -> " in output
     assert sorted(p.name for p in (project / "kept").iterdir()) == [f"{run}.duckdb"]
-    code, listed = simrun(project, "runs", "--history", "kept")
+    code, listed = run_cli_in(project, "runs", "--history", "kept")
     assert code == 0 and run in listed, listed
-    code, output = simrun(project, "-n", "1", "--shard", "0/2", "--db", "shard0.duckdb")
+    code, output = run_cli_in(project, "-n", "1", "--shard", "0/2", "--db", "shard0.duckdb")
     assert code in (0, 1), output
     assert "history:" not in output and len(list((project / "kept").iterdir())) == 1
     (project / "kept").rename(project / "elsewhere")
     (project / "kept").write_text("a file, not a folder")
-    code, output = simrun(project, "-n", "1")
+    code, output = run_cli_in(project, "-n", "1")
     assert code == 0, output                          # the run stands; only keeping it failed
     assert re.search(r"history: run r[\w-]+ not kept in .*kept: ", output), output

@@ -80,12 +80,12 @@ def test_a_chat_endpoint_that_fails_inside_a_request_and_stays_up_is_not_said_to
     assert not leftovers(BUGGY)
 
 
-def test_simrun_show_and_the_report_show_the_traceback(simrun, project):
+def test_simrun_show_and_the_report_show_the_traceback(run_cli, project):
     personas, goals = buggy_dataset(project / "buggy")
-    code, output = simrun("-n", "1", "--personas", str(personas), "--goals", str(goals), "--transport", "http",
+    code, output = run_cli("-n", "1", "--personas", str(personas), "--goals", str(goals), "--transport", "http",
                           "--runtime-command", f"{sys.executable} {BUGGY} http --port {{port}}")
     assert code == 1 and "FAILED: release.fail_on_runtime_error" in output, output
-    code, shown = simrun("show", "latest", "plain-paula/add-bag-bug/0")
+    code, shown = run_cli("show", "latest", "plain-paula/add-bag-bug/0")
     assert code == 0
     error_line = next(line for line in shown.splitlines() if line.startswith("error: "))
     assert "closed the connection without answering, and is still running" in error_line

@@ -30,11 +30,11 @@ def page_data(path) -> dict:
     return json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S).group(1))
 
 
-def test_a_run_is_labelled_and_knows_its_runtime_version_and_commit(simrun, project):
+def test_a_run_is_labelled_and_knows_its_runtime_version_and_commit(run_cli, project):
     head = commit_all(project)
-    code, output = simrun("-n", "1", "--label", "release-1.4", "--label", "rc2")
+    code, output = run_cli("-n", "1", "--label", "release-1.4", "--label", "rc2")
     assert code == 0, output
-    code, listing = simrun("runs")
+    code, listing = run_cli("runs")
     assert code == 0 and "release-1.4, rc2" in listing and TRIPDESK_VERSION in listing
     assert f"{head[:8]} release/1.4" in listing
     report = next((project / "reports").glob("r*.html")).read_text()
@@ -46,14 +46,14 @@ def test_a_run_is_labelled_and_knows_its_runtime_version_and_commit(simrun, proj
         ["release-1.4", "rc2"], TRIPDESK_VERSION, head[:12], "release/1.4")
 
 
-def test_labels_from_simrun_toml_and_the_flag_replacing_them(simrun, project):
+def test_labels_from_simrun_toml_and_the_flag_replacing_them(run_cli, project):
     toml = project / "simrun.toml"
     toml.write_text(toml.read_text().replace("[run]", '[run]\nlabels = ["nightly", "<b>x</b>"]', 1))
-    assert simrun("-n", "1")[0] == 0
-    assert simrun("-n", "1", "--fresh", "--label", "release-2")[0] == 0
+    assert run_cli("-n", "1")[0] == 0
+    assert run_cli("-n", "1", "--fresh", "--label", "release-2")[0] == 0
     runs = page_data(project / "reports" / "index.html")["runs"]
     assert [r["labels"] for r in runs] == [["nightly", "<b>x</b>"], ["release-2"]]
-    code, listing = simrun("runs")
+    code, listing = run_cli("runs")
     assert "nightly, <b>x</b>" in listing          # shown as written, never read as console markup
 
 
@@ -61,34 +61,34 @@ def test_labels_from_simrun_toml_and_the_flag_replacing_them(simrun, project):
     (["--label", ""], "error: --label: a label cannot be empty"),
     (["--label", "a\tb"], "error: --label: the label 'a\\tb' holds a control character"),
 ])
-def test_a_bad_label_is_one_line_and_runs_nothing(simrun, project, args, says):
-    code, output = simrun("-n", "1", *args)
+def test_a_bad_label_is_one_line_and_runs_nothing(run_cli, project, args, says):
+    code, output = run_cli("-n", "1", *args)
     assert code == 2 and output.strip().startswith(says) and len(output.strip().splitlines()) == 1, output
     assert not (project / "simrun.duckdb").exists()
 
 
-def test_a_bad_label_in_simrun_toml_names_its_line(simrun, project):
+def test_a_bad_label_in_simrun_toml_names_its_line(run_cli, project):
     toml = project / "simrun.toml"
     lines = toml.read_text().splitlines()
     at = lines.index("[run]") + 2
     toml.write_text("\n".join(lines[:at - 1] + ['labels = ["ok", ""]'] + lines[at - 1:]) + "\n")
-    code, output = simrun("-n", "1")
+    code, output = run_cli("-n", "1")
     assert code == 2 and f"simrun.toml:{at} (run.labels" in output and "a label cannot be empty" in output, output
 
 
-def test_the_dashboard_reads_several_databases_and_changes_none(simrun, project):
+def test_the_dashboard_reads_several_databases_and_changes_none(run_cli, project):
     for name, label in (("a.duckdb", "release-1.0"), ("b.duckdb", "release-1.1")):
-        code, output = simrun("-n", "1", "--db", name, "--label", label)
+        code, output = run_cli("-n", "1", "--db", name, "--label", label)
         assert code == 0, output
     before = {n: hashlib.sha256((project / n).read_bytes()).hexdigest() for n in ("a.duckdb", "b.duckdb")}
-    code, output = simrun("dashboard", "--db", "a.duckdb", "--db", "b.duckdb", "--out", "site/all.html")
+    code, output = run_cli("dashboard", "--db", "a.duckdb", "--db", "b.duckdb", "--out", "site/all.html")
     assert code == 0 and "dashboard: site/all.html" in output, output
     data = page_data(project / "site" / "all.html")
     assert [(r["labels"], r["file"]) for r in data["runs"]] == [(["release-1.0"], 0), (["release-1.1"], 1)]
     assert data["files"] == ["a.duckdb", "b.duckdb"]      # as given
     assert data["runs"][1]["verdict"] == "passed"      # the same run again: the gate passes it
     assert {n: hashlib.sha256((project / n).read_bytes()).hexdigest() for n in before} == before
-    code, output = simrun("dashboard", "--db", "a.duckdb")   # default --out: the project's reports folder
+    code, output = run_cli("dashboard", "--db", "a.duckdb")   # default --out: the project's reports folder
     assert code == 0 and (project / "reports" / "index.html").exists()
 
 
@@ -97,19 +97,19 @@ def test_the_dashboard_reads_several_databases_and_changes_none(simrun, project)
     (["--out", "reports"], "--out: reports is a folder; name the page to write"),
     (["--baseline", "nope.json"], "nope.json: no such baseline file"),
 ])
-def test_dashboard_misuse_is_one_line(simrun, project, args, says):
+def test_dashboard_misuse_is_one_line(run_cli, project, args, says):
     (project / "reports").mkdir(exist_ok=True)
-    assert simrun("-n", "1")[0] == 0
-    code, output = simrun("dashboard", *args)
+    assert run_cli("-n", "1")[0] == 0
+    code, output = run_cli("dashboard", *args)
     lines = output.strip().splitlines()
     assert code == 2 and len(lines) == 1 and says in lines[0], output
 
 
-def test_the_dashboard_draws_a_blessed_baseline_in_its_datasets_charts(simrun, project):
-    assert simrun("-n", "1")[0] == 0
-    code, output = simrun("baseline", "bless", "latest", "--out", "base.json")
+def test_the_dashboard_draws_a_blessed_baseline_in_its_datasets_charts(run_cli, project):
+    assert run_cli("-n", "1")[0] == 0
+    code, output = run_cli("baseline", "bless", "latest", "--out", "base.json")
     assert code == 0, output
-    code, output = simrun("dashboard", "--baseline", "base.json")
+    code, output = run_cli("dashboard", "--baseline", "base.json")
     assert code == 0, output
     data = page_data(project / "reports" / "index.html")
     (group,) = data["groups"]

@@ -260,7 +260,7 @@ def test_one_goal_broken_outright_fails_the_gate_naming_it_and_the_report_shows_
     toml = project / "simrun.toml"
     toml.write_text(toml.read_text()
                     .replace('target = "simrun.examples.tripdesk:TripDesk"',
-                             'target = "benchmarks.gate_calibration:ByGoal"')
+                             'target = "benchmarks.gate_demo:ByGoal"')
                     .replace("[runtime.options]", '[runtime.options]\nfaults = {}\ngoal = "rename-trip"\n'
                              'goal_faults = {dead_end = 1.0}\nfault_seed = 1'))
     cand = run(cli, "--seed", "1", repetitions=2)

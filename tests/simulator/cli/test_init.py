@@ -15,23 +15,16 @@ from typer.testing import CliRunner
 
 from simrun.cli._main import app
 from simrun.scoring.dataset._files import load_dataset
+from tests.conftest import run_cli_in
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNTIME = f"{sys.executable} {ROOT / 'tests/fixtures/buggy_runtime.py'} http --port {{port}}"
 
 
-def simrun(folder: Path, *args: str):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(folder)
-        mp.delenv("GITHUB_STEP_SUMMARY", raising=False)
-        result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.output
-
-
 @pytest.fixture(scope="module")
 def initialised(tmp_path_factory):
     folder = tmp_path_factory.mktemp("team-repo")
-    code, output = simrun(folder, "init", "--transport", "http", "--runtime-command", RUNTIME)
+    code, output = run_cli_in(folder, "init", "--transport", "http", "--runtime-command", RUNTIME)
     return folder, code, output
 
 
@@ -57,7 +50,7 @@ def test_the_starter_goals_are_written_for_what_the_runtime_offers(initialised):
 
 def test_the_first_run_writes_a_report(initialised):
     folder, _, _ = initialised
-    code, output = simrun(folder, "--budget", "5usd")
+    code, output = run_cli_in(folder, "--budget", "5usd")
     assert code in (0, 1), output          # a verdict, not a user error
     report = folder / re.search(r"report: (\S+)", output).group(1)
     assert report.is_file() and "open-trip" in report.read_text()
@@ -95,7 +88,7 @@ def test_the_workflow_is_valid_yaml_naming_the_readme_commands(initialised):
 def test_init_refuses_to_overwrite_and_names_the_files(initialised):
     folder, _, _ = initialised
     before = (folder / "simrun.toml").read_text()
-    code, output = simrun(folder, "init", "--transport", "http", "--url", "http://127.0.0.1:9")
+    code, output = run_cli_in(folder, "init", "--transport", "http", "--url", "http://127.0.0.1:9")
     assert code == 2
     assert "simrun.toml" in output and ".github/workflows/simrun.yml" in output and "--force" in output
     assert (folder / "simrun.toml").read_text() == before
@@ -108,13 +101,13 @@ def test_init_refuses_to_overwrite_and_names_the_files(initialised):
     (["--transport", "template", "--url", "http://x"], "body and reply written by hand"),
 ])
 def test_bad_flags_are_refused_naming_them_before_anything_is_written(tmp_path, args, words):
-    code, output = simrun(tmp_path, "init", *args)
+    code, output = run_cli_in(tmp_path, "init", *args)
     assert code == 2 and words in output, output
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_runtime_that_offers_nothing_gets_the_probe_goal_and_says_so(tmp_path):
-    code, output = simrun(tmp_path, "init", "--transport", "python", "--no-check", "--target",
+    code, output = run_cli_in(tmp_path, "init", "--transport", "python", "--no-check", "--target",
                           f"{ROOT / 'tests/fixtures/minimal_runtime.py'}:OnlyReplies")
     assert code == 0, output
     assert "only-replies offered no operation in its first reply" in output

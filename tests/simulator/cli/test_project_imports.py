@@ -13,6 +13,7 @@ import pytest
 
 from simrun._errors import RuntimeUnavailable
 from simrun.simulator.adapters._python import load_attribute
+from tests.fixtures.processes import cli_command
 
 DESK = '''
 from helpers import greeting          # a sibling module of the project
@@ -72,9 +73,8 @@ def test_a_callable_beside_simrun_toml_imports_with_its_siblings_and_no_pythonpa
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("OTEL_")}
-    done = subprocess.run([sys.executable, "-c", "from simrun.cli._main import main; main()", "check-runtime",
-                           "--config", str(folder / "simrun.toml")], cwd=elsewhere, env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run([*cli_command(), "check-runtime", "--config", str(folder / "simrun.toml")], cwd=elsewhere,
+                          env=env, capture_output=True, text=True, timeout=120)
     output = done.stdout + done.stderr
     assert "cannot import" not in output and "No module named" not in output, output
     assert "runtime callable:" in output, output

@@ -14,12 +14,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
 from simrun.scoring.store._database import Store
 from tests.conftest import ROOT
+from tests.fixtures.processes import cli_command
 from tests.fixtures.refill_desk import TOOLS_TOML
 
 pytest.importorskip("agents")
@@ -58,9 +58,9 @@ def environment(folder, tracing: str) -> dict[str, str]:
             "OPENAI_API_KEY": "not-a-key"}
 
 
-def simrun(folder, tracing: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-c", "from simrun.cli._main import main; main()", *args], cwd=folder,
-                          env=environment(folder, tracing), capture_output=True, text=True, timeout=300)
+def run_traced(folder, tracing: str, *args: str) -> str:
+    done = subprocess.run([*cli_command(), *args], cwd=folder, env=environment(folder, tracing), capture_output=True,
+                          text=True, timeout=300)
     return done.stdout + done.stderr
 
 
@@ -70,7 +70,7 @@ def judge(folder, module: str, tracing: str) -> dict:
     (folder / "simrun.toml").write_text(config(module, tracing))
     (folder / "agent.py").write_text(f"from tests.fixtures.{module} import reply, records  # noqa: F401\n")
     planted_log, truth_log = folder / "planted.txt", folder / "truth.jsonl"
-    output = simrun(folder, tracing)
+    output = run_traced(folder, tracing)
     assert "report:" in output, output
     with Store(folder / "simrun.duckdb") as store:
         rows = store.con.execute("SELECT conversation_id, session_id, goal_reached, final_state "
@@ -130,7 +130,7 @@ def test_its_wrong_records_and_goals_are_exact_against_the_truth(tmp_path, modul
     assert_exact(judged)
     assert_tool_calls_shown(tmp_path, judged)
     # check-runtime names the convention it read, and the tool calls it read from it.
-    checked = simrun(tmp_path, tracing, "check-runtime", "--goal", "refill")
+    checked = run_traced(tmp_path, tracing, "check-runtime", "--goal", "refill")
     convention = {"openinference": "OpenInference", "openllmetry": "OpenLLMetry"}[tracing]
     assert re.search(rf"traces: {convention}: \d+ spans, [1-9]\d* tool calls read", checked), checked
     assert "receipts (phantom_receipt): the tool call ids of the writes a reply claims" in checked, checked
@@ -140,8 +140,8 @@ def test_its_wrong_records_and_goals_are_exact_against_the_truth(tmp_path, modul
 def assert_tool_calls_shown(folder, judged: dict) -> None:
     """`simrun show` and the report list each turn's tool calls: name, record, status, arguments."""
     cid, c = next((cid, c) for cid, c in sorted(judged["conversations"].items()) if c["wrong"])
-    shown = subprocess.run([sys.executable, "-c", "from simrun.cli._main import main; main()", "show", "latest",
-                            cid], cwd=folder, capture_output=True, text=True, timeout=120).stdout
+    shown = subprocess.run([*cli_command(), "show", "latest", cid], cwd=folder, capture_output=True, text=True,
+                           timeout=120).stdout
     for e in c["state"]["events"]:
         assert f"tool {e['operation']} {e['record']} {e['status']}" in shown, shown
     assert '"rx_id": "RX-' in shown, shown
@@ -154,7 +154,7 @@ def assert_tool_calls_shown(folder, judged: dict) -> None:
     ("refill_langgraph", "none", "no span of this conversation arrived")])
 def test_with_its_spans_unreadable_it_is_unverifiable_never_clean(tmp_path, module, tracing, seen):
     assert_unverifiable(judge(tmp_path, module, tracing), seen=seen)
-    checked = simrun(tmp_path, tracing, "check-runtime", "--goal", "refill")
+    checked = run_traced(tmp_path, tracing, "check-runtime", "--goal", "refill")
     assert "evidence: level 0 of 4" in checked, checked       # no tool events: the level is not reached
     if tracing == "plain":
         assert re.search(r"traces: \d+ spans of no convention simrun reads \(attributes pharmacy\.\*\)", checked)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from simrun.scoring.store._database import Store
 from tests.conftest import ROOT
+from tests.fixtures.processes import cli_command
 
 CLINIC = ROOT / "tests" / "fixtures" / "clinic"
 CONFIG = f"""
@@ -44,8 +44,7 @@ def simrun_apart(folder, **env: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
     for name in [n for n in env if n.startswith("OTEL_")]:
         del env[name]
-    done = subprocess.run([sys.executable, "-c", "from simrun.cli._main import main; main()"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=240)
+    done = subprocess.run(cli_command(), cwd=folder, env=env, capture_output=True, text=True, timeout=240)
     output = done.stdout + done.stderr
     assert "report:" in output, output
     return output

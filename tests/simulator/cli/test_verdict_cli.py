@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-BY_GOAL = 'target = "benchmarks.gate_calibration:ByGoal"'
+BY_GOAL = 'target = "benchmarks.gate_demo:ByGoal"'
 
 
 def with_baseline(project: Path, baseline: str) -> None:
