@@ -75,30 +75,13 @@ def modules(root: Path, top: str = "simrun") -> dict[str, Path]:
     return found
 
 
-def exports(path: Path) -> dict[str, str]:
-    """A package's exports (its `__init__`'s `_EXPORTS` table, `simrun._lazy`): name -> module."""
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.AnnAssign | ast.Assign) and "_EXPORTS" in ast.unparse(node).split("=")[0]:
-            try:
-                table = ast.literal_eval(node.value)
-            except ValueError:      # built by code (simrun's own): its modules are its edges already
-                return {}
-            return {name: module for name, (module, _) in table.items()}
-    return {}
-
-
-def imports(root: Path, through_exports: bool = True, top: str = "simrun") -> dict[str, dict[str, int]]:
+def imports(root: Path, top: str = "simrun") -> dict[str, dict[str, int]]:
     """module -> {project module it imports: line}, every import statement anywhere in it. A name
-    imported from a package's exports counts as an import of the module that holds it (what runs
-    when the name is first used), unless `through_exports` is False: then of the package.
-    `top`: the folder whose modules are read (`benchmarks`, say)."""
+    imported from a package counts as an import of the package (its `__init__`, which imports the
+    module that holds the name). `top`: the folder whose modules are read (`benchmarks`, say)."""
     known = modules(root, top)
-    exported = {package: exports(path) for package, path in known.items() if path.name == "__init__.py"}
 
     def owner(name: str) -> str | None:
-        package, _, attribute = name.rpartition(".")
-        if through_exports and name not in known and attribute in exported.get(package, {}):
-            return exported[package][attribute]
         while name and name not in known:
             name = name.rpartition(".")[0]
         return name or None
@@ -109,7 +92,7 @@ def imports(root: Path, through_exports: bool = True, top: str = "simrun") -> di
             if isinstance(node, ast.Import):
                 targets = [owner(a.name) for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                # `from simrun.scoring.gate import stats` imports the module simrun.scoring.gate._stats.
+                # `from simrun.scoring.gate import _stats` imports the module simrun.scoring.gate._stats.
                 targets = [owner(f"{node.module}.{a.name}") for a in node.names]
             else:
                 continue
@@ -198,7 +181,7 @@ def test_every_import_runs_the_allowed_way():
 
 
 def test_no_module_reaches_into_another_package_s_private_modules():
-    assert around_the_exports(imports(ROOT, through_exports=False), ROOT) == []
+    assert around_the_exports(imports(ROOT), ROOT) == []
 
 
 def test_a_planted_import_of_another_package_s_private_module_is_found(tmp_path):
@@ -213,7 +196,7 @@ def test_a_planted_import_of_another_package_s_private_module_is_found(tmp_path)
         "simrun/simulator/_runner.py": "from simrun.scoring.store import Store\n"
                                        "from simrun.scoring.store._database import Store as Again\n",
     })
-    assert around_the_exports(imports(root, through_exports=False), root) == [
+    assert around_the_exports(imports(root), root) == [
         "simrun/simulator/_runner.py:2 simrun.simulator._runner -> simrun.scoring.store._database "
         "(a private module of simrun.scoring.store)"]
 
